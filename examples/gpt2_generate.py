@@ -1,0 +1,1 @@
+../python/magneton/examples/gpt2_generate.py

@@ -1,0 +1,138 @@
+// The in-memory event model of one recorded run. The writer persists these
+// records; the reader returns them. Every analysis stage reads only this.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace magneton {
+
+// Bumped on any incompatible change to the on-disk schema (docs/TRACE_FORMAT.md).
+inline constexpr int kTraceSchemaVersion = 1;
+
+inline constexpr int64_t kNoId = -1;
+
+struct RunMetadata {
+  std::string label;
+  std::string command_line;
+  int64_t start_unix_ns = 0;       // wall clock, for humans
+  int64_t start_monotonic_ns = 0;  // CLOCK_MONOTONIC, the clock of every event
+  std::string host;
+  std::string engine = "pytorch";  // which recorder wrote the ops
+  std::map<std::string, std::string> versions;  // framework -> version
+};
+
+// One entry of the config snapshot: a flag, env var, model config field, or
+// call argument that could explain a behavioural difference between runs.
+struct ConfigEntry {
+  std::string key;     // e.g. "torch.backends.mkldnn.enabled", "env.OMP_NUM_THREADS"
+  std::string value;   // repr of the value
+  std::string source;  // "global_flag", "env", "model_config", "call_arg", "runtime"
+};
+
+struct Frame {
+  int64_t id = kNoId;
+  int64_t file_id = kNoId;      // string id
+  int64_t line = 0;
+  int64_t function_id = kNoId;  // string id
+};
+
+// A Python call path as a linked list from the innermost frame outwards:
+// paths that share their outer part share rows.
+struct CallPath {
+  int64_t id = kNoId;
+  int64_t frame_id = kNoId;
+  int64_t parent_id = kNoId;  // the caller's path, kNoId at the outermost frame
+};
+
+// An nn.Module scope (or an engine's equivalent), as a tree.
+struct Scope {
+  int64_t id = kNoId;
+  int64_t name_id = kNoId;  // the attribute name in the parent, e.g. "h.0"
+  int64_t type_id = kNoId;  // the class name, e.g. "GPT2Block"
+  int64_t parent_id = kNoId;
+};
+
+enum class TensorRole : int { kInput = 0, kOutput = 1 };
+
+struct TensorMeta {
+  int64_t id = kNoId;
+  uint64_t storage_addr = 0;  // base address of the storage; aliases share it
+  int64_t storage_offset = 0; // in elements
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;  // in elements
+  std::string dtype;             // e.g. "float32"
+  std::string device;            // e.g. "cpu", "cuda:0"
+  int64_t version = 0;           // the in-place version counter when first seen
+  int64_t producer_op_id = kNoId;  // kNoId: model input, parameter or constant
+};
+
+struct OpTensor {
+  int64_t op_id = kNoId;
+  TensorRole role = TensorRole::kInput;
+  int32_t slot = 0;  // argument position among tensors of that role
+  int64_t tensor_id = kNoId;
+};
+
+struct OpEvent {
+  int64_t id = kNoId;
+  int64_t name_id = kNoId;  // string id, e.g. "aten::addmm"
+  int64_t thread_id = 0;    // OS thread id
+  int64_t start_ns = 0;     // CLOCK_MONOTONIC
+  int64_t end_ns = 0;
+  int64_t parent_id = kNoId;  // enclosing op on the same thread
+  int64_t scope_id = kNoId;
+  int64_t call_path_id = kNoId;
+  // Links host ops to asynchronous device work (CUPTI / CUDA events) later.
+  uint64_t correlation_id = 0;
+  std::string args;  // non-tensor arguments, compact text, "%" marks a tensor
+};
+
+// Device work launched by an op and timed on the device (GPU kernels).
+struct DeviceActivity {
+  uint64_t correlation_id = 0;
+  std::string device;
+  int64_t stream = 0;
+  int64_t name_id = kNoId;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+};
+
+enum class Provenance : int { kMeasured = 0, kEstimated = 1 };
+
+struct EnergySample {
+  std::string domain;  // e.g. "cpu-package-0", "gpu-0"
+  int64_t t_ns = 0;    // CLOCK_MONOTONIC
+  double energy_uj = 0;  // cumulative counter value, unwrapped (NaN if power-only)
+  double power_mw = 0;   // instantaneous power (NaN if counter-only)
+  Provenance provenance = Provenance::kEstimated;
+  std::string meter;   // e.g. "rapl", "nvml", "estimate"
+};
+
+struct Trace {
+  RunMetadata meta;
+  std::vector<ConfigEntry> config;
+  std::vector<std::string> strings;  // indexed by string id
+  std::vector<Frame> frames;         // indexed by id
+  std::vector<CallPath> call_paths;  // indexed by id
+  std::vector<Scope> scopes;         // indexed by id
+  std::vector<OpEvent> ops;          // indexed by id, in start order
+  std::vector<TensorMeta> tensors;   // indexed by id
+  std::vector<OpTensor> op_tensors;  // sorted by (op_id, role, slot)
+  std::vector<DeviceActivity> device_activities;
+  std::vector<EnergySample> energy_samples;
+
+  const std::string& str(int64_t id) const {
+    static const std::string kEmpty;
+    return id >= 0 && static_cast<size_t>(id) < strings.size() ? strings[id] : kEmpty;
+  }
+  // "GPT2LMHeadModel/transformer/h.0/attn", or "" for no scope.
+  std::string ScopePath(int64_t scope_id) const;
+  // Outermost first: {"examples/gpt2.py:12:main", ...}.
+  std::vector<std::string> CallPathFrames(int64_t call_path_id) const;
+  std::string FrameText(int64_t frame_id) const;
+};
+
+}  // namespace magneton

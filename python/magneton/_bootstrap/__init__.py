@@ -1,0 +1,1 @@
+"""Directory put first on PYTHONPATH by `magneton record`; holds sitecustomize."""

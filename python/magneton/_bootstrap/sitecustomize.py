@@ -1,0 +1,47 @@
+"""Started by `magneton record -- python script.py`: begins recording before
+the script runs and closes the trace at exit, without changing the script."""
+
+import os
+import sys
+
+
+def _chain_to_next_sitecustomize():
+    # Ours shadows any sitecustomize that the environment already had.
+    here = os.path.dirname(os.path.abspath(__file__))
+    saved = list(sys.path)
+    mod = sys.modules.pop("sitecustomize", None)
+    try:
+        sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+        import importlib
+
+        try:
+            importlib.import_module("sitecustomize")
+        except ImportError:
+            pass
+    finally:
+        sys.path[:] = saved
+        if mod is not None:
+            sys.modules["sitecustomize"] = mod
+
+
+def _start():
+    path = os.environ.pop("MAGNETON_RECORD_PATH", None)
+    if not path:
+        return
+    # Child processes of the script are not recorded into the same file.
+    label = os.environ.pop("MAGNETON_RECORD_LABEL", None)
+    command_line = os.environ.pop("MAGNETON_COMMAND_LINE", None)
+    here = os.path.dirname(os.path.abspath(__file__))
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and os.path.abspath(p) != here)
+
+    import atexit
+
+    import magneton
+
+    magneton.start(path, label=label, command_line=command_line)
+    atexit.register(magneton.stop)
+
+
+_chain_to_next_sitecustomize()
+_start()

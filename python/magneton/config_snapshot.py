@@ -1,0 +1,88 @@
+"""Gathers the config snapshot: global flags, env vars, model configs, call
+arguments. Values are stored as text in the trace's ``config`` table, where
+diagnosis diffs them between two runs."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from magneton import _core
+
+# Environment variables that change how ML frameworks execute.
+_ENV_PREFIXES = ("OMP_", "MKL_", "KMP_", "CUDA_", "PYTORCH_", "TORCH_", "CUBLAS_", "NCCL_", "HF_",
+                 "TRANSFORMERS_", "ORT_", "XLA_", "JAX_", "GGML_", "LLAMA_", "OPENBLAS_", "ONEDNN_", "DNNL_")
+
+
+def _set(key: str, value, source: str) -> None:
+    _core.set_config(key, repr(value) if not isinstance(value, str) else value, source)
+
+
+def record_process_config() -> None:
+    for key in sorted(os.environ):
+        if key.startswith(_ENV_PREFIXES):
+            _set("env." + key, os.environ[key], "env")
+    if "torch" in sys.modules:
+        record_torch_flags()
+
+
+def record_torch_flags() -> None:
+    import torch
+
+    flags = {
+        "torch.get_num_threads": torch.get_num_threads,
+        "torch.get_num_interop_threads": torch.get_num_interop_threads,
+        "torch.get_float32_matmul_precision": torch.get_float32_matmul_precision,
+        "torch.is_grad_enabled": torch.is_grad_enabled,
+        "torch.is_inference_mode_enabled": torch.is_inference_mode_enabled,
+        "torch.get_default_dtype": torch.get_default_dtype,
+        "torch.are_deterministic_algorithms_enabled": torch.are_deterministic_algorithms_enabled,
+        "torch.backends.cuda.matmul.allow_tf32": lambda: torch.backends.cuda.matmul.allow_tf32,
+        "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction":
+            lambda: torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+        "torch.backends.cudnn.enabled": lambda: torch.backends.cudnn.enabled,
+        "torch.backends.cudnn.benchmark": lambda: torch.backends.cudnn.benchmark,
+        "torch.backends.cudnn.deterministic": lambda: torch.backends.cudnn.deterministic,
+        "torch.backends.cudnn.allow_tf32": lambda: torch.backends.cudnn.allow_tf32,
+        "torch.backends.mkldnn.enabled": lambda: torch.backends.mkldnn.enabled,
+        "torch.backends.mkl.is_available": torch.backends.mkl.is_available,
+        "torch.backends.openmp.is_available": torch.backends.openmp.is_available,
+        "torch.backends.cuda.flash_sdp_enabled": torch.backends.cuda.flash_sdp_enabled,
+        "torch.backends.cuda.mem_efficient_sdp_enabled": torch.backends.cuda.mem_efficient_sdp_enabled,
+        "torch.backends.cuda.math_sdp_enabled": torch.backends.cuda.math_sdp_enabled,
+        "torch.cuda.is_available": torch.cuda.is_available,
+    }
+    for key, getter in flags.items():
+        try:
+            _set(key, getter(), "global_flag")
+        except Exception as exc:  # a flag missing in this torch version
+            _set(key, f"<unavailable: {type(exc).__name__}>", "global_flag")
+
+
+def record_model_config(scope: str, module) -> None:
+    """Records a model's config object (HF ``config``) once per root module."""
+    config = getattr(module, "config", None)
+    to_dict = getattr(config, "to_dict", None)
+    if to_dict is None:
+        return
+    try:
+        items = to_dict()
+    except Exception:
+        return
+    for key, value in sorted(items.items()):
+        if isinstance(value, (dict, list)) and len(repr(value)) > 200:
+            continue
+        _set(f"model_config.{scope}.{key}", value, "model_config")
+    attn = getattr(config, "_attn_implementation", None)
+    if attn is not None:
+        _set(f"model_config.{scope}._attn_implementation", attn, "model_config")
+
+
+def record_call_args(function: str, kwargs: dict) -> None:
+    for key, value in sorted(kwargs.items()):
+        if hasattr(value, "shape"):
+            value = f"<tensor shape={tuple(value.shape)}>"
+        text = repr(value)
+        if len(text) > 200:
+            text = text[:197] + "..."
+        _core.set_config(f"call.{function}.{key}", text, "call_arg")

@@ -1,0 +1,164 @@
+"""PyTorch hooks: the C++ RecordFunction callback (every ATen op) plus global
+nn.Module hooks that name the module scope each op runs in."""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import sys
+import threading
+
+from magneton import _core
+from magneton import config_snapshot
+
+
+def _load_hook():
+    import torch
+
+    try:
+        from magneton import _torch_hook
+    except ImportError as exc:
+        raise ImportError(
+            "magneton was built without its PyTorch hook, or against another torch "
+            f"(now {torch.__version__}): reinstall with `pip install --no-build-isolation .` "
+            f"in an environment where torch imports ({exc})"
+        ) from exc
+    built = _torch_hook.TORCH_VERSION_BUILT
+    if built.split("+")[0] != torch.__version__.split("+")[0]:
+        raise ImportError(
+            f"magneton's PyTorch hook was built against torch {built} but torch {torch.__version__} "
+            "is installed: reinstall magneton with `pip install --no-build-isolation .`"
+        )
+    return _torch_hook
+
+
+class _PostImportFinder(importlib.abc.MetaPathFinder):
+    """Runs a callback right after a module is first imported, so that
+    `magneton record` can hook torch without importing it eagerly."""
+
+    def __init__(self, name: str, callback):
+        self.name = name
+        self.callback = callback
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        callback = self.callback
+
+        class _Loader(importlib.abc.Loader):
+            def create_module(self, s):
+                return loader.create_module(s)
+
+            def exec_module(self, module):
+                loader.exec_module(module)
+                callback(module)
+
+        spec.loader = _Loader()
+        return spec
+
+
+class TorchRecorder:
+    def __init__(self):
+        self._handles = []
+        self._hook = None
+        self._finders = []
+        self._local = threading.local()
+        self._names: dict[int, dict[int, str]] = {}  # id(parent) -> {id(child): attr name}
+        self._roots_seen: set[int] = set()
+        self._orig_generate = None
+
+    # -- lifecycle -----------------------------------------------------------
+    def install(self) -> None:
+        if "torch" in sys.modules:
+            self._install_torch()
+        else:
+            self._add_finder("torch", lambda _m: self._install_torch())
+        if "transformers" in sys.modules:
+            self._wrap_generate()
+        else:
+            self._add_finder("transformers", lambda _m: self._wrap_generate())
+
+    def uninstall(self) -> None:
+        for finder in self._finders:
+            if finder in sys.meta_path:
+                sys.meta_path.remove(finder)
+        self._finders.clear()
+        if self._hook is not None:
+            self._hook.uninstall()
+            self._hook = None
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+        if self._orig_generate is not None:
+            from transformers.generation.utils import GenerationMixin
+
+            GenerationMixin.generate = self._orig_generate
+            self._orig_generate = None
+
+    def _add_finder(self, name, callback):
+        finder = _PostImportFinder(name, callback)
+        self._finders.append(finder)
+        sys.meta_path.insert(0, finder)
+
+    def _install_torch(self) -> None:
+        import torch.nn.modules.module as mm
+
+        self._hook = _load_hook()
+        config_snapshot.record_torch_flags()
+        self._handles.append(mm.register_module_forward_pre_hook(self._pre_forward))
+        self._handles.append(mm.register_module_forward_hook(self._post_forward, always_call=True))
+        self._hook.install()
+
+    # -- module scopes ---------------------------------------------------------
+    def _stack(self) -> list:
+        stack = getattr(self._local, "stack", None)
+        if stack is None:
+            stack = self._local.stack = []
+        return stack
+
+    def _child_name(self, parent, child) -> str:
+        names = self._names.get(id(parent))
+        if names is None or id(child) not in names:
+            names = {id(m): n for n, m in parent.named_children()}
+            self._names[id(parent)] = names
+        return names.get(id(child), type(child).__name__)
+
+    def _pre_forward(self, module, args):
+        stack = self._stack()
+        if stack:
+            name = self._child_name(stack[-1], module)
+        else:
+            name = type(module).__name__
+            if id(module) not in self._roots_seen:
+                self._roots_seen.add(id(module))
+                config_snapshot.record_model_config(name, module)
+        stack.append(module)
+        _core.push_scope(name, type(module).__name__)
+
+    def _post_forward(self, module, args, output):
+        stack = self._stack()
+        if stack and stack[-1] is module:
+            stack.pop()
+            _core.pop_scope()
+
+    # -- HF generate arguments -------------------------------------------------
+    def _wrap_generate(self) -> None:
+        try:
+            from transformers.generation.utils import GenerationMixin
+        except Exception:
+            return
+        original = GenerationMixin.generate
+        self._orig_generate = original
+
+        def generate(model, *args, **kwargs):
+            if _core.is_recording():
+                config_snapshot.record_call_args("generate", kwargs)
+            return original(model, *args, **kwargs)
+
+        generate.__wrapped__ = original
+        GenerationMixin.generate = generate

@@ -1,0 +1,70 @@
+"""The public recording API: ``with magneton.record("run.mtrace"): ...``."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import sys
+import threading
+
+from magneton import _core
+from magneton import config_snapshot
+
+_lock = threading.Lock()
+_recorders: list = []
+
+
+def _framework_versions() -> dict[str, str]:
+    versions = {"python": sys.version.split()[0]}
+    for name in ("torch", "transformers", "onnxruntime", "jax", "llama_cpp", "numpy"):
+        mod = sys.modules.get(name)
+        if mod is not None and hasattr(mod, "__version__"):
+            versions[name] = str(mod.__version__)
+    return versions
+
+
+def start(path: str | os.PathLike, label: str | None = None, command_line: str | None = None) -> None:
+    """Starts recording every supported framework's ops into ``path``."""
+    from magneton.recorders import torch_recorder
+
+    path = os.fspath(path)
+    with _lock:
+        if _core.is_recording():
+            raise RuntimeError("a Magneton recording is already active")
+        if label is None:
+            label = os.path.splitext(os.path.basename(path))[0]
+        if command_line is None:
+            command_line = shlex.join([sys.executable, *sys.argv])
+        _core.start_recording(path, label, command_line, "pytorch", _framework_versions())
+        try:
+            config_snapshot.record_process_config()
+            rec = torch_recorder.TorchRecorder()
+            rec.install()
+            _recorders.append(rec)
+        except BaseException:
+            _core.stop_recording()
+            raise
+
+
+def stop() -> None:
+    """Stops the active recording and closes its trace file."""
+    with _lock:
+        if not _core.is_recording():
+            return
+        while _recorders:
+            _recorders.pop().uninstall()
+        # Versions of frameworks imported after start() are known only now.
+        for name, version in _framework_versions().items():
+            _core.set_meta("version." + name, version)
+        _core.stop_recording()
+
+
+@contextlib.contextmanager
+def record(path: str | os.PathLike, label: str | None = None):
+    """Records the ops run inside the block into the trace file ``path``."""
+    start(path, label=label)
+    try:
+        yield
+    finally:
+        stop()

@@ -1,0 +1,85 @@
+// magneton._core: the Python edge of the C++ core. No logic of its own: it
+// converts arguments, calls the core and turns a bad Status into an exception.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "magneton/recorder.h"
+#include "magneton/trace_reader.h"
+#include "pyhooks/python_stack.h"
+#include "report/summary.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+void ThrowIfError(const magneton::Status& st) {
+  if (st.ok()) return;
+  switch (st.code()) {
+    case magneton::StatusCode::kNotFound:
+      PyErr_SetString(PyExc_FileNotFoundError, st.message().c_str());
+      throw nb::python_error();
+    case magneton::StatusCode::kInvalidArgument:
+      throw nb::value_error(st.message().c_str());
+    default:
+      throw std::runtime_error(st.message());
+  }
+}
+
+magneton::Recorder& Active() {
+  magneton::Recorder* rec = magneton::Recorder::Active();
+  if (!rec) throw std::runtime_error("no Magneton recording is active");
+  return *rec;
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "Magneton's C++ core";
+
+  m.def("start_recording",
+        [](const std::string& path, const std::string& label, const std::string& command_line,
+           const std::string& engine, const std::map<std::string, std::string>& versions) {
+          magneton::RunMetadata meta;
+          meta.label = label;
+          meta.command_line = command_line;
+          meta.engine = engine;
+          meta.versions = versions;
+          ThrowIfError(magneton::Recorder::Start(path, meta));
+        },
+        "path"_a, "label"_a, "command_line"_a, "engine"_a = "pytorch",
+        "versions"_a = std::map<std::string, std::string>{});
+  m.def("stop_recording", [] { ThrowIfError(magneton::Recorder::Stop()); },
+        nb::call_guard<nb::gil_scoped_release>());
+  m.def("is_recording", [] { return magneton::Recorder::Active() != nullptr; });
+  m.def("flush", [] { ThrowIfError(Active().Flush()); }, nb::call_guard<nb::gil_scoped_release>());
+  m.def("ops_recorded", [] { return Active().ops_recorded(); });
+
+  m.def("push_scope", [](std::string_view name, std::string_view type) {
+    if (auto* rec = magneton::Recorder::Active()) rec->PushScope(name, type);
+  });
+  m.def("pop_scope", [] {
+    if (auto* rec = magneton::Recorder::Active()) rec->PopScope();
+  });
+  m.def("set_config", [](std::string key, std::string value, std::string source) {
+    Active().SetConfig(std::move(key), std::move(value), std::move(source));
+  }, "key"_a, "value"_a, "source"_a);
+  m.def("set_meta", [](const std::string& key, const std::string& value) { Active().SetMeta(key, value); });
+  m.def("current_call_path_frames", [] {
+    // For tests: the interned current call path, as recorded.
+    return magneton::CurrentPythonCallPath(Active());
+  });
+
+  m.def("summarize", [](const std::string& path, int top) {
+    auto trace = magneton::ReadTrace(path);
+    ThrowIfError(trace.status());
+    return magneton::FormatSummary(*trace, top);
+  }, "path"_a, "top"_a = 15);
+  m.def("validate", [](const std::string& path) {
+    auto trace = magneton::ReadTrace(path);
+    ThrowIfError(trace.status());
+    return trace->ops.size();
+  }, "path"_a, "Reads and validates a trace; returns its op count or raises.");
+}

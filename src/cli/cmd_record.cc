@@ -1,0 +1,41 @@
+// magneton record -o run.mtrace [--label NAME] -- python script.py args...
+#include <cstdlib>
+#include <filesystem>
+
+#include "cli/command.h"
+#include "cli/record_child.h"
+
+namespace magneton::cli {
+namespace {
+
+class RecordCommand : public Command {
+ public:
+  CLI::App* Register(CLI::App& app) override {
+    auto* sub = app.add_subcommand("record", "Record a program's operators into a trace file");
+    sub->add_option("-o,--output", output_, "Trace file to write")->default_val("run.mtrace");
+    sub->add_option("--label", label_, "A name for this run in reports (default: the file name)");
+    sub->add_option("command", command_, "The program to run, after --")->required();
+    sub->positionals_at_end();
+    sub->prefix_command(false);
+    return sub;
+  }
+
+  int Run() override {
+    RecordRequest req;
+    req.output = output_;
+    req.label = label_.empty() ? std::filesystem::path(output_).stem().string() : label_;
+    req.command = command_;
+    return RecordChild(req, /*verbose=*/true);
+  }
+
+ private:
+  std::string output_;
+  std::string label_;
+  std::vector<std::string> command_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> MakeRecordCommand() { return std::make_unique<RecordCommand>(); }
+
+}  // namespace magneton::cli

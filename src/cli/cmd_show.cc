@@ -1,0 +1,36 @@
+// magneton show run.mtrace: op count, top ops, top module scopes, config.
+#include <cstdio>
+
+#include "cli/command.h"
+#include "magneton/trace_reader.h"
+#include "report/summary.h"
+
+namespace magneton::cli {
+namespace {
+
+class ShowCommand : public Command {
+ public:
+  CLI::App* Register(CLI::App& app) override {
+    auto* sub = app.add_subcommand("show", "Summarise a trace: ops, time, module scopes, config snapshot");
+    sub->add_option("trace", path_, "Trace file")->required();
+    sub->add_option("--top", top_, "Rows per table")->default_val(15);
+    return sub;
+  }
+
+  int Run() override {
+    auto trace = ReadTrace(path_);
+    if (!trace.ok()) return Fail(trace.status().message());
+    std::fputs(FormatSummary(*trace, top_).c_str(), stdout);
+    return 0;
+  }
+
+ private:
+  std::string path_;
+  int top_ = 15;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> MakeShowCommand() { return std::make_unique<ShowCommand>(); }
+
+}  // namespace magneton::cli

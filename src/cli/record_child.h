@@ -1,0 +1,19 @@
+// Runs a program under recording: shared by `record` and `demo`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace magneton::cli {
+
+struct RecordRequest {
+  std::string output;
+  std::string label;
+  std::vector<std::string> command;
+};
+
+// Returns the program's exit code (or 1 if it could not be started or left
+// no trace); prints one line on what was recorded.
+int RecordChild(const RecordRequest& req, bool verbose);
+
+}  // namespace magneton::cli

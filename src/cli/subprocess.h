@@ -1,0 +1,28 @@
+// Running the traced program and finding the Python side of magneton.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace magneton::cli {
+
+// Runs argv with extra environment variables, waits, and returns its exit
+// code (128 + signal number if it was killed), or -1 if it could not start.
+int RunChild(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra_env,
+             std::string* error);
+
+// The Python interpreter to use for the demo: the one next to this
+// executable (a venv's bin), else python3 on PATH.
+std::string FindPython();
+
+// Directory holding magneton's sitecustomize bootstrap, as seen by `python`.
+std::optional<std::string> FindBootstrapDir(const std::string& python, std::string* error);
+
+// Runs a command and captures its stdout (for small queries).
+std::optional<std::string> CaptureOutput(const std::vector<std::string>& argv);
+
+std::string ShellQuote(const std::vector<std::string>& argv);
+
+}  // namespace magneton::cli

@@ -1,0 +1,281 @@
+#include "magneton/recorder.h"
+
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace magneton {
+
+int64_t MonotonicNowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::atomic<Recorder*> Recorder::active_{nullptr};
+
+namespace {
+
+std::mutex g_lifecycle_mu;
+std::atomic<uint64_t> g_generation{0};
+
+inline uint64_t Mix(uint64_t h, uint64_t v) {
+  // 64-bit FNV-style mixing; collisions only cost a map probe.
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h;
+}
+
+struct TensorKey {
+  uint64_t storage_addr;
+  int64_t storage_offset;
+  int64_t version;
+  uint64_t layout_hash;  // shape, strides, dtype, device
+  bool operator==(const TensorKey&) const = default;
+};
+struct TensorKeyHash {
+  size_t operator()(const TensorKey& k) const {
+    return Mix(Mix(Mix(k.storage_addr, static_cast<uint64_t>(k.storage_offset)), static_cast<uint64_t>(k.version)),
+               k.layout_hash);
+  }
+};
+struct TensorEntry {
+  int64_t id;
+  int64_t producer_op_id;
+};
+
+struct PairHash {
+  size_t operator()(const std::pair<int64_t, int64_t>& p) const {
+    return Mix(static_cast<uint64_t>(p.first), static_cast<uint64_t>(p.second));
+  }
+};
+
+struct PendingOp {
+  OpEvent event;
+  std::vector<OpTensor> links;
+};
+
+struct ThreadState {
+  uint64_t generation = 0;
+  int64_t os_tid = 0;
+  std::vector<PendingOp> ops;
+  std::vector<int64_t> scopes;
+
+  void Reset(uint64_t gen) {
+    generation = gen;
+    ops.clear();
+    scopes.clear();
+    if (os_tid == 0) os_tid = static_cast<int64_t>(syscall(SYS_gettid));
+  }
+};
+
+thread_local ThreadState t_state;
+
+inline ThreadState& Local(uint64_t generation) {
+  if (t_state.generation != generation) t_state.Reset(generation);
+  return t_state;
+}
+
+uint64_t LayoutHash(const TensorView& t) {
+  uint64_t h = std::hash<std::string_view>{}(t.dtype);
+  h = Mix(h, std::hash<std::string_view>{}(t.device));
+  for (int32_t i = 0; i < t.ndim; ++i) {
+    h = Mix(h, static_cast<uint64_t>(t.sizes[i]));
+    h = Mix(h, t.strides ? static_cast<uint64_t>(t.strides[i]) : 0);
+  }
+  return Mix(h, static_cast<uint64_t>(t.ndim));
+}
+
+}  // namespace
+
+struct Recorder::State {
+  std::mutex mu;
+  std::unordered_map<std::string, int64_t> strings;
+  std::unordered_map<uint64_t, std::vector<int64_t>> frame_index;  // hash -> candidate frame ids
+  std::vector<Frame> frames;
+  std::unordered_map<std::pair<int64_t, int64_t>, int64_t, PairHash> call_paths;
+  struct ScopeKey {
+    int64_t parent, name, type;
+    bool operator==(const ScopeKey&) const = default;
+  };
+  struct ScopeKeyHash {
+    size_t operator()(const ScopeKey& k) const {
+      return Mix(Mix(static_cast<uint64_t>(k.parent), static_cast<uint64_t>(k.name)), static_cast<uint64_t>(k.type));
+    }
+  };
+  std::unordered_map<ScopeKey, int64_t, ScopeKeyHash> scopes;
+  std::unordered_map<TensorKey, TensorEntry, TensorKeyHash> tensors;
+  int64_t next_tensor_id = 0;
+};
+
+Recorder::Recorder(std::unique_ptr<TraceWriter> writer, uint64_t generation)
+    : writer_(std::move(writer)), state_(std::make_unique<State>()), generation_(generation) {}
+
+Recorder::~Recorder() = default;
+
+Status Recorder::Start(const std::string& path, const RunMetadata& meta, RecorderOptions options) {
+  std::lock_guard<std::mutex> lock(g_lifecycle_mu);
+  if (active_.load()) return FailedPrecondition("a recording is already active; stop it before starting another");
+  RunMetadata m = meta;
+  if (m.start_monotonic_ns == 0) m.start_monotonic_ns = MonotonicNowNs();
+  if (m.start_unix_ns == 0) {
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    m.start_unix_ns = static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+  }
+  if (m.host.empty()) {
+    char host[256] = {};
+    if (gethostname(host, sizeof(host) - 1) == 0) m.host = host;
+  }
+  MAGNETON_ASSIGN_OR_RETURN(auto writer, TraceWriter::Create(path, m, options.writer));
+  auto* rec = new Recorder(std::move(writer), g_generation.fetch_add(1) + 1);
+  active_.store(rec, std::memory_order_release);
+  return Status::Ok();
+}
+
+Status Recorder::Stop() {
+  std::lock_guard<std::mutex> lock(g_lifecycle_mu);
+  Recorder* rec = active_.exchange(nullptr, std::memory_order_acq_rel);
+  if (!rec) return FailedPrecondition("no recording is active");
+  // Hooks hold no pointer past a single op; hooks are removed by the caller
+  // before Stop, so deleting here is safe.
+  Status st = rec->writer_->Close();
+  delete rec;
+  return st;
+}
+
+int64_t Recorder::InternString(std::string_view s) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  auto [it, inserted] = state_->strings.try_emplace(std::string(s), static_cast<int64_t>(state_->strings.size()));
+  if (inserted) writer_->AppendString(it->second, it->first);
+  return it->second;
+}
+
+int64_t Recorder::InternFrame(int64_t file_id, int64_t line, int64_t function_id) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  uint64_t h = Mix(Mix(static_cast<uint64_t>(file_id), static_cast<uint64_t>(line)), static_cast<uint64_t>(function_id));
+  auto& candidates = state_->frame_index[h];
+  for (int64_t id : candidates) {
+    const Frame& f = state_->frames[id];
+    if (f.file_id == file_id && f.line == line && f.function_id == function_id) return id;
+  }
+  Frame f{static_cast<int64_t>(state_->frames.size()), file_id, line, function_id};
+  state_->frames.push_back(f);
+  candidates.push_back(f.id);
+  writer_->AppendFrame(f);
+  return f.id;
+}
+
+int64_t Recorder::InternCallPath(int64_t parent_path_id, int64_t frame_id) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  auto [it, inserted] = state_->call_paths.try_emplace({parent_path_id, frame_id},
+                                                       static_cast<int64_t>(state_->call_paths.size()));
+  if (inserted) writer_->AppendCallPath({it->second, frame_id, parent_path_id});
+  return it->second;
+}
+
+void Recorder::PushScope(std::string_view name, std::string_view type) {
+  int64_t name_id = InternString(name);
+  int64_t type_id = InternString(type);
+  ThreadState& ts = Local(generation_);
+  int64_t parent = ts.scopes.empty() ? kNoId : ts.scopes.back();
+  int64_t id;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    auto [it, inserted] =
+        state_->scopes.try_emplace({parent, name_id, type_id}, static_cast<int64_t>(state_->scopes.size()));
+    id = it->second;
+    if (inserted) writer_->AppendScope({id, name_id, type_id, parent});
+  }
+  ts.scopes.push_back(id);
+}
+
+void Recorder::PopScope() {
+  ThreadState& ts = Local(generation_);
+  if (!ts.scopes.empty()) ts.scopes.pop_back();
+}
+
+int64_t Recorder::BeginOp(int64_t name_id, int64_t call_path_id, uint64_t correlation_id) {
+  ThreadState& ts = Local(generation_);
+  PendingOp& p = ts.ops.emplace_back();
+  OpEvent& op = p.event;
+  op.id = next_op_id_.fetch_add(1, std::memory_order_relaxed);
+  op.name_id = name_id;
+  op.thread_id = ts.os_tid;
+  op.parent_id = ts.ops.size() > 1 ? ts.ops[ts.ops.size() - 2].event.id : kNoId;
+  op.scope_id = ts.scopes.empty() ? kNoId : ts.scopes.back();
+  // Nested ops inherit the Python call path of the op that issued them.
+  if (call_path_id == kNoId && ts.ops.size() > 1) call_path_id = ts.ops[ts.ops.size() - 2].event.call_path_id;
+  op.call_path_id = call_path_id;
+  op.correlation_id = correlation_id;
+  op.start_ns = MonotonicNowNs();
+  return op.id;
+}
+
+size_t Recorder::OpDepth() const { return Local(generation_).ops.size(); }
+
+int64_t Recorder::ResolveTensor(const TensorView& t, bool is_output, int64_t op_id) {
+  TensorKey key{t.storage_addr, t.storage_offset, t.version, LayoutHash(t)};
+  std::lock_guard<std::mutex> lock(state_->mu);
+  auto it = state_->tensors.find(key);
+  if (it != state_->tensors.end()) {
+    // An input is whatever value last lived under this key. An output is new,
+    // unless this op or one nested in it (a later id) already produced it.
+    if (!is_output || it->second.producer_op_id >= op_id) return it->second.id;
+  }
+  TensorMeta meta;
+  meta.id = state_->next_tensor_id++;
+  meta.storage_addr = t.storage_addr;
+  meta.storage_offset = t.storage_offset;
+  meta.shape.assign(t.sizes, t.sizes + t.ndim);
+  if (t.strides) meta.strides.assign(t.strides, t.strides + t.ndim);
+  meta.dtype = std::string(t.dtype);
+  meta.device = std::string(t.device);
+  meta.version = t.version;
+  meta.producer_op_id = is_output ? op_id : kNoId;
+  state_->tensors.insert_or_assign(key, TensorEntry{meta.id, meta.producer_op_id});
+  int64_t id = meta.id;
+  writer_->AppendTensor(std::move(meta));
+  return id;
+}
+
+void Recorder::AddInput(int32_t slot, const TensorView& tensor) {
+  ThreadState& ts = Local(generation_);
+  if (ts.ops.empty()) return;
+  PendingOp& p = ts.ops.back();
+  p.links.push_back({p.event.id, TensorRole::kInput, slot, ResolveTensor(tensor, false, p.event.id)});
+}
+
+void Recorder::AddOutput(int32_t slot, const TensorView& tensor) {
+  ThreadState& ts = Local(generation_);
+  if (ts.ops.empty()) return;
+  PendingOp& p = ts.ops.back();
+  p.links.push_back({p.event.id, TensorRole::kOutput, slot, ResolveTensor(tensor, true, p.event.id)});
+}
+
+void Recorder::EndOp(std::string args) {
+  ThreadState& ts = Local(generation_);
+  if (ts.ops.empty()) return;
+  PendingOp& p = ts.ops.back();
+  p.event.end_ns = MonotonicNowNs();
+  p.event.args = std::move(args);
+  for (const OpTensor& l : p.links) writer_->AppendOpTensor(l);
+  writer_->AppendOp(std::move(p.event));
+  ts.ops.pop_back();
+}
+
+void Recorder::SetConfig(std::string key, std::string value, std::string source) {
+  writer_->AppendConfig({std::move(key), std::move(value), std::move(source)});
+}
+
+void Recorder::SetMeta(const std::string& key, const std::string& value) { writer_->SetMeta(key, value); }
+
+void Recorder::AppendEnergySample(EnergySample sample) { writer_->AppendEnergySample(std::move(sample)); }
+
+Status Recorder::Flush() { return writer_->Flush(); }
+
+}  // namespace magneton

@@ -1,0 +1,101 @@
+#include "report/summary.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace magneton {
+
+std::vector<OpStats> OpStatsByName(const Trace& trace) {
+  std::unordered_map<int64_t, size_t> index_of_id;
+  index_of_id.reserve(trace.ops.size());
+  for (size_t i = 0; i < trace.ops.size(); ++i) index_of_id[trace.ops[i].id] = i;
+  std::vector<int64_t> child_ns(trace.ops.size(), 0);
+  for (const OpEvent& op : trace.ops) {
+    if (op.parent_id == kNoId) continue;
+    auto it = index_of_id.find(op.parent_id);
+    if (it != index_of_id.end()) child_ns[it->second] += op.end_ns - op.start_ns;
+  }
+  std::unordered_map<int64_t, OpStats> by_name;
+  for (size_t i = 0; i < trace.ops.size(); ++i) {
+    const OpEvent& op = trace.ops[i];
+    OpStats& s = by_name[op.name_id];
+    s.name = trace.str(op.name_id);
+    s.count += 1;
+    int64_t dur = op.end_ns - op.start_ns;
+    s.total_ns += dur;
+    s.self_ns += std::max<int64_t>(0, dur - child_ns[i]);
+  }
+  std::vector<OpStats> out;
+  out.reserve(by_name.size());
+  for (auto& [_, s] : by_name) out.push_back(std::move(s));
+  std::sort(out.begin(), out.end(), [](const OpStats& a, const OpStats& b) {
+    return a.self_ns != b.self_ns ? a.self_ns > b.self_ns : a.name < b.name;
+  });
+  return out;
+}
+
+namespace {
+
+std::string Ms(int64_t ns) { return fmt::format("{:.3f}", static_cast<double>(ns) / 1e6); }
+
+}  // namespace
+
+std::string FormatSummary(const Trace& trace, int top) {
+  std::string out;
+  const RunMetadata& m = trace.meta;
+  out += fmt::format("run        {}\n", m.label.empty() ? "(no label)" : m.label);
+  out += fmt::format("command    {}\n", m.command_line);
+  out += fmt::format("host       {}    engine {}\n", m.host, m.engine);
+  for (const auto& [name, version] : m.versions) out += fmt::format("version    {} {}\n", name, version);
+
+  int64_t first = INT64_MAX, last = INT64_MIN, top_level = 0;
+  for (const OpEvent& op : trace.ops) {
+    first = std::min(first, op.start_ns);
+    last = std::max(last, op.end_ns);
+    if (op.parent_id == kNoId) ++top_level;
+  }
+  int64_t span_ns = trace.ops.empty() ? 0 : last - first;
+  out += fmt::format("ops        {} ({} top-level), {} tensors, span {} ms\n", trace.ops.size(), top_level,
+                     trace.tensors.size(), Ms(span_ns));
+
+  std::vector<OpStats> stats = OpStatsByName(trace);
+  out += fmt::format("\nTop ops by self time\n{:<40} {:>8} {:>12} {:>12}\n", "op", "calls", "self ms", "total ms");
+  for (size_t i = 0; i < stats.size() && i < static_cast<size_t>(top); ++i) {
+    const OpStats& s = stats[i];
+    out += fmt::format("{:<40} {:>8} {:>12} {:>12}\n", s.name, s.count, Ms(s.self_ns), Ms(s.total_ns));
+  }
+
+  // Module scopes by the time of the top-level ops issued inside them, so
+  // nested ops are not counted twice.
+  std::unordered_map<int64_t, std::pair<int64_t, int64_t>> by_scope;  // scope -> (ns, ops)
+  for (const OpEvent& op : trace.ops) {
+    if (op.parent_id != kNoId) continue;
+    auto& e = by_scope[op.scope_id];
+    e.first += op.end_ns - op.start_ns;
+    e.second += 1;
+  }
+  std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> scopes;
+  for (const auto& [id, v] : by_scope) {
+    scopes.emplace_back(id == kNoId ? std::string("(outside any module)") : trace.ScopePath(id), v);
+  }
+  std::sort(scopes.begin(), scopes.end(), [](const auto& a, const auto& b) {
+    return a.second.first != b.second.first ? a.second.first > b.second.first : a.first < b.first;
+  });
+  out += fmt::format("\nTop module scopes by op time\n{:<60} {:>8} {:>12}\n", "scope", "ops", "ms");
+  for (size_t i = 0; i < scopes.size() && i < static_cast<size_t>(top); ++i) {
+    out += fmt::format("{:<60} {:>8} {:>12}\n", scopes[i].first, scopes[i].second.second, Ms(scopes[i].second.first));
+  }
+
+  out += fmt::format("\nConfig snapshot ({} entries)\n", trace.config.size());
+  for (const ConfigEntry& c : trace.config) {
+    out += fmt::format("  {:<50} = {:<20} [{}]\n", c.key, c.value, c.source);
+  }
+  if (trace.energy_samples.empty()) {
+    out += "\nEnergy: no samples in this trace\n";
+  }
+  return out;
+}
+
+}  // namespace magneton

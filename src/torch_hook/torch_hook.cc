@@ -1,0 +1,243 @@
+// The PyTorch recorder: a global RecordFunction callback built against the
+// installed torch, so every ATen op dispatched in eager mode (inside HF
+// generate loops, across graph breaks, on any thread) reaches the Recorder
+// with its inputs, outputs, module scope and Python call path.
+#include <ATen/record_function.h>
+#include <ATen/core/ivalue.h>
+#include <ATen/core/Tensor.h>
+#include <c10/core/ScalarType.h>
+#include <nanobind/nanobind.h>
+
+#include <Python.h>
+
+#include <array>
+#include <charconv>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "magneton/recorder.h"
+#include "pyhooks/python_stack.h"
+
+namespace nb = nanobind;
+
+namespace magneton {
+namespace {
+
+std::mutex g_install_mu;
+std::optional<at::CallbackHandle> g_handle;
+
+// "float32" etc. for every ScalarType, computed once.
+const std::string& DtypeName(c10::ScalarType t) {
+  static const auto* names = [] {
+    auto* arr = new std::array<std::string, static_cast<size_t>(c10::ScalarType::NumOptions)>();
+    for (size_t i = 0; i < arr->size(); ++i) {
+      auto st = static_cast<c10::ScalarType>(i);
+      try {
+        (*arr)[i] = c10::getDtypeNames(st).first;
+      } catch (...) {
+        (*arr)[i] = c10::toString(st);
+      }
+      if ((*arr)[i].empty()) (*arr)[i] = c10::toString(st);
+    }
+    return arr;
+  }();
+  size_t idx = static_cast<size_t>(t);
+  static const std::string kUnknown = "unknown";
+  return idx < names->size() ? (*names)[idx] : kUnknown;
+}
+
+struct NameCacheEntry {
+  std::string text;
+  uint64_t generation;
+  int64_t id;
+};
+
+// Interned "aten::add.Tensor" for a RecordFunction. Keyed by the name
+// pointer (stable for schema-backed ops) and confirmed by content, since
+// string-backed names (backward functions) live in per-call storage.
+int64_t OpNameId(Recorder& rec, const at::RecordFunction& fn) {
+  thread_local std::unordered_map<const char*, NameCacheEntry> cache;
+  const char* name = fn.name();
+  auto it = cache.find(name);
+  if (it != cache.end() && it->second.generation == rec.generation() && it->second.text == name) {
+    return it->second.id;
+  }
+  std::string full = name;
+  if (auto op = fn.operator_name(); op && !op->overload_name.empty()) full += "." + op->overload_name;
+  int64_t id = rec.InternString(full);
+  cache[name] = {name, rec.generation(), id};
+  return id;
+}
+
+std::string_view DeviceName(const c10::Device& d) {
+  if (d.is_cpu()) return "cpu";
+  thread_local std::unordered_map<int, std::string> names;
+  int key = static_cast<int>(d.type()) * 1024 + d.index();
+  auto it = names.find(key);
+  if (it == names.end()) it = names.emplace(key, d.str()).first;
+  return it->second;
+}
+
+void AddTensor(Recorder& rec, bool output, int32_t slot, const at::Tensor& t) {
+  TensorView v;
+  v.dtype = DtypeName(t.scalar_type());
+  v.device = DeviceName(t.device());
+  if (t.is_nested()) {
+    // Nested tensors have no single shape; record identity only.
+    v.ndim = 0;
+  } else {
+    v.sizes = t.sizes().data();
+    v.ndim = static_cast<int32_t>(t.dim());
+    if (t.layout() == c10::kStrided) v.strides = t.strides().data();
+  }
+  if (t.has_storage() && t.layout() == c10::kStrided) {
+    v.storage_addr = reinterpret_cast<uintptr_t>(t.storage().data());
+    v.storage_offset = t.storage_offset();
+  } else {
+    v.storage_addr = reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl());
+  }
+  v.version = t.is_inference() ? 0 : static_cast<int64_t>(t._version());
+  if (output) {
+    rec.AddOutput(slot, v);
+  } else {
+    rec.AddInput(slot, v);
+  }
+}
+
+void AppendInt(std::string& out, int64_t v) {
+  char buf[24];
+  auto res = std::to_chars(buf, buf + sizeof(buf), v);
+  out.append(buf, res.ptr);
+}
+
+// Appends a compact text of a non-tensor argument; tensors become "%".
+void VisitValue(Recorder& rec, bool output, int32_t& slot, const c10::IValue& iv, std::string* args) {
+  if (iv.isTensor()) {
+    const at::Tensor& t = iv.toTensor();
+    if (t.defined()) AddTensor(rec, output, slot, t);
+    ++slot;
+    if (args) args->append(t.defined() ? "%" : "None");
+  } else if (iv.isList() || iv.isTuple()) {
+    if (args) args->push_back('[');
+    bool first = true;
+    auto visit = [&](const c10::IValue& e) {
+      if (args && !first) args->push_back(',');
+      first = false;
+      VisitValue(rec, output, slot, e, args);
+    };
+    if (iv.isList()) {
+      for (const c10::IValue& e : iv.toListRef()) visit(e);
+    } else {
+      for (const c10::IValue& e : iv.toTupleRef().elements()) visit(e);
+    }
+    if (args) args->push_back(']');
+  } else if (!args) {
+    return;
+  } else if (iv.isInt()) {
+    AppendInt(*args, iv.toInt());
+  } else if (iv.isBool()) {
+    args->append(iv.toBool() ? "True" : "False");
+  } else if (iv.isDouble()) {
+    char buf[32];
+    auto res = std::to_chars(buf, buf + sizeof(buf), iv.toDouble());
+    args->append(buf, res.ptr);
+  } else if (iv.isNone()) {
+    args->append("None");
+  } else if (iv.isString()) {
+    args->push_back('\'');
+    args->append(iv.toStringRef());
+    args->push_back('\'');
+  } else if (iv.isDevice()) {
+    args->append(iv.toDevice().str());
+  } else if (iv.isScalar()) {
+    args->append(iv.toScalar().isFloatingPoint() ? std::to_string(iv.toScalar().toDouble())
+                                                   : std::to_string(iv.toScalar().toLong()));
+  } else {
+    args->append(iv.tagKind());
+  }
+}
+
+int64_t PythonCallPathIfAny(Recorder& rec) {
+  // Torch releases the GIL around ATen calls; this thread's Python frames
+  // are intact while it runs C++, so take the GIL back briefly to read them.
+  if (!Py_IsInitialized() || PyGILState_GetThisThreadState() == nullptr) return kNoId;
+#if PY_VERSION_HEX >= 0x030D0000
+  if (Py_IsFinalizing()) return kNoId;
+#else
+  if (_Py_IsFinalizing()) return kNoId;
+#endif
+  PyGILState_STATE g = PyGILState_Ensure();
+  int64_t path = CurrentPythonCallPath(rec);
+  PyGILState_Release(g);
+  return path;
+}
+
+struct OpContext : at::ObserverContext {
+  Recorder* rec;
+  uint64_t generation;
+  std::string args;
+};
+
+std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
+  Recorder* rec = Recorder::Active();
+  if (!rec) return nullptr;
+  int64_t name_id = OpNameId(*rec, fn);
+  // Only the outermost op of a thread walks Python; nested ops inherit.
+  int64_t path = rec->OpDepth() == 0 ? PythonCallPathIfAny(*rec) : kNoId;
+  rec->BeginOp(name_id, path, fn.handle());
+  auto ctx = std::make_unique<OpContext>();
+  ctx->rec = rec;
+  ctx->generation = rec->generation();
+  int32_t slot = 0;
+  ctx->args.reserve(32);
+  bool first = true;
+  for (const c10::IValue& iv : fn.inputs()) {
+    if (!first) ctx->args.push_back(',');
+    first = false;
+    VisitValue(*rec, /*output=*/false, slot, iv, &ctx->args);
+  }
+  return ctx;
+}
+
+void OnOpEnd(const at::RecordFunction& fn, at::ObserverContext* raw) {
+  auto* ctx = static_cast<OpContext*>(raw);
+  Recorder* rec = Recorder::Active();
+  // A recording stopped (or restarted) between start and end: drop the op.
+  if (!ctx || !rec || rec != ctx->rec || rec->generation() != ctx->generation) return;
+  int32_t slot = 0;
+  for (const c10::IValue& iv : fn.outputs()) VisitValue(*rec, /*output=*/true, slot, iv, nullptr);
+  rec->EndOp(std::move(ctx->args));
+}
+
+void Install() {
+  std::lock_guard<std::mutex> lock(g_install_mu);
+  if (g_handle) return;
+  g_handle = at::addGlobalCallback(at::RecordFunctionCallback(&OnOpStart, &OnOpEnd)
+                                       .needsInputs(true)
+                                       .needsOutputs(true)
+                                       .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
+}
+
+void Uninstall() {
+  std::lock_guard<std::mutex> lock(g_install_mu);
+  if (!g_handle) return;
+  at::removeCallback(*g_handle);
+  g_handle.reset();
+}
+
+}  // namespace
+}  // namespace magneton
+
+NB_MODULE(_torch_hook, m) {
+  m.doc() = "Magneton's PyTorch RecordFunction hook (built against the installed torch)";
+  m.def("install", &magneton::Install, nb::call_guard<nb::gil_scoped_release>(),
+        "Start forwarding every ATen op to the active recording.");
+  m.def("uninstall", &magneton::Uninstall, nb::call_guard<nb::gil_scoped_release>());
+  m.def("is_installed", [] {
+    std::lock_guard<std::mutex> lock(magneton::g_install_mu);
+    return magneton::g_handle.has_value();
+  });
+  m.attr("TORCH_VERSION_BUILT") = MAGNETON_TORCH_VERSION;
+}

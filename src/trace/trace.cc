@@ -1,0 +1,38 @@
+#include "magneton/trace.h"
+
+#include <algorithm>
+
+namespace magneton {
+
+std::string Trace::ScopePath(int64_t scope_id) const {
+  std::vector<std::string_view> parts;
+  // Bounded walk: a malformed tree cannot loop (parents precede children).
+  for (int64_t id = scope_id; id >= 0 && static_cast<size_t>(id) < scopes.size() && parts.size() < 256;
+       id = scopes[id].parent_id) {
+    parts.push_back(str(scopes[id].name_id));
+  }
+  std::string out;
+  for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
+    if (!out.empty()) out.push_back('/');
+    out.append(*it);
+  }
+  return out;
+}
+
+std::string Trace::FrameText(int64_t frame_id) const {
+  if (frame_id < 0 || static_cast<size_t>(frame_id) >= frames.size()) return "?";
+  const Frame& f = frames[frame_id];
+  return str(f.file_id) + ":" + std::to_string(f.line) + ":" + str(f.function_id);
+}
+
+std::vector<std::string> Trace::CallPathFrames(int64_t call_path_id) const {
+  std::vector<std::string> out;
+  for (int64_t id = call_path_id; id >= 0 && static_cast<size_t>(id) < call_paths.size() && out.size() < 1024;
+       id = call_paths[id].parent_id) {
+    out.push_back(FrameText(call_paths[id].frame_id));
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace magneton

@@ -1,0 +1,319 @@
+#include "magneton/trace_reader.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "trace/schema.h"
+#include "trace/sqlite_util.h"
+
+namespace magneton {
+namespace {
+
+using sqlite::Statement;
+
+struct DbCloser {
+  void operator()(sqlite3* db) const { sqlite3_close(db); }
+};
+using DbPtr = std::unique_ptr<sqlite3, DbCloser>;
+
+Status CheckDenseIds(const char* table, const std::vector<int64_t>& ids) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] != static_cast<int64_t>(i)) {
+      return Corrupt(std::string("table ") + table + " has a gap or duplicate at id " +
+                     std::to_string(ids[i]));
+    }
+  }
+  return Status::Ok();
+}
+
+template <typename Fn>
+Status ForEachRow(sqlite3* db, const char* sql, Fn&& fn) {
+  MAGNETON_ASSIGN_OR_RETURN(Statement s, Statement::Prepare(db, sql));
+  while (true) {
+    MAGNETON_ASSIGN_OR_RETURN(bool row, s.Step(db));
+    if (!row) break;
+    MAGNETON_RETURN_IF_ERROR(fn(s));
+  }
+  return Status::Ok();
+}
+
+bool InRange(int64_t id, size_t n, bool nullable) {
+  if (id == kNoId) return nullable;
+  return id >= 0 && static_cast<size_t>(id) < n;
+}
+
+Status LoadMeta(sqlite3* db, Trace* t) {
+  std::map<std::string, std::string> kv;
+  MAGNETON_RETURN_IF_ERROR(ForEachRow(db, "SELECT key, value FROM meta", [&](Statement& s) {
+    kv[s.ColumnText(0)] = s.ColumnText(1);
+    return Status::Ok();
+  }));
+  if (kv["format"] != schema::kFormatName) {
+    return Corrupt("not a Magneton trace (no format marker)");
+  }
+  const std::string& version = kv["schema_version"];
+  if (version != std::to_string(kTraceSchemaVersion)) {
+    return VersionMismatch("trace schema version " + version + " is not supported (this magneton reads version " +
+                           std::to_string(kTraceSchemaVersion) + "); re-record it with this version");
+  }
+  auto to_i64 = [](const std::string& s) -> int64_t {
+    try {
+      return s.empty() ? 0 : std::stoll(s);
+    } catch (...) {
+      return 0;
+    }
+  };
+  t->meta.label = kv["label"];
+  t->meta.command_line = kv["command_line"];
+  t->meta.start_unix_ns = to_i64(kv["start_unix_ns"]);
+  t->meta.start_monotonic_ns = to_i64(kv["start_monotonic_ns"]);
+  t->meta.host = kv["host"];
+  t->meta.engine = kv["engine"];
+  for (const auto& [k, v] : kv) {
+    if (k.rfind("version.", 0) == 0) t->meta.versions[k.substr(8)] = v;
+  }
+  return Status::Ok();
+}
+
+Status LoadTables(sqlite3* db, Trace* t) {
+  MAGNETON_RETURN_IF_ERROR(LoadMeta(db, t));
+  MAGNETON_RETURN_IF_ERROR(ForEachRow(db, "SELECT key, value, source FROM config ORDER BY key",
+                                      [&](Statement& s) {
+                                        t->config.push_back({s.ColumnText(0), s.ColumnText(1), s.ColumnText(2)});
+                                        return Status::Ok();
+                                      }));
+  std::vector<int64_t> ids;
+  MAGNETON_RETURN_IF_ERROR(ForEachRow(db, "SELECT id, value FROM strings ORDER BY id", [&](Statement& s) {
+    ids.push_back(s.ColumnInt(0));
+    t->strings.push_back(s.ColumnText(1));
+    return Status::Ok();
+  }));
+  MAGNETON_RETURN_IF_ERROR(CheckDenseIds("strings", ids));
+  const size_t n_strings = t->strings.size();
+
+  ids.clear();
+  MAGNETON_RETURN_IF_ERROR(ForEachRow(db, "SELECT id, file_id, line, function_id FROM frames ORDER BY id",
+                                      [&](Statement& s) {
+                                        Frame f{s.ColumnInt(0), s.ColumnInt(1), s.ColumnInt(2), s.ColumnInt(3)};
+                                        if (!InRange(f.file_id, n_strings, false) ||
+                                            !InRange(f.function_id, n_strings, false)) {
+                                          return Corrupt("frame " + std::to_string(f.id) + " names a missing string");
+                                        }
+                                        ids.push_back(f.id);
+                                        t->frames.push_back(f);
+                                        return Status::Ok();
+                                      }));
+  MAGNETON_RETURN_IF_ERROR(CheckDenseIds("frames", ids));
+
+  ids.clear();
+  MAGNETON_RETURN_IF_ERROR(ForEachRow(db, "SELECT id, frame_id, parent_id FROM call_paths ORDER BY id",
+                                      [&](Statement& s) {
+                                        CallPath p{s.ColumnInt(0), s.ColumnInt(1), s.ColumnNullableId(2)};
+                                        // A parent is always interned before its child.
+                                        if (!InRange(p.frame_id, t->frames.size(), false) ||
+                                            !(p.parent_id == kNoId || (p.parent_id >= 0 && p.parent_id < p.id))) {
+                                          return Corrupt("call path " + std::to_string(p.id) + " is malformed");
+                                        }
+                                        ids.push_back(p.id);
+                                        t->call_paths.push_back(p);
+                                        return Status::Ok();
+                                      }));
+  MAGNETON_RETURN_IF_ERROR(CheckDenseIds("call_paths", ids));
+
+  ids.clear();
+  MAGNETON_RETURN_IF_ERROR(ForEachRow(db, "SELECT id, name_id, type_id, parent_id FROM scopes ORDER BY id",
+                                      [&](Statement& s) {
+                                        Scope sc{s.ColumnInt(0), s.ColumnInt(1), s.ColumnInt(2), s.ColumnNullableId(3)};
+                                        if (!InRange(sc.name_id, n_strings, false) ||
+                                            !InRange(sc.type_id, n_strings, false) ||
+                                            !(sc.parent_id == kNoId || (sc.parent_id >= 0 && sc.parent_id < sc.id))) {
+                                          return Corrupt("scope " + std::to_string(sc.id) + " is malformed");
+                                        }
+                                        ids.push_back(sc.id);
+                                        t->scopes.push_back(sc);
+                                        return Status::Ok();
+                                      }));
+  MAGNETON_RETURN_IF_ERROR(CheckDenseIds("scopes", ids));
+
+  MAGNETON_RETURN_IF_ERROR(ForEachRow(
+      db,
+      "SELECT id, name_id, thread_id, start_ns, end_ns, parent_id, scope_id, call_path_id, correlation_id, args "
+      "FROM ops ORDER BY id",
+      [&](Statement& s) {
+        OpEvent op;
+        op.id = s.ColumnInt(0);
+        op.name_id = s.ColumnInt(1);
+        op.thread_id = s.ColumnInt(2);
+        op.start_ns = s.ColumnInt(3);
+        op.end_ns = s.ColumnInt(4);
+        op.parent_id = s.ColumnNullableId(5);
+        op.scope_id = s.ColumnNullableId(6);
+        op.call_path_id = s.ColumnNullableId(7);
+        op.correlation_id = static_cast<uint64_t>(s.ColumnInt(8));
+        op.args = s.ColumnText(9);
+        if (op.id < 0 || !InRange(op.name_id, n_strings, false) ||
+            !InRange(op.scope_id, t->scopes.size(), true) ||
+            !InRange(op.call_path_id, t->call_paths.size(), true) || op.end_ns < op.start_ns) {
+          return Corrupt("op " + std::to_string(op.id) + " is malformed");
+        }
+        t->ops.push_back(std::move(op));
+        return Status::Ok();
+      }));
+
+  ids.clear();
+  MAGNETON_RETURN_IF_ERROR(ForEachRow(
+      db,
+      "SELECT id, storage_addr, storage_offset, shape, strides, dtype, device, version, producer_op_id "
+      "FROM tensors ORDER BY id",
+      [&](Statement& s) {
+        TensorMeta tm;
+        tm.id = s.ColumnInt(0);
+        tm.storage_addr = static_cast<uint64_t>(s.ColumnInt(1));
+        tm.storage_offset = s.ColumnInt(2);
+        if (!sqlite::SplitInts(s.ColumnText(3), &tm.shape) || !sqlite::SplitInts(s.ColumnText(4), &tm.strides)) {
+          return Corrupt("tensor " + std::to_string(tm.id) + " has a malformed shape or strides");
+        }
+        tm.dtype = s.ColumnText(5);
+        tm.device = s.ColumnText(6);
+        tm.version = s.ColumnInt(7);
+        tm.producer_op_id = s.ColumnNullableId(8);
+        ids.push_back(tm.id);
+        t->tensors.push_back(std::move(tm));
+        return Status::Ok();
+      }));
+  MAGNETON_RETURN_IF_ERROR(CheckDenseIds("tensors", ids));
+
+  MAGNETON_RETURN_IF_ERROR(ForEachRow(
+      db, "SELECT op_id, role, slot, tensor_id FROM op_tensors ORDER BY op_id, role, slot", [&](Statement& s) {
+        OpTensor l{s.ColumnInt(0), static_cast<TensorRole>(s.ColumnInt(1)), static_cast<int32_t>(s.ColumnInt(2)),
+                   s.ColumnInt(3)};
+        int64_t role = s.ColumnInt(1);
+        if ((role != 0 && role != 1) || !InRange(l.tensor_id, t->tensors.size(), false)) {
+          return Corrupt("op_tensors row for op " + std::to_string(l.op_id) + " is malformed");
+        }
+        t->op_tensors.push_back(l);
+        return Status::Ok();
+      }));
+
+  MAGNETON_RETURN_IF_ERROR(ForEachRow(
+      db, "SELECT correlation_id, device, stream, name_id, start_ns, end_ns FROM device_activities",
+      [&](Statement& s) {
+        DeviceActivity a{static_cast<uint64_t>(s.ColumnInt(0)), s.ColumnText(1), s.ColumnInt(2), s.ColumnInt(3),
+                         s.ColumnInt(4), s.ColumnInt(5)};
+        if (!InRange(a.name_id, n_strings, false)) return Corrupt("device activity names a missing string");
+        t->device_activities.push_back(std::move(a));
+        return Status::Ok();
+      }));
+
+  MAGNETON_RETURN_IF_ERROR(ForEachRow(
+      db, "SELECT domain, t_ns, energy_uj, power_mw, provenance, meter FROM energy_samples ORDER BY domain, t_ns",
+      [&](Statement& s) {
+        EnergySample e;
+        e.domain = s.ColumnText(0);
+        e.t_ns = s.ColumnInt(1);
+        e.energy_uj = s.ColumnDouble(2);
+        e.power_mw = s.ColumnDouble(3);
+        std::string prov = s.ColumnText(4);
+        if (prov == "measured") {
+          e.provenance = Provenance::kMeasured;
+        } else if (prov == "estimated") {
+          e.provenance = Provenance::kEstimated;
+        } else {
+          return Corrupt("energy sample with unknown provenance '" + prov + "'");
+        }
+        e.meter = s.ColumnText(5);
+        t->energy_samples.push_back(std::move(e));
+        return Status::Ok();
+      }));
+
+  // Ops are written when they end, so a killed run can leave references to
+  // ops that never finished: cut those links rather than refuse the file.
+  auto has_op = [&](int64_t id) {
+    return std::binary_search(t->ops.begin(), t->ops.end(), id,
+                              [](const auto& a, const auto& b) {
+                                if constexpr (std::is_same_v<std::decay_t<decltype(a)>, OpEvent>) {
+                                  return a.id < b;
+                                } else {
+                                  return a < b.id;
+                                }
+                              });
+  };
+  for (auto& op : t->ops) {
+    if (op.parent_id != kNoId && !has_op(op.parent_id)) op.parent_id = kNoId;
+  }
+  for (auto& tm : t->tensors) {
+    if (tm.producer_op_id != kNoId && !has_op(tm.producer_op_id)) tm.producer_op_id = kNoId;
+  }
+  std::erase_if(t->op_tensors, [&](const OpTensor& l) { return !has_op(l.op_id); });
+  return Status::Ok();
+}
+
+StatusOr<Trace> ReadOpenDb(sqlite3* db, const std::string& what) {
+  Trace trace;
+  Status st = LoadTables(db, &trace);
+  if (!st.ok()) {
+    if (st.code() == StatusCode::kInternal && st.message().find("no such table") != std::string::npos) {
+      return Corrupt(what + " is not a Magneton trace or is damaged: " + st.message());
+    }
+    return Status(st.code(), what + ": " + st.message());
+  }
+  return trace;
+}
+
+}  // namespace
+
+StatusOr<Trace> ReadTrace(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return NotFound("trace file " + path + " does not exist");
+  if (std::filesystem::is_directory(path, ec)) return InvalidArgument(path + " is a directory, not a trace file");
+  {
+    std::ifstream probe(path, std::ios::binary);
+    if (!probe) return PermissionDenied("cannot read trace file " + path + " (permission denied?)");
+    char header[16] = {};
+    probe.read(header, sizeof(header));
+    if (probe.gcount() < 16 || std::memcmp(header, "SQLite format 3\0", 16) != 0) {
+      return Corrupt(path + " is not a Magneton trace (not an SQLite file, or truncated)");
+    }
+  }
+  sqlite3* raw = nullptr;
+  // Read-write so that SQLite can recover the WAL of a run that was killed;
+  // we never modify the tables. Fall back to read-only for protected files.
+  int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr);
+  if (rc != SQLITE_OK) {
+    sqlite3_close(raw);
+    raw = nullptr;
+    rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
+  }
+  DbPtr db(raw);
+  if (rc != SQLITE_OK) return sqlite::ErrorFrom(raw, rc, "cannot open trace " + path);
+  return ReadOpenDb(db.get(), path);
+}
+
+StatusOr<Trace> ReadTraceFromBytes(const void* data, size_t size) {
+  if (size < 16 || std::memcmp(data, "SQLite format 3\0", 16) != 0) {
+    return Corrupt("not a Magneton trace (not an SQLite file, or truncated)");
+  }
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(":memory:", &raw, SQLITE_OPEN_READWRITE, nullptr);
+  DbPtr db(raw);
+  if (rc != SQLITE_OK) return sqlite::ErrorFrom(raw, rc, "opening in-memory database");
+  auto* copy = static_cast<unsigned char*>(sqlite3_malloc64(size));
+  if (!copy) return Internal("out of memory");
+  std::memcpy(copy, data, size);
+  // A trace still in WAL mode (bytes 18-19 == 2) cannot be deserialized; its
+  // committed pages are in the main file after a checkpoint, so read it as
+  // a rollback-journal database.
+  if (size > 19 && copy[18] == 2 && copy[19] == 2) copy[18] = copy[19] = 1;
+  rc = sqlite3_deserialize(db.get(), "main", copy, static_cast<sqlite3_int64>(size), static_cast<sqlite3_int64>(size),
+                           SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_READONLY);
+  if (rc != SQLITE_OK) return sqlite::ErrorFrom(db.get(), rc, "loading trace bytes");
+  return ReadOpenDb(db.get(), "trace");
+}
+
+}  // namespace magneton

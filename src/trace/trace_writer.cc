@@ -1,0 +1,337 @@
+#include "magneton/trace_writer.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "trace/schema.h"
+#include "trace/sqlite_util.h"
+
+namespace magneton {
+
+struct TraceWriter::Batch {
+  std::vector<std::pair<int64_t, std::string>> strings;
+  std::vector<Frame> frames;
+  std::vector<CallPath> call_paths;
+  std::vector<Scope> scopes;
+  std::vector<OpEvent> ops;
+  std::vector<TensorMeta> tensors;
+  std::vector<OpTensor> op_tensors;
+  std::vector<ConfigEntry> config;
+  std::vector<EnergySample> energy_samples;
+  std::vector<DeviceActivity> device_activities;
+  std::vector<std::pair<std::string, std::string>> meta;
+
+  bool empty() const {
+    return strings.empty() && frames.empty() && call_paths.empty() && scopes.empty() &&
+           ops.empty() && tensors.empty() && op_tensors.empty() && config.empty() &&
+           energy_samples.empty() && device_activities.empty() && meta.empty();
+  }
+};
+
+namespace {
+
+const char* ProvenanceName(Provenance p) {
+  return p == Provenance::kMeasured ? "measured" : "estimated";
+}
+
+std::vector<std::pair<std::string, std::string>> MetaRows(const RunMetadata& meta) {
+  std::vector<std::pair<std::string, std::string>> rows = {
+      {"format", schema::kFormatName},
+      {"schema_version", std::to_string(kTraceSchemaVersion)},
+      {"label", meta.label},
+      {"command_line", meta.command_line},
+      {"start_unix_ns", std::to_string(meta.start_unix_ns)},
+      {"start_monotonic_ns", std::to_string(meta.start_monotonic_ns)},
+      {"host", meta.host},
+      {"engine", meta.engine},
+  };
+  for (const auto& [name, version] : meta.versions) rows.emplace_back("version." + name, version);
+  return rows;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(const std::string& path,
+                                                           const RunMetadata& meta,
+                                                           TraceWriterOptions options) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) {
+    // A new run replaces an old file of the same name, never appends to it.
+    std::filesystem::remove(path, ec);
+    std::filesystem::remove(path + "-wal", ec);
+    std::filesystem::remove(path + "-shm", ec);
+    if (ec) return PermissionDenied("cannot replace existing trace " + path + ": " + ec.message());
+  }
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                                  SQLITE_OPEN_FULLMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    Status st = sqlite::ErrorFrom(db, rc, "cannot create trace " + path);
+    sqlite3_close(db);
+    return st;
+  }
+  // WAL: each batch is one cheap append-only commit, and a reader after a
+  // SIGKILL recovers every committed batch from the -wal file.
+  Status st = sqlite::Exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+  if (st.ok()) st = sqlite::Exec(db, "BEGIN");
+  if (st.ok()) st = sqlite::Exec(db, schema::kCreateTables);
+  if (st.ok()) {
+    auto insert = sqlite::Statement::Prepare(db, "INSERT INTO meta(key, value) VALUES(?, ?)");
+    if (!insert.ok()) {
+      st = insert.status();
+    } else {
+      for (const auto& [k, v] : MetaRows(meta)) {
+        insert->BindText(1, k);
+        insert->BindText(2, v);
+        st = insert->Run(db);
+        if (!st.ok()) break;
+      }
+    }
+  }
+  if (st.ok()) st = sqlite::Exec(db, "COMMIT");
+  if (!st.ok()) {
+    sqlite3_close(db);
+    return Status(st.code(), "cannot create trace " + path + ": " + st.message());
+  }
+  return std::unique_ptr<TraceWriter>(new TraceWriter(path, db, options));
+}
+
+TraceWriter::TraceWriter(std::string path, sqlite3* db, TraceWriterOptions options)
+    : path_(std::move(path)), db_(db), options_(options), pending_(std::make_unique<Batch>()) {
+  thread_ = std::thread([this] { ThreadMain(); });
+}
+
+TraceWriter::~TraceWriter() {
+  Status st = Close();
+  if (!st.ok()) std::fprintf(stderr, "magneton: closing %s: %s\n", path_.c_str(), st.message().c_str());
+}
+
+#define MAGNETON_APPEND(field, value)      \
+  do {                                      \
+    std::lock_guard<std::mutex> lock(mu_);  \
+    pending_->field.push_back(value);       \
+  } while (0)
+
+void TraceWriter::AppendString(int64_t id, std::string value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  pending_->strings.emplace_back(id, std::move(value));
+}
+void TraceWriter::AppendFrame(const Frame& frame) { MAGNETON_APPEND(frames, frame); }
+void TraceWriter::AppendCallPath(const CallPath& path) { MAGNETON_APPEND(call_paths, path); }
+void TraceWriter::AppendScope(const Scope& scope) { MAGNETON_APPEND(scopes, scope); }
+void TraceWriter::AppendOp(OpEvent op) { MAGNETON_APPEND(ops, std::move(op)); }
+void TraceWriter::AppendTensor(TensorMeta tensor) { MAGNETON_APPEND(tensors, std::move(tensor)); }
+void TraceWriter::AppendOpTensor(const OpTensor& link) { MAGNETON_APPEND(op_tensors, link); }
+void TraceWriter::AppendConfig(ConfigEntry entry) { MAGNETON_APPEND(config, std::move(entry)); }
+void TraceWriter::AppendEnergySample(EnergySample s) { MAGNETON_APPEND(energy_samples, std::move(s)); }
+void TraceWriter::AppendDeviceActivity(DeviceActivity a) {
+  MAGNETON_APPEND(device_activities, std::move(a));
+}
+void TraceWriter::SetMeta(const std::string& key, const std::string& value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  pending_->meta.emplace_back(key, value);
+}
+#undef MAGNETON_APPEND
+
+int64_t TraceWriter::committed_batches() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return committed_batches_;
+}
+
+Status TraceWriter::Flush() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (closed_) return FailedPrecondition("trace writer for " + path_ + " is closed");
+  int64_t want = ++appended_seq_;
+  wake_.notify_one();
+  flushed_.wait(lock, [&] { return committed_seq_ >= want || !thread_status_.ok(); });
+  return thread_status_;
+}
+
+Status TraceWriter::Close() {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (closed_) return thread_status_;
+    closed_ = true;
+    stop_ = true;
+    wake_.notify_one();
+  }
+  if (thread_.joinable()) thread_.join();
+  Status st = thread_status_;
+  // Fold the WAL into the main file so a finished run is exactly one file.
+  if (st.ok()) st = sqlite::Exec(db_, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE;");
+  sqlite3_close(db_);
+  db_ = nullptr;
+  return st;
+}
+
+void TraceWriter::ThreadMain() {
+  if (options_.idle_priority_writer) {
+    sched_param param{};
+    pthread_setschedparam(pthread_self(), SCHED_IDLE, &param);  // best effort
+  }
+  pthread_setname_np(pthread_self(), "magneton-write");
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    wake_.wait_for(lock, std::chrono::milliseconds(options_.flush_interval_ms),
+                   [&] { return stop_ || appended_seq_ > committed_seq_; });
+    int64_t seq = appended_seq_;
+    bool stopping = stop_;
+    auto batch = std::move(pending_);
+    pending_ = std::make_unique<Batch>();
+    lock.unlock();
+    Status st = batch->empty() ? Status::Ok() : WriteBatch(*batch);
+    lock.lock();
+    if (!st.ok() && thread_status_.ok()) thread_status_ = st;
+    if (!batch->empty() && st.ok()) ++committed_batches_;
+    committed_seq_ = seq;
+    flushed_.notify_all();
+    if (stopping) break;
+  }
+}
+
+Status TraceWriter::WriteBatch(Batch& b) {
+  MAGNETON_RETURN_IF_ERROR(sqlite::Exec(db_, "BEGIN"));
+  auto run = [&]() -> Status {
+    using sqlite::Statement;
+    if (!b.meta.empty()) {
+      MAGNETON_ASSIGN_OR_RETURN(Statement s,
+                                Statement::Prepare(db_, "INSERT OR REPLACE INTO meta VALUES(?,?)"));
+      for (auto& [k, v] : b.meta) {
+        s.BindText(1, k);
+        s.BindText(2, v);
+        MAGNETON_RETURN_IF_ERROR(s.Run(db_));
+      }
+    }
+    if (!b.strings.empty()) {
+      MAGNETON_ASSIGN_OR_RETURN(Statement s, Statement::Prepare(db_, "INSERT INTO strings VALUES(?,?)"));
+      for (auto& [id, v] : b.strings) {
+        s.BindInt(1, id);
+        s.BindText(2, v);
+        MAGNETON_RETURN_IF_ERROR(s.Run(db_));
+      }
+    }
+    if (!b.frames.empty()) {
+      MAGNETON_ASSIGN_OR_RETURN(Statement s, Statement::Prepare(db_, "INSERT INTO frames VALUES(?,?,?,?)"));
+      for (auto& f : b.frames) {
+        s.BindInt(1, f.id);
+        s.BindInt(2, f.file_id);
+        s.BindInt(3, f.line);
+        s.BindInt(4, f.function_id);
+        MAGNETON_RETURN_IF_ERROR(s.Run(db_));
+      }
+    }
+    if (!b.call_paths.empty()) {
+      MAGNETON_ASSIGN_OR_RETURN(Statement s, Statement::Prepare(db_, "INSERT INTO call_paths VALUES(?,?,?)"));
+      for (auto& p : b.call_paths) {
+        s.BindInt(1, p.id);
+        s.BindInt(2, p.frame_id);
+        s.BindNullableId(3, p.parent_id);
+        MAGNETON_RETURN_IF_ERROR(s.Run(db_));
+      }
+    }
+    if (!b.scopes.empty()) {
+      MAGNETON_ASSIGN_OR_RETURN(Statement s, Statement::Prepare(db_, "INSERT INTO scopes VALUES(?,?,?,?)"));
+      for (auto& sc : b.scopes) {
+        s.BindInt(1, sc.id);
+        s.BindInt(2, sc.name_id);
+        s.BindInt(3, sc.type_id);
+        s.BindNullableId(4, sc.parent_id);
+        MAGNETON_RETURN_IF_ERROR(s.Run(db_));
+      }
+    }
+    if (!b.ops.empty()) {
+      MAGNETON_ASSIGN_OR_RETURN(
+          Statement s, Statement::Prepare(db_, "INSERT INTO ops VALUES(?,?,?,?,?,?,?,?,?,?)"));
+      for (auto& op : b.ops) {
+        s.BindInt(1, op.id);
+        s.BindInt(2, op.name_id);
+        s.BindInt(3, op.thread_id);
+        s.BindInt(4, op.start_ns);
+        s.BindInt(5, op.end_ns);
+        s.BindNullableId(6, op.parent_id);
+        s.BindNullableId(7, op.scope_id);
+        s.BindNullableId(8, op.call_path_id);
+        s.BindInt(9, static_cast<int64_t>(op.correlation_id));
+        s.BindText(10, op.args);
+        MAGNETON_RETURN_IF_ERROR(s.Run(db_));
+      }
+    }
+    if (!b.tensors.empty()) {
+      MAGNETON_ASSIGN_OR_RETURN(
+          Statement s, Statement::Prepare(db_, "INSERT INTO tensors VALUES(?,?,?,?,?,?,?,?,?)"));
+      for (auto& t : b.tensors) {
+        s.BindInt(1, t.id);
+        s.BindInt(2, static_cast<int64_t>(t.storage_addr));
+        s.BindInt(3, t.storage_offset);
+        s.BindText(4, sqlite::JoinInts(t.shape));
+        s.BindText(5, sqlite::JoinInts(t.strides));
+        s.BindText(6, t.dtype);
+        s.BindText(7, t.device);
+        s.BindInt(8, t.version);
+        s.BindNullableId(9, t.producer_op_id);
+        MAGNETON_RETURN_IF_ERROR(s.Run(db_));
+      }
+    }
+    if (!b.op_tensors.empty()) {
+      MAGNETON_ASSIGN_OR_RETURN(
+          Statement s, Statement::Prepare(db_, "INSERT OR REPLACE INTO op_tensors VALUES(?,?,?,?)"));
+      for (auto& l : b.op_tensors) {
+        s.BindInt(1, l.op_id);
+        s.BindInt(2, static_cast<int>(l.role));
+        s.BindInt(3, l.slot);
+        s.BindInt(4, l.tensor_id);
+        MAGNETON_RETURN_IF_ERROR(s.Run(db_));
+      }
+    }
+    if (!b.config.empty()) {
+      MAGNETON_ASSIGN_OR_RETURN(
+          Statement s, Statement::Prepare(db_, "INSERT OR REPLACE INTO config VALUES(?,?,?)"));
+      for (auto& c : b.config) {
+        s.BindText(1, c.key);
+        s.BindText(2, c.value);
+        s.BindText(3, c.source);
+        MAGNETON_RETURN_IF_ERROR(s.Run(db_));
+      }
+    }
+    if (!b.energy_samples.empty()) {
+      MAGNETON_ASSIGN_OR_RETURN(
+          Statement s, Statement::Prepare(db_, "INSERT INTO energy_samples VALUES(?,?,?,?,?,?)"));
+      for (auto& e : b.energy_samples) {
+        s.BindText(1, e.domain);
+        s.BindInt(2, e.t_ns);
+        s.BindDouble(3, e.energy_uj);
+        s.BindDouble(4, e.power_mw);
+        s.BindText(5, ProvenanceName(e.provenance));
+        s.BindText(6, e.meter);
+        MAGNETON_RETURN_IF_ERROR(s.Run(db_));
+      }
+    }
+    if (!b.device_activities.empty()) {
+      MAGNETON_ASSIGN_OR_RETURN(
+          Statement s, Statement::Prepare(db_, "INSERT INTO device_activities VALUES(?,?,?,?,?,?)"));
+      for (auto& a : b.device_activities) {
+        s.BindInt(1, static_cast<int64_t>(a.correlation_id));
+        s.BindText(2, a.device);
+        s.BindInt(3, a.stream);
+        s.BindInt(4, a.name_id);
+        s.BindInt(5, a.start_ns);
+        s.BindInt(6, a.end_ns);
+        MAGNETON_RETURN_IF_ERROR(s.Run(db_));
+      }
+    }
+    return Status::Ok();
+  };
+  Status st = run();
+  if (!st.ok()) {
+    (void)sqlite::Exec(db_, "ROLLBACK");
+    return st;
+  }
+  return sqlite::Exec(db_, "COMMIT");
+}
+
+}  // namespace magneton

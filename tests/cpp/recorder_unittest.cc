@@ -1,0 +1,143 @@
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "magneton/recorder.h"
+#include "magneton/trace_reader.h"
+#include "test_util.h"
+
+namespace magneton {
+namespace {
+
+using testing::TempPath;
+
+struct FakeTensor {
+  uintptr_t addr;
+  int64_t offset;
+  std::vector<int64_t> shape, strides;
+  int64_t version = 0;
+  TensorView view() const {
+    return {addr, offset, shape.data(), strides.data(), static_cast<int32_t>(shape.size()), "float32", "cpu", version};
+  }
+};
+
+int64_t Output(const Trace& t, int64_t op, int slot = 0) {
+  for (const OpTensor& l : t.op_tensors)
+    if (l.op_id == op && l.role == TensorRole::kOutput && l.slot == slot) return l.tensor_id;
+  return kNoId;
+}
+int64_t Input(const Trace& t, int64_t op, int slot = 0) {
+  for (const OpTensor& l : t.op_tensors)
+    if (l.op_id == op && l.role == TensorRole::kInput && l.slot == slot) return l.tensor_id;
+  return kNoId;
+}
+
+TEST(Recorder, TensorIdentityThroughViewsAndInPlaceOps) {
+  std::string path = TempPath("views.mtrace");
+  ASSERT_TRUE(Recorder::Start(path, RunMetadata{}).ok());
+  Recorder* rec = Recorder::Active();
+  FakeTensor x{0x1000, 0, {2, 3}, {3, 1}};
+  FakeTensor xt{0x1000, 0, {3, 2}, {1, 3}};  // transpose: same storage, new layout
+  auto op = [&](const char* name, std::vector<FakeTensor> in, std::vector<FakeTensor> out) {
+    int64_t id = rec->BeginOp(rec->InternString(name), kNoId);
+    for (size_t i = 0; i < in.size(); ++i) rec->AddInput(static_cast<int32_t>(i), in[i].view());
+    for (size_t i = 0; i < out.size(); ++i) rec->AddOutput(static_cast<int32_t>(i), out[i].view());
+    rec->EndOp("");
+    return id;
+  };
+  int64_t t_op = op("aten::t", {x}, {xt});
+  FakeTensor x1 = x;
+  x1.version = 1;  // after an in-place write, the version counter moved
+  int64_t add_op = op("aten::add_", {x, xt}, {x1});
+  int64_t read_op = op("aten::sum", {x1}, {});
+  int64_t read_old_view = op("aten::sum", {xt}, {});
+  ASSERT_TRUE(Recorder::Stop().ok());
+
+  auto trace = ReadTrace(path);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  int64_t x_id = Input(*trace, t_op);
+  int64_t xt_id = Output(*trace, t_op);
+  EXPECT_NE(x_id, xt_id);                         // a view is a new value...
+  EXPECT_EQ(trace->tensors[xt_id].storage_addr,   // ...over the same storage
+            trace->tensors[x_id].storage_addr);
+  EXPECT_EQ(Input(*trace, add_op, 0), x_id);
+  EXPECT_EQ(Input(*trace, add_op, 1), xt_id);
+  int64_t x1_id = Output(*trace, add_op);
+  EXPECT_NE(x1_id, x_id);  // the in-place result is a new value
+  EXPECT_EQ(trace->tensors[x1_id].producer_op_id, add_op);
+  EXPECT_EQ(Input(*trace, read_op), x1_id);  // later readers see the new value
+  EXPECT_EQ(Input(*trace, read_old_view), xt_id);
+  EXPECT_EQ(trace->tensors[x_id].producer_op_id, kNoId);
+}
+
+TEST(Recorder, OutputsOfRepeatedAllocationsAreDistinctValues) {
+  // An allocator hands the same address to a later tensor: a new output
+  // there must not be merged with the earlier value.
+  std::string path = TempPath("reuse.mtrace");
+  ASSERT_TRUE(Recorder::Start(path, RunMetadata{}).ok());
+  Recorder* rec = Recorder::Active();
+  FakeTensor a{0x2000, 0, {4}, {1}};
+  int64_t name = rec->InternString("aten::empty");
+  int64_t op1 = rec->BeginOp(name, kNoId);
+  rec->AddOutput(0, a.view());
+  rec->EndOp("");
+  int64_t op2 = rec->BeginOp(name, kNoId);
+  rec->AddOutput(0, a.view());
+  rec->EndOp("");
+  ASSERT_TRUE(Recorder::Stop().ok());
+  auto trace = ReadTrace(path);
+  ASSERT_TRUE(trace.ok());
+  EXPECT_NE(Output(*trace, op1), Output(*trace, op2));
+}
+
+TEST(Recorder, OpsFromManyThreadsNestPerThread) {
+  std::string path = TempPath("threads.mtrace");
+  ASSERT_TRUE(Recorder::Start(path, RunMetadata{}).ok());
+  Recorder* rec = Recorder::Active();
+  constexpr int kThreads = 4, kOps = 2000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([rec, t] {
+      int64_t outer = rec->InternString("aten::linear");
+      int64_t inner = rec->InternString("aten::addmm");
+      rec->PushScope("layer" + std::to_string(t), "Linear");
+      std::vector<int64_t> shape = {8}, strides = {1};
+      for (int i = 0; i < kOps; ++i) {
+        uintptr_t addr = 0x100000u * (t + 1) + 64u * static_cast<uintptr_t>(i);
+        TensorView v{addr, 0, shape.data(), strides.data(), 1, "float32", "cpu", 0};
+        rec->BeginOp(outer, kNoId);
+        rec->AddInput(0, v);
+        rec->BeginOp(inner, kNoId);
+        rec->AddOutput(0, v);
+        rec->EndOp("");
+        rec->EndOp("");
+      }
+      rec->PopScope();
+    });
+  }
+  for (auto& th : threads) th.join();
+  ASSERT_TRUE(Recorder::Stop().ok());
+  auto trace = ReadTrace(path);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  ASSERT_EQ(trace->ops.size(), static_cast<size_t>(kThreads * kOps * 2));
+  std::map<int64_t, const OpEvent*> by_id;
+  for (const OpEvent& op : trace->ops) by_id[op.id] = &op;
+  std::set<int64_t> tids;
+  for (const OpEvent& op : trace->ops) {
+    tids.insert(op.thread_id);
+    if (trace->str(op.name_id) == "aten::addmm") {
+      ASSERT_NE(op.parent_id, kNoId);
+      const OpEvent* parent = by_id.at(op.parent_id);
+      EXPECT_EQ(parent->thread_id, op.thread_id);
+      EXPECT_EQ(trace->str(parent->name_id), "aten::linear");
+      EXPECT_EQ(trace->ScopePath(op.scope_id), trace->ScopePath(parent->scope_id));
+    } else {
+      EXPECT_EQ(op.parent_id, kNoId);
+    }
+  }
+  EXPECT_EQ(tids.size(), static_cast<size_t>(kThreads));
+  EXPECT_EQ(trace->tensors.size(), static_cast<size_t>(kThreads * kOps * 2));
+}
+
+}  // namespace
+}  // namespace magneton

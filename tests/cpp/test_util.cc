@@ -1,0 +1,71 @@
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "magneton/recorder.h"
+
+namespace magneton::testing {
+
+std::string TempPath(const std::string& name) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string test = info ? std::string(info->test_suite_name()) + "." + info->name() : "global";
+  auto dir = std::filesystem::temp_directory_path() / ("magneton_test_" + std::to_string(getpid())) / test;
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+
+std::string WriteSampleTrace(const std::string& name, int n_ops) {
+  std::string path = TempPath(name);
+  RunMetadata meta;
+  meta.label = "sample";
+  meta.command_line = "python sample.py";
+  meta.versions["torch"] = "0.0-test";
+  Status st = Recorder::Start(path, meta);
+  EXPECT_TRUE(st.ok()) << st.message();
+  Recorder* rec = Recorder::Active();
+  int64_t file = rec->InternString("model.py");
+  int64_t fn = rec->InternString("forward");
+  int64_t outer = rec->InternCallPath(kNoId, rec->InternFrame(file, 10, rec->InternString("main")));
+  int64_t path_id = rec->InternCallPath(outer, rec->InternFrame(file, 20, fn));
+  rec->PushScope("Net", "Net");
+  rec->PushScope("fc", "Linear");
+  int64_t linear = rec->InternString("aten::linear");
+  int64_t addmm = rec->InternString("aten::addmm");
+  std::vector<int64_t> shape = {4, 8}, strides = {8, 1};
+  std::vector<float> buffers(static_cast<size_t>(n_ops) + 1);
+  for (int i = 0; i < n_ops; ++i) {
+    TensorView in{reinterpret_cast<uintptr_t>(&buffers[i]), 0, shape.data(), strides.data(), 2, "float32", "cpu", 0};
+    TensorView out{reinterpret_cast<uintptr_t>(&buffers[i + 1]), 0, shape.data(), strides.data(), 2, "float32", "cpu", 0};
+    rec->BeginOp(linear, path_id);
+    rec->AddInput(0, in);
+    rec->BeginOp(addmm, kNoId);
+    rec->AddInput(0, in);
+    rec->AddOutput(0, out);
+    rec->EndOp("%,%,1,1");
+    rec->AddOutput(0, out);
+    rec->EndOp("%,%");
+  }
+  rec->PopScope();
+  rec->PopScope();
+  rec->SetConfig("torch.backends.mkldnn.enabled", "True", "global_flag");
+  rec->SetConfig("env.OMP_NUM_THREADS", "2", "env");
+  st = Recorder::Stop();
+  EXPECT_TRUE(st.ok()) << st.message();
+  return path;
+}
+
+std::vector<char> ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<char>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void WriteBytes(const std::string& path, const std::vector<char>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+}  // namespace magneton::testing

@@ -1,0 +1,20 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "magneton/trace.h"
+
+namespace magneton::testing {
+
+// A fresh path under a per-test temporary directory.
+std::string TempPath(const std::string& name);
+
+// Records a small synthetic run (ops, tensors, frames, scopes, config) with
+// the real Recorder and returns the trace path.
+std::string WriteSampleTrace(const std::string& name, int n_ops = 50);
+
+std::vector<char> ReadBytes(const std::string& path);
+void WriteBytes(const std::string& path, const std::vector<char>& bytes);
+
+}  // namespace magneton::testing
