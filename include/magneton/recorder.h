@@ -45,11 +45,16 @@ class Recorder {
   // The path whose innermost frame is frame_id, called from parent_path.
   int64_t InternCallPath(int64_t parent_path_id, int64_t frame_id);
 
+  // A module scope named `name` (of class `type`) inside parent_scope_id.
+  int64_t InternScope(int64_t parent_scope_id, std::string_view name, std::string_view type);
+  // A per-thread scope stack, for engines that announce scopes explicitly.
   void PushScope(std::string_view name, std::string_view type);
   void PopScope();
 
   // Op lifecycle on the calling thread; ops nest by thread-local stack.
-  int64_t BeginOp(int64_t name_id, int64_t call_path_id, uint64_t correlation_id = 0);
+  // kNoId for call_path_id or scope_id: inherit from the enclosing op, else
+  // (scope only) the thread's pushed scope.
+  int64_t BeginOp(int64_t name_id, int64_t call_path_id, int64_t scope_id = kNoId, uint64_t correlation_id = 0);
   void AddInput(int32_t slot, const TensorView& tensor);
   void AddOutput(int32_t slot, const TensorView& tensor);
   void EndOp(std::string args);

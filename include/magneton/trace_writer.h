@@ -39,6 +39,8 @@ class TraceWriter {
   void AppendCallPath(const CallPath& path);
   void AppendScope(const Scope& scope);
   void AppendOp(OpEvent op);
+  // One lock for an op and its tensor links: the per-op hot path.
+  void AppendOpWithLinks(OpEvent op, const std::vector<OpTensor>& links);
   void AppendTensor(TensorMeta tensor);
   void AppendOpTensor(const OpTensor& link);
   void AppendConfig(ConfigEntry entry);

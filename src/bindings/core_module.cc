@@ -3,6 +3,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 
 #include "magneton/recorder.h"
@@ -67,10 +68,11 @@ NB_MODULE(_core, m) {
     Active().SetConfig(std::move(key), std::move(value), std::move(source));
   }, "key"_a, "value"_a, "source"_a);
   m.def("set_meta", [](const std::string& key, const std::string& value) { Active().SetMeta(key, value); });
-  m.def("current_call_path_frames", [] {
-    // For tests: the interned current call path, as recorded.
-    return magneton::CurrentPythonCallPath(Active());
-  });
+  m.def("add_module_call_code", [](nb::object code) { magneton::AddModuleCallCode(code.ptr()); },
+        "Frames running this code object are module calls; their first local is the module.");
+  m.def("set_scope_namer", [](nb::object namer) { magneton::SetScopeNamer(namer.is_none() ? nullptr : namer.ptr()); },
+        "namer(parent_or_None, module) -> str names module scopes (called once per new stack).");
+  m.def("clear_module_scopes", [] { magneton::ClearModuleScopes(); });
 
   m.def("summarize", [](const std::string& path, int top) {
     auto trace = magneton::ReadTrace(path);

@@ -1,9 +1,23 @@
 #include "pyhooks/python_stack.h"
 
-#include <Python.h>
 #include <frameobject.h>
 
+// CPython 3.11 and 3.12 let us read interpreter frames directly, without
+// materialising frame objects (which allocate and wake the GC on every op).
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030D0000
+#define MAGNETON_DIRECT_FRAMES 1
+#define Py_BUILD_CORE 1
+#include <internal/pycore_frame.h>
+#undef Py_BUILD_CORE
+#else
+#define MAGNETON_DIRECT_FRAMES 0
+#endif
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -12,29 +26,30 @@
 namespace magneton {
 namespace {
 
-constexpr int kMaxDepth = 128;
+constexpr int kMaxDepth = 256;
 
 struct FrameKey {
   PyCodeObject* code;
-  int lasti;
+  int lasti_bytes;
+  PyObject* module;  // the module being called, for module-call frames
 };
 
-// Cache of a whole stack (by its code objects and instruction offsets) to the
-// interned path, so the common case costs one walk and one hash lookup. The
-// code objects are kept alive so that their addresses cannot be reused.
-struct StackCache {
-  uint64_t generation = 0;
-  std::unordered_map<uint64_t, std::pair<std::vector<FrameKey>, int64_t>> paths;
-  std::vector<PyObject*> kept_alive;
-  std::unordered_map<PyCodeObject*, bool> skip;  // code in magneton's own package
+struct CachedStack {
+  std::vector<FrameKey> keys;
+  PythonContext context;
+};
 
-  void Reset(uint64_t gen) {
-    paths.clear();
-    skip.clear();
-    for (PyObject* o : kept_alive) Py_DECREF(o);
-    kept_alive.clear();
-    generation = gen;
-  }
+// Whole stacks (code, instruction offset, module) -> interned context, so the
+// common case is one walk and one lookup. Everything referenced by the cache
+// is kept alive so that its address cannot be reused by another object.
+struct StackCache {
+  std::mutex mu;
+  uint64_t generation = 0;
+  std::unordered_map<uint64_t, CachedStack> stacks;
+  std::unordered_map<PyCodeObject*, bool> skip;  // code in magneton's own package
+  std::vector<PyObject*> kept_alive;
+  std::vector<PyObject*> module_codes;  // strong references
+  PyObject* namer = nullptr;            // strong reference
 };
 
 StackCache& Cache() {
@@ -42,17 +57,21 @@ StackCache& Cache() {
   return *cache;
 }
 
-bool IsMagnetonCode(PyCodeObject* code) {
-  auto& cache = Cache();
+bool IsModuleCode(const StackCache& cache, PyCodeObject* code) {
+  return std::find(cache.module_codes.begin(), cache.module_codes.end(), reinterpret_cast<PyObject*>(code)) !=
+         cache.module_codes.end();
+}
+
+// Requires the GIL.
+bool IsMagnetonCode(StackCache& cache, PyCodeObject* code) {
   auto it = cache.skip.find(code);
   if (it != cache.skip.end()) return it->second;
   const char* file = PyUnicode_AsUTF8(code->co_filename);
   bool skip = false;
   if (file) {
     std::string_view f(file);
-    skip = f.find("/magneton/") != std::string_view::npos &&
-           (f.find("site-packages/magneton/") != std::string_view::npos ||
-            f.find("python/magneton/") != std::string_view::npos);
+    skip = f.find("site-packages/magneton/") != std::string_view::npos ||
+           f.find("python/magneton/") != std::string_view::npos;
   } else {
     PyErr_Clear();
   }
@@ -60,64 +79,211 @@ bool IsMagnetonCode(PyCodeObject* code) {
   return skip;
 }
 
-}  // namespace
+#if MAGNETON_DIRECT_FRAMES
+PyObject* FirstLocal(_PyInterpreterFrame* f) {
+  if (f->f_code->co_argcount < 1) return nullptr;
+  PyObject* obj = f->localsplus[0];
+  if (obj && PyCell_Check(obj)) obj = PyCell_GET(obj);
+  return obj;
+}
+#endif
 
-int64_t CurrentPythonCallPath(Recorder& recorder) {
-  // Ops on threads that do not hold the GIL (autograd or intra-op workers)
-  // have no Python stack of their own.
-  if (!PyGILState_Check()) return kNoId;
-  PyThreadState* tstate = PyThreadState_Get();
-  StackCache& cache = Cache();
-  if (cache.generation != recorder.generation()) cache.Reset(recorder.generation());
-
-  FrameKey keys[kMaxDepth];
+// Innermost first. Module codes are read under the cache lock by the caller.
+int WalkFrames(const StackCache& cache, PyThreadState* tstate, FrameKey* keys) {
   int depth = 0;
-  uint64_t hash = 1469598103934665603ULL;
-  PyFrameObject* frame = PyThreadState_GetFrame(tstate);  // new reference
+#if MAGNETON_DIRECT_FRAMES
+  for (_PyInterpreterFrame* f = tstate->cframe->current_frame; f && depth < kMaxDepth; f = f->previous) {
+#if PY_VERSION_HEX >= 0x030C0000
+    if (f->owner == FRAME_OWNED_BY_CSTACK) continue;
+#endif
+    if (_PyFrame_IsIncomplete(f)) continue;
+    PyObject* module = IsModuleCode(cache, f->f_code) ? FirstLocal(f) : nullptr;
+    keys[depth++] = {f->f_code, _PyInterpreterFrame_LASTI(f) * static_cast<int>(sizeof(_Py_CODEUNIT)), module};
+  }
+#else
+  // Portable path (needs the GIL): frame objects through the public API.
+  PyFrameObject* frame = PyThreadState_GetFrame(tstate);
   while (frame && depth < kMaxDepth) {
-    PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
-    int lasti = PyFrame_GetLasti(frame);
-    if (!IsMagnetonCode(code)) {
-      keys[depth++] = {code, lasti};
-      hash = (hash ^ reinterpret_cast<uintptr_t>(code)) * 1099511628211ULL;
-      hash = (hash ^ static_cast<uint64_t>(lasti)) * 1099511628211ULL;
+    PyCodeObject* code = PyFrame_GetCode(frame);
+    PyObject* module = nullptr;
+    if (IsModuleCode(cache, code)) {
+      PyObject* locals = PyFrame_GetLocals(frame);
+      if (locals) {
+        PyObject* self = PyMapping_GetItemString(locals, "self");
+        if (self) {
+          module = self;
+          Py_DECREF(self);  // the frame keeps it alive while we look
+        } else {
+          PyErr_Clear();
+        }
+        Py_DECREF(locals);
+      } else {
+        PyErr_Clear();
+      }
     }
-    Py_DECREF(code);  // the frame holds it while we look
-    PyFrameObject* back = PyFrame_GetBack(frame);  // new reference
+    keys[depth++] = {code, PyFrame_GetLasti(frame), module};
+    Py_DECREF(code);
+    PyFrameObject* back = PyFrame_GetBack(frame);
     Py_DECREF(frame);
     frame = back;
   }
   Py_XDECREF(frame);
-  if (depth == 0) return kNoId;
+#endif
+  return depth;
+}
 
-  auto it = cache.paths.find(hash);
-  if (it != cache.paths.end()) {
-    const auto& stored = it->second.first;
-    bool same = stored.size() == static_cast<size_t>(depth);
-    for (int i = 0; same && i < depth; ++i) same = stored[i].code == keys[i].code && stored[i].lasti == keys[i].lasti;
-    if (same) return it->second.second;
+uint64_t HashKeys(const FrameKey* keys, int depth) {
+  uint64_t hash = 1469598103934665603ULL;
+  for (int i = 0; i < depth; ++i) {
+    hash = (hash ^ reinterpret_cast<uintptr_t>(keys[i].code)) * 1099511628211ULL;
+    hash = (hash ^ static_cast<uint64_t>(keys[i].lasti_bytes)) * 1099511628211ULL;
+    hash = (hash ^ reinterpret_cast<uintptr_t>(keys[i].module)) * 1099511628211ULL;
   }
+  return hash;
+}
 
-  // Slow path: intern outermost first. Line numbers come from the code
-  // object's line table, which is why we cache by (code, lasti).
-  int64_t path = kNoId;
+std::string ModuleName(StackCache& cache, PyObject* parent, PyObject* module) {
+  if (cache.namer) {
+    PyObject* name = PyObject_CallFunctionObjArgs(cache.namer, parent ? parent : Py_None, module, nullptr);
+    if (name && PyUnicode_Check(name)) {
+      std::string out = PyUnicode_AsUTF8(name);
+      Py_DECREF(name);
+      return out;
+    }
+    Py_XDECREF(name);
+    PyErr_Clear();
+  }
+  return Py_TYPE(module)->tp_name;
+}
+
+// Requires the GIL. Interns outermost first, skipping magneton's frames.
+PythonContext InternStack(Recorder& rec, StackCache& cache, const FrameKey* keys, int depth) {
+  PythonContext ctx{kNoId, kNoId};
+  PyObject* parent_module = nullptr;
   for (int i = depth - 1; i >= 0; --i) {
     PyCodeObject* code = keys[i].code;
-    int line = PyCode_Addr2Line(code, keys[i].lasti);
+    if (keys[i].module) {
+      std::string name = ModuleName(cache, parent_module, keys[i].module);
+      const char* type = Py_TYPE(keys[i].module)->tp_name;
+      const char* dot = std::strrchr(type, '.');
+      ctx.scope_id = rec.InternScope(ctx.scope_id, name, dot ? dot + 1 : type);
+      parent_module = keys[i].module;
+    }
+    if (IsMagnetonCode(cache, code)) continue;
+    int line = PyCode_Addr2Line(code, keys[i].lasti_bytes);
     const char* file = PyUnicode_AsUTF8(code->co_filename);
-    const char* func = PyUnicode_AsUTF8(code->co_qualname ? code->co_qualname : code->co_name);
-    if (!file || !func) PyErr_Clear();
-    int64_t frame_id = recorder.InternFrame(recorder.InternString(file ? file : "?"), line,
-                                            recorder.InternString(func ? func : "?"));
-    path = recorder.InternCallPath(path, frame_id);
+    if (!file) PyErr_Clear();
+    const char* func = PyUnicode_AsUTF8(code->co_qualname);
+    if (!func) PyErr_Clear();
+    int64_t frame_id =
+        rec.InternFrame(rec.InternString(file ? file : "?"), line, rec.InternString(func ? func : "?"));
+    ctx.call_path_id = rec.InternCallPath(ctx.call_path_id, frame_id);
   }
-  std::vector<FrameKey> stored(keys, keys + depth);
-  for (const FrameKey& k : stored) {
-    Py_INCREF(reinterpret_cast<PyObject*>(k.code));
-    cache.kept_alive.push_back(reinterpret_cast<PyObject*>(k.code));
+  return ctx;
+}
+
+void ResetLocked(StackCache& cache, uint64_t generation) {
+  cache.stacks.clear();
+  cache.skip.clear();
+  for (PyObject* o : cache.kept_alive) Py_DECREF(o);
+  cache.kept_alive.clear();
+  cache.generation = generation;
+}
+
+}  // namespace
+
+void AddModuleCallCode(PyObject* code) {
+  StackCache& cache = Cache();
+  std::lock_guard<std::mutex> lock(cache.mu);
+  Py_INCREF(code);
+  cache.module_codes.push_back(code);
+  cache.stacks.clear();
+}
+
+void SetScopeNamer(PyObject* namer) {
+  StackCache& cache = Cache();
+  std::lock_guard<std::mutex> lock(cache.mu);
+  Py_XINCREF(namer);
+  Py_XDECREF(cache.namer);
+  cache.namer = namer;
+  cache.stacks.clear();
+}
+
+void ClearModuleScopes() {
+  StackCache& cache = Cache();
+  std::lock_guard<std::mutex> lock(cache.mu);
+  for (PyObject* o : cache.module_codes) Py_DECREF(o);
+  cache.module_codes.clear();
+  Py_XDECREF(cache.namer);
+  cache.namer = nullptr;
+  ResetLocked(cache, 0);
+}
+
+PythonContext CurrentPythonContext(Recorder& rec) {
+  if (!Py_IsInitialized()) return {kNoId, kNoId};
+  PyThreadState* tstate = PyGILState_GetThisThreadState();
+  if (!tstate) return {kNoId, kNoId};  // a thread Python has never seen
+  StackCache& cache = Cache();
+
+  FrameKey keys[kMaxDepth];
+  int depth = 0;
+  uint64_t hash = 0;
+  if (MAGNETON_DIRECT_FRAMES) {
+    std::lock_guard<std::mutex> lock(cache.mu);
+    depth = WalkFrames(cache, tstate, keys);
+    if (depth == 0) return {kNoId, kNoId};
+    hash = HashKeys(keys, depth);
+    if (cache.generation == rec.generation()) {
+      auto it = cache.stacks.find(hash);
+      if (it != cache.stacks.end() && it->second.keys.size() == static_cast<size_t>(depth)) {
+        const auto& stored = it->second.keys;
+        bool same = true;
+        for (int i = 0; same && i < depth; ++i) {
+          same = stored[i].code == keys[i].code && stored[i].lasti_bytes == keys[i].lasti_bytes &&
+                 stored[i].module == keys[i].module;
+        }
+        if (same) return it->second.context;
+      }
+    }
   }
-  cache.paths[hash] = {std::move(stored), path};
-  return path;
+
+  // A stack not seen before: take the GIL to read names and line numbers
+  // (never during interpreter shutdown, when taking it can block forever).
+#if PY_VERSION_HEX >= 0x030D0000
+  if (Py_IsFinalizing()) return {kNoId, kNoId};
+#else
+  if (_Py_IsFinalizing()) return {kNoId, kNoId};
+#endif
+  // The namer runs Python; an op it dispatches must not re-enter the walk.
+  thread_local bool in_slow_path = false;
+  if (in_slow_path) return {kNoId, kNoId};
+  in_slow_path = true;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  PythonContext ctx{kNoId, kNoId};
+  {
+    std::lock_guard<std::mutex> lock(cache.mu);
+    if (!MAGNETON_DIRECT_FRAMES) {
+      depth = WalkFrames(cache, tstate, keys);
+      hash = HashKeys(keys, depth);
+    }
+    if (cache.generation != rec.generation()) ResetLocked(cache, rec.generation());
+    if (depth > 0) {
+      ctx = InternStack(rec, cache, keys, depth);
+      CachedStack entry{std::vector<FrameKey>(keys, keys + depth), ctx};
+      for (const FrameKey& k : entry.keys) {
+        Py_INCREF(reinterpret_cast<PyObject*>(k.code));
+        cache.kept_alive.push_back(reinterpret_cast<PyObject*>(k.code));
+        if (k.module) {
+          Py_INCREF(k.module);
+          cache.kept_alive.push_back(k.module);
+        }
+      }
+      cache.stacks[hash] = std::move(entry);
+    }
+  }
+  PyGILState_Release(gil);
+  in_slow_path = false;
+  return ctx;
 }
 
 }  // namespace magneton

@@ -1,15 +1,35 @@
-// Walks the calling thread's Python frames in C++ (no `traceback` module) and
-// interns them as a call path. Requires the GIL.
+// Walks the calling thread's Python frames in C++ (no `traceback` module):
+// the call path (file:line:function, interned) and the nn.Module scope, both
+// read off the same walk.
 #pragma once
+
+#include <Python.h>
 
 #include <cstdint>
 
 namespace magneton {
 class Recorder;
 
-// The interned call path of the current Python stack, outermost frame first,
-// or kNoId when this thread holds no Python frames. Frames inside magneton's
-// own Python package are skipped so paths point at user code.
-int64_t CurrentPythonCallPath(Recorder& recorder);
+struct PythonContext {
+  int64_t call_path_id;  // kNoId when the thread has no Python frames
+  int64_t scope_id;      // innermost module scope on the stack, or kNoId
+};
+
+// Safe without the GIL: torch releases it around every ATen call, and this
+// thread's frames cannot change while it runs C++. The GIL is taken only for
+// a stack not seen before (to read line numbers and name modules). Frames in
+// magneton's own package are left out so that paths end in user code.
+PythonContext CurrentPythonContext(Recorder& recorder);
+
+// Frames running `code` are module calls whose first local is the module
+// (torch.nn.Module._wrapped_call_impl). Requires the GIL.
+void AddModuleCallCode(PyObject* code);
+
+// namer(parent_module_or_None, module) -> str names a module relative to the
+// module whose call encloses it. Requires the GIL.
+void SetScopeNamer(PyObject* namer);
+
+// Forgets module codes and the namer (when recording stops). Requires the GIL.
+void ClearModuleScopes();
 
 }  // namespace magneton

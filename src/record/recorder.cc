@@ -178,19 +178,20 @@ int64_t Recorder::InternCallPath(int64_t parent_path_id, int64_t frame_id) {
   return it->second;
 }
 
-void Recorder::PushScope(std::string_view name, std::string_view type) {
+int64_t Recorder::InternScope(int64_t parent, std::string_view name, std::string_view type) {
   int64_t name_id = InternString(name);
   int64_t type_id = InternString(type);
+  std::lock_guard<std::mutex> lock(state_->mu);
+  auto [it, inserted] =
+      state_->scopes.try_emplace({parent, name_id, type_id}, static_cast<int64_t>(state_->scopes.size()));
+  if (inserted) writer_->AppendScope({it->second, name_id, type_id, parent});
+  return it->second;
+}
+
+void Recorder::PushScope(std::string_view name, std::string_view type) {
   ThreadState& ts = Local(generation_);
   int64_t parent = ts.scopes.empty() ? kNoId : ts.scopes.back();
-  int64_t id;
-  {
-    std::lock_guard<std::mutex> lock(state_->mu);
-    auto [it, inserted] =
-        state_->scopes.try_emplace({parent, name_id, type_id}, static_cast<int64_t>(state_->scopes.size()));
-    id = it->second;
-    if (inserted) writer_->AppendScope({id, name_id, type_id, parent});
-  }
+  int64_t id = InternScope(parent, name, type);
   ts.scopes.push_back(id);
 }
 
@@ -199,17 +200,19 @@ void Recorder::PopScope() {
   if (!ts.scopes.empty()) ts.scopes.pop_back();
 }
 
-int64_t Recorder::BeginOp(int64_t name_id, int64_t call_path_id, uint64_t correlation_id) {
+int64_t Recorder::BeginOp(int64_t name_id, int64_t call_path_id, int64_t scope_id, uint64_t correlation_id) {
   ThreadState& ts = Local(generation_);
   PendingOp& p = ts.ops.emplace_back();
   OpEvent& op = p.event;
   op.id = next_op_id_.fetch_add(1, std::memory_order_relaxed);
   op.name_id = name_id;
   op.thread_id = ts.os_tid;
-  op.parent_id = ts.ops.size() > 1 ? ts.ops[ts.ops.size() - 2].event.id : kNoId;
-  op.scope_id = ts.scopes.empty() ? kNoId : ts.scopes.back();
-  // Nested ops inherit the Python call path of the op that issued them.
-  if (call_path_id == kNoId && ts.ops.size() > 1) call_path_id = ts.ops[ts.ops.size() - 2].event.call_path_id;
+  const OpEvent* enclosing = ts.ops.size() > 1 ? &ts.ops[ts.ops.size() - 2].event : nullptr;
+  op.parent_id = enclosing ? enclosing->id : kNoId;
+  // Nested ops inherit the Python call path and scope of the op that issued them.
+  if (scope_id == kNoId) scope_id = enclosing ? enclosing->scope_id : (ts.scopes.empty() ? kNoId : ts.scopes.back());
+  if (call_path_id == kNoId && enclosing) call_path_id = enclosing->call_path_id;
+  op.scope_id = scope_id;
   op.call_path_id = call_path_id;
   op.correlation_id = correlation_id;
   op.start_ns = MonotonicNowNs();
@@ -263,8 +266,7 @@ void Recorder::EndOp(std::string args) {
   PendingOp& p = ts.ops.back();
   p.event.end_ns = MonotonicNowNs();
   p.event.args = std::move(args);
-  for (const OpTensor& l : p.links) writer_->AppendOpTensor(l);
-  writer_->AppendOp(std::move(p.event));
+  writer_->AppendOpWithLinks(std::move(p.event), p.links);
   ts.ops.pop_back();
 }
 

@@ -159,21 +159,6 @@ void VisitValue(Recorder& rec, bool output, int32_t& slot, const c10::IValue& iv
   }
 }
 
-int64_t PythonCallPathIfAny(Recorder& rec) {
-  // Torch releases the GIL around ATen calls; this thread's Python frames
-  // are intact while it runs C++, so take the GIL back briefly to read them.
-  if (!Py_IsInitialized() || PyGILState_GetThisThreadState() == nullptr) return kNoId;
-#if PY_VERSION_HEX >= 0x030D0000
-  if (Py_IsFinalizing()) return kNoId;
-#else
-  if (_Py_IsFinalizing()) return kNoId;
-#endif
-  PyGILState_STATE g = PyGILState_Ensure();
-  int64_t path = CurrentPythonCallPath(rec);
-  PyGILState_Release(g);
-  return path;
-}
-
 struct OpContext : at::ObserverContext {
   Recorder* rec;
   uint64_t generation;
@@ -183,17 +168,22 @@ struct OpContext : at::ObserverContext {
 std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
   Recorder* rec = Recorder::Active();
   if (!rec) return nullptr;
+  static const bool noop = getenv("MAGNETON_EXP_NOOP") != nullptr;
+  if (noop) return nullptr;
   int64_t name_id = OpNameId(*rec, fn);
   // Only the outermost op of a thread walks Python; nested ops inherit.
-  int64_t path = rec->OpDepth() == 0 ? PythonCallPathIfAny(*rec) : kNoId;
-  rec->BeginOp(name_id, path, fn.handle());
+  static const bool no_stack = getenv("MAGNETON_EXP_NO_STACK") != nullptr;
+  static const bool no_tensors = getenv("MAGNETON_EXP_NO_TENSORS") != nullptr;
+  PythonContext py{kNoId, kNoId};
+  if (rec->OpDepth() == 0 && !no_stack) py = CurrentPythonContext(*rec);
+  rec->BeginOp(name_id, py.call_path_id, py.scope_id, fn.handle());
   auto ctx = std::make_unique<OpContext>();
   ctx->rec = rec;
   ctx->generation = rec->generation();
   int32_t slot = 0;
   ctx->args.reserve(32);
   bool first = true;
-  for (const c10::IValue& iv : fn.inputs()) {
+  if (!no_tensors) for (const c10::IValue& iv : fn.inputs()) {
     if (!first) ctx->args.push_back(',');
     first = false;
     VisitValue(*rec, /*output=*/false, slot, iv, &ctx->args);

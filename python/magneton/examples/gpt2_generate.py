@@ -9,7 +9,8 @@ from transformers import GPT2Config, GPT2LMHeadModel
 
 def build_model(n_layer: int = 2, n_embd: int = 64, n_head: int = 4, seed: int = 0):
     torch.manual_seed(seed)
-    config = GPT2Config(n_layer=n_layer, n_embd=n_embd, n_head=n_head, vocab_size=1000, n_positions=256)
+    config = GPT2Config(n_layer=n_layer, n_embd=n_embd, n_head=n_head, vocab_size=1000, n_positions=256,
+                        bos_token_id=999, eos_token_id=999)
     return GPT2LMHeadModel(config).eval()
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import sys
-import threading
 
 from magneton import _core
 from magneton import config_snapshot
@@ -64,10 +63,8 @@ class _PostImportFinder(importlib.abc.MetaPathFinder):
 
 class TorchRecorder:
     def __init__(self):
-        self._handles = []
         self._hook = None
         self._finders = []
-        self._local = threading.local()
         self._names: dict[int, dict[int, str]] = {}  # id(parent) -> {id(child): attr name}
         self._roots_seen: set[int] = set()
         self._orig_generate = None
@@ -91,9 +88,7 @@ class TorchRecorder:
         if self._hook is not None:
             self._hook.uninstall()
             self._hook = None
-        for handle in self._handles:
-            handle.remove()
-        self._handles.clear()
+            _core.clear_module_scopes()
         if self._orig_generate is not None:
             from transformers.generation.utils import GenerationMixin
 
@@ -106,45 +101,35 @@ class TorchRecorder:
         sys.meta_path.insert(0, finder)
 
     def _install_torch(self) -> None:
-        import torch.nn.modules.module as mm
+        import torch
 
         self._hook = _load_hook()
         config_snapshot.record_torch_flags()
-        self._handles.append(mm.register_module_forward_pre_hook(self._pre_forward))
-        self._handles.append(mm.register_module_forward_hook(self._post_forward, always_call=True))
+        for attr in ("_wrapped_call_impl", "_call_impl"):
+            fn = getattr(torch.nn.Module, attr, None)
+            if fn is not None:
+                _core.add_module_call_code(fn.__code__)
+                break
+        _core.set_scope_namer(self._scope_name)
         self._hook.install()
 
     # -- module scopes ---------------------------------------------------------
-    def _stack(self) -> list:
-        stack = getattr(self._local, "stack", None)
-        if stack is None:
-            stack = self._local.stack = []
-        return stack
-
-    def _child_name(self, parent, child) -> str:
-        names = self._names.get(id(parent))
-        if names is None or id(child) not in names:
-            names = {id(m): n for n, m in parent.named_children()}
-            self._names[id(parent)] = names
-        return names.get(id(child), type(child).__name__)
-
-    def _pre_forward(self, module, args):
-        stack = self._stack()
-        if stack:
-            name = self._child_name(stack[-1], module)
-        else:
+    # The C++ frame walk finds module calls (frames of Module._wrapped_call_impl)
+    # on the stack of each op; this names a module the first time a stack
+    # with it is seen, relative to the module whose call encloses it.
+    def _scope_name(self, parent, module) -> str:
+        if parent is None:
             name = type(module).__name__
             if id(module) not in self._roots_seen:
                 self._roots_seen.add(id(module))
                 config_snapshot.record_model_config(name, module)
-        stack.append(module)
-        _core.push_scope(name, type(module).__name__)
-
-    def _post_forward(self, module, args, output):
-        stack = self._stack()
-        if stack and stack[-1] is module:
-            stack.pop()
-            _core.pop_scope()
+            return name
+        # Through containers that are never called (ModuleList "h" -> "h.0").
+        names = self._names.get(id(parent))
+        if names is None or id(module) not in names:
+            names = {id(m): n for n, m in parent.named_modules() if m is not parent}
+            self._names[id(parent)] = names
+        return names.get(id(module), type(module).__name__)
 
     # -- HF generate arguments -------------------------------------------------
     def _wrap_generate(self) -> None:
