@@ -38,11 +38,9 @@ class TraceWriter {
   void AppendFrame(const Frame& frame);
   void AppendCallPath(const CallPath& path);
   void AppendScope(const Scope& scope);
-  void AppendOp(OpEvent op);
-  // One lock for an op and its tensor links: the per-op hot path.
-  void AppendOpWithLinks(OpEvent op, const std::vector<OpTensor>& links);
+  // An op with its tensor links (one lock: the per-op hot path).
+  void AppendOp(OpEvent op, const std::vector<OpTensor>& links);
   void AppendTensor(TensorMeta tensor);
-  void AppendOpTensor(const OpTensor& link);
   void AppendConfig(ConfigEntry entry);
   void AppendEnergySample(EnergySample sample);
   void AppendDeviceActivity(DeviceActivity activity);

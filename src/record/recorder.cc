@@ -266,7 +266,7 @@ void Recorder::EndOp(std::string args) {
   PendingOp& p = ts.ops.back();
   p.event.end_ns = MonotonicNowNs();
   p.event.args = std::move(args);
-  writer_->AppendOpWithLinks(std::move(p.event), p.links);
+  writer_->AppendOp(std::move(p.event), p.links);
   ts.ops.pop_back();
 }
 

@@ -14,19 +14,25 @@ CREATE TABLE scopes(id INTEGER PRIMARY KEY, name_id INTEGER NOT NULL, type_id IN
 CREATE TABLE ops(id INTEGER PRIMARY KEY, name_id INTEGER NOT NULL, thread_id INTEGER NOT NULL,
                  start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, parent_id INTEGER,
                  scope_id INTEGER, call_path_id INTEGER, correlation_id INTEGER NOT NULL,
-                 args TEXT NOT NULL);
+                 args TEXT NOT NULL, inputs TEXT NOT NULL, outputs TEXT NOT NULL);
 CREATE TABLE tensors(id INTEGER PRIMARY KEY, storage_addr INTEGER NOT NULL,
                      storage_offset INTEGER NOT NULL, shape TEXT NOT NULL, strides TEXT NOT NULL,
                      dtype TEXT NOT NULL, device TEXT NOT NULL, version INTEGER NOT NULL,
                      producer_op_id INTEGER);
-CREATE TABLE op_tensors(op_id INTEGER NOT NULL, role INTEGER NOT NULL, slot INTEGER NOT NULL,
-                        tensor_id INTEGER NOT NULL, PRIMARY KEY(op_id, role, slot)) WITHOUT ROWID;
 CREATE TABLE device_activities(correlation_id INTEGER NOT NULL, device TEXT NOT NULL,
                                stream INTEGER NOT NULL, name_id INTEGER NOT NULL,
                                start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL);
 CREATE TABLE energy_samples(domain TEXT NOT NULL, t_ns INTEGER NOT NULL, energy_uj REAL,
                             power_mw REAL, provenance TEXT NOT NULL, meter TEXT NOT NULL);
 CREATE TABLE fingerprints(tensor_id INTEGER PRIMARY KEY, kind TEXT NOT NULL, data BLOB NOT NULL);
+-- Op inputs/outputs are stored inline on each op (a row per link would
+-- double the rows written while recording); this view gives them as rows.
+CREATE VIEW op_tensors AS
+  SELECT o.id AS op_id, 0 AS role, CAST(j.key AS INTEGER) AS slot, CAST(j.value AS INTEGER) AS tensor_id
+    FROM ops o, json_each('[' || o.inputs || ']') j WHERE j.value >= 0
+  UNION ALL
+  SELECT o.id, 1, CAST(j.key AS INTEGER), CAST(j.value AS INTEGER)
+    FROM ops o, json_each('[' || o.outputs || ']') j WHERE j.value >= 0;
 )sql";
 
 }  // namespace magneton::schema

@@ -141,10 +141,11 @@ Status LoadTables(sqlite3* db, Trace* t) {
                                       }));
   MAGNETON_RETURN_IF_ERROR(CheckDenseIds("scopes", ids));
 
+  std::vector<OpTensor> pending_links;  // checked once tensors are loaded
   MAGNETON_RETURN_IF_ERROR(ForEachRow(
       db,
-      "SELECT id, name_id, thread_id, start_ns, end_ns, parent_id, scope_id, call_path_id, correlation_id, args "
-      "FROM ops ORDER BY id",
+      "SELECT id, name_id, thread_id, start_ns, end_ns, parent_id, scope_id, call_path_id, correlation_id, args, "
+      "inputs, outputs FROM ops ORDER BY id",
       [&](Statement& s) {
         OpEvent op;
         op.id = s.ColumnInt(0);
@@ -161,6 +162,14 @@ Status LoadTables(sqlite3* db, Trace* t) {
             !InRange(op.scope_id, t->scopes.size(), true) ||
             !InRange(op.call_path_id, t->call_paths.size(), true) || op.end_ns < op.start_ns) {
           return Corrupt("op " + std::to_string(op.id) + " is malformed");
+        }
+        for (TensorRole role : {TensorRole::kInput, TensorRole::kOutput}) {
+          if (!sqlite::SplitInts(s.ColumnText(role == TensorRole::kInput ? 10 : 11), &ids)) {
+            return Corrupt("op " + std::to_string(op.id) + " has a malformed tensor list");
+          }
+          for (size_t slot = 0; slot < ids.size(); ++slot) {
+            if (ids[slot] >= 0) pending_links.push_back({op.id, role, static_cast<int32_t>(slot), ids[slot]});
+          }
         }
         t->ops.push_back(std::move(op));
         return Status::Ok();
@@ -189,17 +198,12 @@ Status LoadTables(sqlite3* db, Trace* t) {
       }));
   MAGNETON_RETURN_IF_ERROR(CheckDenseIds("tensors", ids));
 
-  MAGNETON_RETURN_IF_ERROR(ForEachRow(
-      db, "SELECT op_id, role, slot, tensor_id FROM op_tensors ORDER BY op_id, role, slot", [&](Statement& s) {
-        OpTensor l{s.ColumnInt(0), static_cast<TensorRole>(s.ColumnInt(1)), static_cast<int32_t>(s.ColumnInt(2)),
-                   s.ColumnInt(3)};
-        int64_t role = s.ColumnInt(1);
-        if ((role != 0 && role != 1) || !InRange(l.tensor_id, t->tensors.size(), false)) {
-          return Corrupt("op_tensors row for op " + std::to_string(l.op_id) + " is malformed");
-        }
-        t->op_tensors.push_back(l);
-        return Status::Ok();
-      }));
+  for (const OpTensor& l : pending_links) {
+    if (!InRange(l.tensor_id, t->tensors.size(), false)) {
+      return Corrupt("op " + std::to_string(l.op_id) + " names a missing tensor " + std::to_string(l.tensor_id));
+    }
+  }
+  t->op_tensors = std::move(pending_links);
 
   MAGNETON_RETURN_IF_ERROR(ForEachRow(
       db, "SELECT correlation_id, device, stream, name_id, start_ns, end_ns FROM device_activities",

@@ -19,6 +19,7 @@ struct TraceWriter::Batch {
   std::vector<CallPath> call_paths;
   std::vector<Scope> scopes;
   std::vector<OpEvent> ops;
+  std::vector<size_t> op_links_end;  // ops[i]'s links end here in op_tensors
   std::vector<TensorMeta> tensors;
   std::vector<OpTensor> op_tensors;
   std::vector<ConfigEntry> config;
@@ -37,6 +38,20 @@ namespace {
 
 const char* ProvenanceName(Provenance p) {
   return p == Provenance::kMeasured ? "measured" : "estimated";
+}
+
+// "5,-1,7": tensor ids by slot, -1 where a slot held no tensor.
+void LinksText(const std::vector<OpTensor>& links, size_t begin, size_t end, std::string* inputs,
+               std::string* outputs) {
+  std::vector<int64_t> in, out;
+  for (size_t i = begin; i < end; ++i) {
+    auto& v = links[i].role == TensorRole::kInput ? in : out;
+    if (links[i].slot < 0 || links[i].slot > 100000) continue;
+    if (v.size() <= static_cast<size_t>(links[i].slot)) v.resize(links[i].slot + 1, -1);
+    v[links[i].slot] = links[i].tensor_id;
+  }
+  *inputs = sqlite::JoinInts(in);
+  *outputs = sqlite::JoinInts(out);
 }
 
 std::vector<std::pair<std::string, std::string>> MetaRows(const RunMetadata& meta) {
@@ -124,14 +139,13 @@ void TraceWriter::AppendString(int64_t id, std::string value) {
 void TraceWriter::AppendFrame(const Frame& frame) { MAGNETON_APPEND(frames, frame); }
 void TraceWriter::AppendCallPath(const CallPath& path) { MAGNETON_APPEND(call_paths, path); }
 void TraceWriter::AppendScope(const Scope& scope) { MAGNETON_APPEND(scopes, scope); }
-void TraceWriter::AppendOp(OpEvent op) { MAGNETON_APPEND(ops, std::move(op)); }
-void TraceWriter::AppendOpWithLinks(OpEvent op, const std::vector<OpTensor>& links) {
+void TraceWriter::AppendOp(OpEvent op, const std::vector<OpTensor>& links) {
   std::lock_guard<std::mutex> lock(mu_);
   pending_->op_tensors.insert(pending_->op_tensors.end(), links.begin(), links.end());
+  pending_->op_links_end.push_back(pending_->op_tensors.size());
   pending_->ops.push_back(std::move(op));
 }
 void TraceWriter::AppendTensor(TensorMeta tensor) { MAGNETON_APPEND(tensors, std::move(tensor)); }
-void TraceWriter::AppendOpTensor(const OpTensor& link) { MAGNETON_APPEND(op_tensors, link); }
 void TraceWriter::AppendConfig(ConfigEntry entry) { MAGNETON_APPEND(config, std::move(entry)); }
 void TraceWriter::AppendEnergySample(EnergySample s) { MAGNETON_APPEND(energy_samples, std::move(s)); }
 void TraceWriter::AppendDeviceActivity(DeviceActivity a) {
@@ -252,8 +266,13 @@ Status TraceWriter::WriteBatch(Batch& b) {
     }
     if (!b.ops.empty()) {
       MAGNETON_ASSIGN_OR_RETURN(
-          Statement s, Statement::Prepare(db_, "INSERT INTO ops VALUES(?,?,?,?,?,?,?,?,?,?)"));
-      for (auto& op : b.ops) {
+          Statement s, Statement::Prepare(db_, "INSERT INTO ops VALUES(?,?,?,?,?,?,?,?,?,?,?,?)"));
+      std::string inputs, outputs;
+      size_t link = 0;
+      for (size_t i = 0; i < b.ops.size(); ++i) {
+        const OpEvent& op = b.ops[i];
+        LinksText(b.op_tensors, link, b.op_links_end[i], &inputs, &outputs);
+        link = b.op_links_end[i];
         s.BindInt(1, op.id);
         s.BindInt(2, op.name_id);
         s.BindInt(3, op.thread_id);
@@ -264,6 +283,8 @@ Status TraceWriter::WriteBatch(Batch& b) {
         s.BindNullableId(8, op.call_path_id);
         s.BindInt(9, static_cast<int64_t>(op.correlation_id));
         s.BindText(10, op.args);
+        s.BindText(11, inputs);
+        s.BindText(12, outputs);
         MAGNETON_RETURN_IF_ERROR(s.Run(db_));
       }
     }
@@ -280,17 +301,6 @@ Status TraceWriter::WriteBatch(Batch& b) {
         s.BindText(7, t.device);
         s.BindInt(8, t.version);
         s.BindNullableId(9, t.producer_op_id);
-        MAGNETON_RETURN_IF_ERROR(s.Run(db_));
-      }
-    }
-    if (!b.op_tensors.empty()) {
-      MAGNETON_ASSIGN_OR_RETURN(
-          Statement s, Statement::Prepare(db_, "INSERT OR REPLACE INTO op_tensors VALUES(?,?,?,?)"));
-      for (auto& l : b.op_tensors) {
-        s.BindInt(1, l.op_id);
-        s.BindInt(2, static_cast<int>(l.role));
-        s.BindInt(3, l.slot);
-        s.BindInt(4, l.tensor_id);
         MAGNETON_RETURN_IF_ERROR(s.Run(db_));
       }
     }

