@@ -21,6 +21,7 @@ std::unique_ptr<Command> MakeRecordCommand();
 std::unique_ptr<Command> MakeShowCommand();
 std::unique_ptr<Command> MakeExportCommand();
 std::unique_ptr<Command> MakeDemoCommand();
+std::unique_ptr<Command> MakeReplayCommand();
 
 // Prints "magneton: <message>" to stderr; returns the exit code to use.
 int Fail(const std::string& message, int exit_code = 1);

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   commands.push_back(MakeShowCommand());
   commands.push_back(MakeExportCommand());
   commands.push_back(MakeDemoCommand());
+  commands.push_back(MakeReplayCommand());
   std::vector<std::pair<CLI::App*, Command*>> registered;
   for (auto& c : commands) registered.emplace_back(c->Register(app), c.get());
 

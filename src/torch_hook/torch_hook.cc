@@ -19,6 +19,10 @@
 
 #include "magneton/recorder.h"
 #include "pyhooks/python_stack.h"
+#include "torch_hook/replay_trace.h"
+
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 namespace nb = nanobind;
 
@@ -168,14 +172,10 @@ struct OpContext : at::ObserverContext {
 std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
   Recorder* rec = Recorder::Active();
   if (!rec) return nullptr;
-  static const bool noop = getenv("MAGNETON_EXP_NOOP") != nullptr;
-  if (noop) return nullptr;
   int64_t name_id = OpNameId(*rec, fn);
   // Only the outermost op of a thread walks Python; nested ops inherit.
-  static const bool no_stack = getenv("MAGNETON_EXP_NO_STACK") != nullptr;
-  static const bool no_tensors = getenv("MAGNETON_EXP_NO_TENSORS") != nullptr;
   PythonContext py{kNoId, kNoId};
-  if (rec->OpDepth() == 0 && !no_stack) py = CurrentPythonContext(*rec);
+  if (rec->OpDepth() == 0) py = CurrentPythonContext(*rec);
   rec->BeginOp(name_id, py.call_path_id, py.scope_id, fn.handle());
   auto ctx = std::make_unique<OpContext>();
   ctx->rec = rec;
@@ -183,7 +183,7 @@ std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
   int32_t slot = 0;
   ctx->args.reserve(32);
   bool first = true;
-  if (!no_tensors) for (const c10::IValue& iv : fn.inputs()) {
+  for (const c10::IValue& iv : fn.inputs()) {
     if (!first) ctx->args.push_back(',');
     first = false;
     VisitValue(*rec, /*output=*/false, slot, iv, &ctx->args);
@@ -230,4 +230,39 @@ NB_MODULE(_torch_hook, m) {
     return magneton::g_handle.has_value();
   });
   m.attr("TORCH_VERSION_BUILT") = MAGNETON_TORCH_VERSION;
+  m.def(
+      "replay_trace",
+      [](const std::string& path, int top, std::vector<int64_t> op_ids, double min_round_s, int rounds, bool store) {
+        magneton::replay::ReplayTraceOptions o;
+        o.top = top;
+        o.op_ids = std::move(op_ids);
+        o.min_round_s = min_round_s;
+        o.rounds = rounds;
+        o.store = store;
+        magneton::StatusOr<std::vector<magneton::replay::ReplayRecord>> records = [&] {
+          nb::gil_scoped_release release;
+          return magneton::replay::ReplayTrace(path, o);
+        }();
+        if (!records.ok()) throw std::runtime_error(records.status().message());
+        nb::list out;
+        for (const auto& r : *records) {
+          nb::dict d;
+          d["op_id"] = r.op_id;
+          d["signature"] = r.signature;
+          d["occurrences"] = r.occurrences;
+          d["meter"] = r.meter;
+          d["provenance"] = r.meter.empty() ? "" : (r.provenance == magneton::Provenance::kMeasured ? "measured" : "estimated");
+          d["calls_per_round"] = r.calls_per_round;
+          d["duration_ns_mean"] = r.duration_ns_mean;
+          d["duration_ns_stddev"] = r.duration_ns_stddev;
+          d["energy_uj_mean"] = r.energy_uj_mean;
+          d["energy_uj_stddev"] = r.energy_uj_stddev;
+          d["error"] = r.error;
+          out.append(d);
+        }
+        return nb::make_tuple(out, magneton::replay::FormatReplayTable(*records));
+      },
+      nb::arg("path"), nb::arg("top") = 10, nb::arg("op_ids") = std::vector<int64_t>{}, nb::arg("min_round_s") = 0.2,
+      nb::arg("rounds") = 5, nb::arg("store") = true,
+      "Replays recorded ops (regenerated inputs) and returns (records, table).");
 }

@@ -24,6 +24,10 @@ CREATE TABLE device_activities(correlation_id INTEGER NOT NULL, device TEXT NOT 
                                start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL);
 CREATE TABLE energy_samples(domain TEXT NOT NULL, t_ns INTEGER NOT NULL, energy_uj REAL,
                             power_mw REAL, provenance TEXT NOT NULL, meter TEXT NOT NULL);
+CREATE TABLE op_replays(op_id INTEGER NOT NULL, signature TEXT NOT NULL, occurrences INTEGER NOT NULL,
+                        meter TEXT NOT NULL, provenance TEXT NOT NULL, calls_per_round INTEGER NOT NULL,
+                        rounds INTEGER NOT NULL, duration_ns_mean REAL, duration_ns_stddev REAL,
+                        energy_uj_mean REAL, energy_uj_stddev REAL, error TEXT NOT NULL);
 CREATE TABLE fingerprints(tensor_id INTEGER PRIMARY KEY, kind TEXT NOT NULL, data BLOB NOT NULL);
 -- Op inputs/outputs are stored inline on each op (a row per link would
 -- double the rows written while recording); this view gives them as rows.

@@ -203,8 +203,7 @@ void TraceWriter::ThreadMain() {
     auto batch = std::move(pending_);
     pending_ = std::make_unique<Batch>();
     lock.unlock();
-    static const bool discard = getenv("MAGNETON_EXP_DISCARD") != nullptr;
-    Status st = (batch->empty() || discard) ? Status::Ok() : WriteBatch(*batch);
+    Status st = batch->empty() ? Status::Ok() : WriteBatch(*batch);
     lock.lock();
     if (!st.ok() && thread_status_.ok()) thread_status_ = st;
     if (!batch->empty() && st.ok()) ++committed_batches_;

@@ -1,0 +1,34 @@
+"""`magneton replay` runs here, in a Python with torch: the CLI hands over its
+arguments; the planning, replay loop and storage are C++ (magneton._torch_hook)."""
+
+import argparse
+import sys
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="magneton replay")
+    ap.add_argument("trace")
+    ap.add_argument("--top", type=int, default=10)
+    ap.add_argument("--ops", default="", help="comma-separated op ids")
+    ap.add_argument("--min-round-s", type=float, default=0.2)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--no-store", action="store_true")
+    args = ap.parse_args(argv)
+
+    import torch  # noqa: F401  (loads libtorch before the hook)
+
+    from magneton.recorders.torch_recorder import _load_hook
+
+    hook = _load_hook()
+    op_ids = [int(x) for x in args.ops.split(",") if x.strip()]
+    try:
+        _, table = hook.replay_trace(args.trace, args.top, op_ids, args.min_round_s, args.rounds, not args.no_store)
+    except RuntimeError as e:
+        print(f"magneton: {e}", file=sys.stderr)
+        return 1
+    print(table, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,140 @@
+#include "replay/replay_plan.h"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+
+#include "report/summary.h"
+#include "trace/sqlite_util.h"
+
+namespace magneton::replay {
+namespace {
+
+std::vector<int64_t> SelfTimes(const Trace& trace) {
+  std::unordered_map<int64_t, size_t> index;
+  for (size_t i = 0; i < trace.ops.size(); ++i) index[trace.ops[i].id] = i;
+  std::vector<int64_t> self(trace.ops.size());
+  for (size_t i = 0; i < trace.ops.size(); ++i) self[i] = trace.ops[i].end_ns - trace.ops[i].start_ns;
+  for (const OpEvent& op : trace.ops) {
+    if (op.parent_id == kNoId) continue;
+    auto it = index.find(op.parent_id);
+    if (it != index.end()) self[it->second] -= op.end_ns - op.start_ns;
+  }
+  for (auto& s : self) s = std::max<int64_t>(0, s);
+  return self;
+}
+
+PlannedOp Describe(const Trace& trace, const OpEvent& op, const std::vector<const OpTensor*>& inputs) {
+  PlannedOp p;
+  p.op_id = op.id;
+  p.name = trace.str(op.name_id);
+  p.args = op.args;
+  p.signature = p.name + "(" + op.args + ")";
+  for (const OpTensor* l : inputs) {
+    const TensorMeta& t = trace.tensors[l->tensor_id];
+    p.inputs.push_back({t.shape, t.strides, t.dtype, t.device});
+    p.signature += fmt::format(" {}[{}]{}", t.dtype, fmt::join(t.shape, "x"), t.device == "cpu" ? "" : "@" + t.device);
+  }
+  return p;
+}
+
+}  // namespace
+
+StatusOr<std::vector<PlannedOp>> PlanReplay(const Trace& trace, int top, const std::vector<int64_t>& op_ids) {
+  // Inputs by op, in slot order (op_tensors is sorted by op, role, slot).
+  std::unordered_map<int64_t, std::vector<const OpTensor*>> inputs;
+  for (const OpTensor& l : trace.op_tensors) {
+    if (l.role == TensorRole::kInput) inputs[l.op_id].push_back(&l);
+  }
+  std::vector<int64_t> self = SelfTimes(trace);
+  std::vector<PlannedOp> out;
+  if (!op_ids.empty()) {
+    for (int64_t id : op_ids) {
+      auto it = std::lower_bound(trace.ops.begin(), trace.ops.end(), id,
+                                 [](const OpEvent& op, int64_t v) { return op.id < v; });
+      if (it == trace.ops.end() || it->id != id) return NotFound("the trace has no op " + std::to_string(id));
+      PlannedOp p = Describe(trace, *it, inputs[id]);
+      p.occurrences = 1;
+      p.self_ns_total = self[it - trace.ops.begin()];
+      out.push_back(std::move(p));
+    }
+    return out;
+  }
+  std::map<std::string, PlannedOp> by_signature;
+  for (size_t i = 0; i < trace.ops.size(); ++i) {
+    const OpEvent& op = trace.ops[i];
+    PlannedOp p = Describe(trace, op, inputs[op.id]);
+    auto [it, inserted] = by_signature.try_emplace(p.signature, std::move(p));
+    it->second.occurrences += 1;
+    it->second.self_ns_total += self[i];
+  }
+  for (auto& [_, p] : by_signature) out.push_back(std::move(p));
+  std::sort(out.begin(), out.end(), [](const PlannedOp& a, const PlannedOp& b) {
+    return a.self_ns_total != b.self_ns_total ? a.self_ns_total > b.self_ns_total : a.signature < b.signature;
+  });
+  if (top > 0 && out.size() > static_cast<size_t>(top)) out.resize(top);
+  return out;
+}
+
+Status StoreReplayResults(const std::string& trace_path, const std::vector<ReplayRecord>& records) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(trace_path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
+  if (rc != SQLITE_OK) {
+    Status st = sqlite::ErrorFrom(db, rc, "cannot open " + trace_path + " to store replay results");
+    sqlite3_close(db);
+    return st;
+  }
+  auto run = [&]() -> Status {
+    MAGNETON_RETURN_IF_ERROR(sqlite::Exec(db, "BEGIN"));
+    MAGNETON_ASSIGN_OR_RETURN(
+        sqlite::Statement s,
+        sqlite::Statement::Prepare(db, "INSERT INTO op_replays VALUES(?,?,?,?,?,?,?,?,?,?,?,?)"));
+    for (const ReplayRecord& r : records) {
+      s.BindInt(1, r.op_id);
+      s.BindText(2, r.signature);
+      s.BindInt(3, r.occurrences);
+      s.BindText(4, r.meter);
+      s.BindText(5, r.meter.empty() ? "" : (r.provenance == Provenance::kMeasured ? "measured" : "estimated"));
+      s.BindInt(6, r.calls_per_round);
+      s.BindInt(7, r.rounds);
+      s.BindDouble(8, r.duration_ns_mean);
+      s.BindDouble(9, r.duration_ns_stddev);
+      s.BindDouble(10, r.energy_uj_mean);
+      s.BindDouble(11, r.energy_uj_stddev);
+      s.BindText(12, r.error);
+      MAGNETON_RETURN_IF_ERROR(s.Run(db));
+    }
+    return sqlite::Exec(db, "COMMIT");
+  };
+  Status st = run();
+  if (!st.ok()) (void)sqlite::Exec(db, "ROLLBACK");
+  sqlite3_close(db);
+  return st;
+}
+
+std::string FormatReplayTable(const std::vector<ReplayRecord>& records) {
+  std::string out = fmt::format("{:<60} {:>6} {:>12} {:>8} {:>14} {:>8}  {}\n", "op signature", "count", "µs/call",
+                                "±%", "µJ/call", "±%", "provenance");
+  for (const ReplayRecord& r : records) {
+    std::string sig = r.signature.size() > 60 ? r.signature.substr(0, 57) + "..." : r.signature;
+    if (!r.error.empty()) {
+      out += fmt::format("{:<60} {:>6}  not replayed: {}\n", sig, r.occurrences, r.error);
+      continue;
+    }
+    auto pct = [](double sd, double mean) { return mean != 0 ? 100.0 * sd / std::fabs(mean) : 0.0; };
+    std::string energy = std::isnan(r.energy_uj_mean) ? "-" : fmt::format("{:.3f}", r.energy_uj_mean);
+    std::string energy_pct = std::isnan(r.energy_uj_mean) ? "-" : fmt::format("{:.1f}", pct(r.energy_uj_stddev, r.energy_uj_mean));
+    std::string prov = r.meter.empty() ? "time only (no meter)"
+                                       : fmt::format("{} ({})", r.provenance == Provenance::kMeasured ? "measured" : "estimated", r.meter);
+    out += fmt::format("{:<60} {:>6} {:>12.3f} {:>8.1f} {:>14} {:>8}  {}\n", sig, r.occurrences,
+                       r.duration_ns_mean / 1000.0, pct(r.duration_ns_stddev, r.duration_ns_mean), energy, energy_pct,
+                       prov);
+  }
+  return out;
+}
+
+}  // namespace magneton::replay

@@ -1,0 +1,51 @@
+// Which recorded ops to replay: ops grouped by signature (op, arguments,
+// input shapes/strides/dtypes/devices), ranked by the time they took.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "magneton/status.h"
+#include "magneton/trace.h"
+
+namespace magneton::replay {
+
+struct PlannedInput {
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
+  std::string dtype;
+  std::string device;
+};
+
+struct PlannedOp {
+  int64_t op_id = kNoId;           // a representative op
+  std::string name;                // "aten::addmm"
+  std::string args;                // recorded argument text
+  std::vector<PlannedInput> inputs;
+  int64_t occurrences = 0;         // ops in the trace with this signature
+  int64_t self_ns_total = 0;       // their summed exclusive time
+  std::string signature;
+};
+
+// top > 0: the top ops by summed self time; op_ids non-empty: exactly these.
+StatusOr<std::vector<PlannedOp>> PlanReplay(const Trace& trace, int top, const std::vector<int64_t>& op_ids);
+
+struct ReplayRecord {
+  int64_t op_id = kNoId;
+  std::string signature;
+  int64_t occurrences = 0;
+  std::string meter;                  // "" when only time was measured
+  Provenance provenance = Provenance::kEstimated;
+  int64_t calls_per_round = 0;
+  int64_t rounds = 0;
+  double duration_ns_mean = 0, duration_ns_stddev = 0;
+  double energy_uj_mean = 0, energy_uj_stddev = 0;  // NaN without a meter
+  std::string error;                  // why it could not be replayed
+};
+
+// Appends replay results to the trace file (table op_replays).
+Status StoreReplayResults(const std::string& trace_path, const std::vector<ReplayRecord>& records);
+
+std::string FormatReplayTable(const std::vector<ReplayRecord>& records);
+
+}  // namespace magneton::replay
