@@ -1,0 +1,58 @@
+"""Replay of real recorded torch ops with regenerated inputs."""
+
+
+from conftest import TraceDB, require, run_cli
+
+torch = require("torch")
+
+import magneton  # noqa: E402
+
+
+def test_replay_recorded_ops_and_store_results(tmp_path):
+    path = str(tmp_path / "ops.mtrace")
+    lin = torch.nn.Linear(64, 32)
+    emb = torch.nn.Embedding(100, 64)
+    ids = torch.tensor([[1, 5, 7]])
+    with magneton.record(path):
+        with torch.no_grad():
+            h = emb(ids)
+            y = lin(h).transpose(1, 2).contiguous()
+            torch.softmax(y, dim=-1)
+    db = TraceDB(path)
+    (addmm_id, *_), = db.ops("aten::addmm")
+    (emb_id, *_), = db.ops("aten::embedding")
+    (sm_id, *_), = db.ops("aten::_softmax")
+    r = run_cli("replay", path, "--ops", f"{addmm_id},{emb_id},{sm_id}", "--min-round-s", "0.02", "--rounds", "3")
+    assert r.returncode == 0, r.stderr
+    assert "aten::addmm" in r.stdout and "aten::embedding" in r.stdout
+    rows = db.query("SELECT op_id, signature, calls_per_round, rounds, duration_ns_mean, duration_ns_stddev, "
+                    "error FROM op_replays ORDER BY op_id")
+    assert [row[0] for row in rows] == sorted([addmm_id, emb_id, sm_id])
+    for op_id, signature, calls, rounds, mean, sd, error in rows:
+        assert error == "", (signature, error)
+        assert calls >= 1 and rounds == 3
+        assert mean > 0 and sd >= 0
+        # Rounds agree: the spread is a small fraction of the mean.
+        assert sd / mean < 0.5, signature
+    addmm_sig = [s for o, s, *_ in rows if o == addmm_id][0]
+    assert "float32[3x64]" in addmm_sig and "float32[64x32]" in addmm_sig
+
+
+def test_replay_top_ranks_by_time_and_reports_unreplayable_ops(tmp_path):
+    path = str(tmp_path / "top.mtrace")
+    a = torch.randn(128, 128)
+    with magneton.record(path):
+        for _ in range(5):
+            a = torch.tanh(a @ a)
+    r = run_cli("replay", path, "--top", "2", "--min-round-s", "0.02", "--rounds", "2", "--no-store")
+    assert r.returncode == 0, r.stderr
+    lines = [l for l in r.stdout.splitlines()[1:] if l.strip()]
+    assert len(lines) == 2
+    assert lines[0].startswith("aten::mm") or lines[0].startswith("aten::matmul")
+    assert TraceDB(path).query("SELECT count(*) FROM op_replays")[0][0] == 0  # --no-store
+
+
+def test_replay_of_missing_trace_is_one_clear_line(tmp_path):
+    r = run_cli("replay", str(tmp_path / "nope.mtrace"))
+    assert r.returncode == 1
+    assert r.stderr.strip().startswith("magneton: ") and "does not exist" in r.stderr
