@@ -29,6 +29,8 @@ struct TensorView {
 
 struct RecorderOptions {
   TraceWriterOptions writer;
+  // Sample the meters `magneton meters` would choose, on the ops' clock.
+  bool sample_energy = false;
 };
 
 int64_t MonotonicNowNs();
@@ -79,6 +81,7 @@ class Recorder {
 
   static std::atomic<Recorder*> active_;
   std::unique_ptr<TraceWriter> writer_;
+  std::unique_ptr<class EnergySession> energy_;
   std::unique_ptr<State> state_;
   uint64_t generation_;
   std::atomic<int64_t> next_op_id_{0};

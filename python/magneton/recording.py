@@ -24,8 +24,10 @@ def _framework_versions() -> dict[str, str]:
     return versions
 
 
-def start(path: str | os.PathLike, label: str | None = None, command_line: str | None = None) -> None:
-    """Starts recording every supported framework's ops into ``path``."""
+def start(path: str | os.PathLike, label: str | None = None, command_line: str | None = None,
+          energy: bool = True) -> None:
+    """Starts recording every supported framework's ops into ``path``; with
+    ``energy``, also samples the meters ``magneton meters`` reports."""
     from magneton.recorders import torch_recorder
 
     path = os.fspath(path)
@@ -36,7 +38,9 @@ def start(path: str | os.PathLike, label: str | None = None, command_line: str |
             label = os.path.splitext(os.path.basename(path))[0]
         if command_line is None:
             command_line = shlex.join([sys.executable, *sys.argv])
-        _core.start_recording(path, label, command_line, "pytorch", _framework_versions())
+        if os.environ.get("MAGNETON_ENERGY") == "0":
+            energy = False
+        _core.start_recording(path, label, command_line, "pytorch", _framework_versions(), energy)
         try:
             config_snapshot.record_process_config()
             rec = torch_recorder.TorchRecorder()
@@ -61,9 +65,9 @@ def stop() -> None:
 
 
 @contextlib.contextmanager
-def record(path: str | os.PathLike, label: str | None = None):
+def record(path: str | os.PathLike, label: str | None = None, energy: bool = True):
     """Records the ops run inside the block into the trace file ``path``."""
-    start(path, label=label)
+    start(path, label=label, energy=energy)
     try:
         yield
     finally:

@@ -21,7 +21,9 @@ std::unique_ptr<Command> MakeRecordCommand();
 std::unique_ptr<Command> MakeShowCommand();
 std::unique_ptr<Command> MakeExportCommand();
 std::unique_ptr<Command> MakeDemoCommand();
+std::unique_ptr<Command> MakeMatchCommand();
 std::unique_ptr<Command> MakeReplayCommand();
+std::unique_ptr<Command> MakeMetersCommand();
 
 // Prints "magneton: <message>" to stderr; returns the exit code to use.
 int Fail(const std::string& message, int exit_code = 1);

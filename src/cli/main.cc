@@ -22,7 +22,9 @@ int main(int argc, char** argv) {
   commands.push_back(MakeShowCommand());
   commands.push_back(MakeExportCommand());
   commands.push_back(MakeDemoCommand());
+  commands.push_back(MakeMatchCommand());
   commands.push_back(MakeReplayCommand());
+  commands.push_back(MakeMetersCommand());
   std::vector<std::pair<CLI::App*, Command*>> registered;
   for (auto& c : commands) registered.emplace_back(c->Register(app), c.get());
 

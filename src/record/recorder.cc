@@ -1,5 +1,7 @@
 #include "magneton/recorder.h"
 
+#include "record/energy_session.h"
+
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -133,6 +135,14 @@ Status Recorder::Start(const std::string& path, const RunMetadata& meta, Recorde
   }
   MAGNETON_ASSIGN_OR_RETURN(auto writer, TraceWriter::Create(path, m, options.writer));
   auto* rec = new Recorder(std::move(writer), g_generation.fetch_add(1) + 1);
+  if (options.sample_energy) {
+    auto session = EnergySession::Start(rec->writer_.get());
+    if (session.ok()) {
+      rec->energy_ = std::move(session).value();
+    } else {
+      rec->writer_->SetMeta("energy.status", "no energy recorded: " + session.status().message());
+    }
+  }
   active_.store(rec, std::memory_order_release);
   return Status::Ok();
 }
@@ -143,7 +153,9 @@ Status Recorder::Stop() {
   if (!rec) return FailedPrecondition("no recording is active");
   // Hooks hold no pointer past a single op; hooks are removed by the caller
   // before Stop, so deleting here is safe.
-  Status st = rec->writer_->Close();
+  Status st = rec->energy_ ? rec->energy_->Stop() : Status::Ok();
+  Status closed = rec->writer_->Close();
+  if (st.ok()) st = closed;
   delete rec;
   return st;
 }

@@ -2,6 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <set>
+
+#include "magneton/energy_attribution.h"
+
 #include <algorithm>
 #include <unordered_map>
 
@@ -92,8 +97,40 @@ std::string FormatSummary(const Trace& trace, int top) {
   for (const ConfigEntry& c : trace.config) {
     out += fmt::format("  {:<50} = {:<20} [{}]\n", c.key, c.value, c.source);
   }
-  if (trace.energy_samples.empty()) {
-    out += "\nEnergy: no samples in this trace\n";
+  out += FormatEnergySummary(trace, top);
+  return out;
+}
+
+std::string FormatEnergySummary(const Trace& trace, int top) {
+  if (trace.energy_samples.empty()) return "\nEnergy: no samples in this trace\n";
+  std::set<std::string> domains;
+  for (const EnergySample& e : trace.energy_samples) domains.insert(e.domain);
+  std::string out = "\nEnergy (per domain; attributed to ops by their exclusive time)\n";
+  for (const std::string& domain : domains) {
+    auto attribution = energy::AttributeEnergy(trace, domain);
+    if (!attribution.ok()) {
+      out += fmt::format("  {:<16} cannot attribute: {}\n", domain, attribution.status().message());
+      continue;
+    }
+    const energy::Attribution& a = *attribution;
+    const char* prov = a.provenance == Provenance::kMeasured ? "MEASURED" : "ESTIMATED";
+    out += fmt::format("  {:<16} {} total {:.3f} J over {:.3f} s: ops {:.3f} J, outside ops {:.3f} J\n", domain, prov,
+                       a.total_uj / 1e6, (a.window_end_ns - a.window_start_ns) / 1e9, a.attributed_uj / 1e6,
+                       a.unattributed_uj / 1e6);
+    std::unordered_map<int64_t, std::pair<double, int64_t>> by_name;  // name -> (uj, calls)
+    for (size_t i = 0; i < a.ops.size() && i < trace.ops.size(); ++i) {
+      auto& e = by_name[trace.ops[i].name_id];
+      e.first += a.ops[i].exclusive_uj;
+      e.second += 1;
+    }
+    std::vector<std::pair<int64_t, std::pair<double, int64_t>>> rows(by_name.begin(), by_name.end());
+    std::sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.second.first > y.second.first; });
+    out += fmt::format("    {:<40} {:>8} {:>12} {:>7}   [{}]\n", "op", "calls", "self mJ", "share", prov);
+    for (size_t i = 0; i < rows.size() && i < static_cast<size_t>(top); ++i) {
+      double share = a.total_uj > 0 ? 100.0 * rows[i].second.first / a.total_uj : 0.0;
+      out += fmt::format("    {:<40} {:>8} {:>12.3f} {:>6.1f}%\n", trace.str(rows[i].first), rows[i].second.second,
+                         rows[i].second.first / 1e3, share);
+    }
   }
   return out;
 }

@@ -19,4 +19,8 @@ std::vector<OpStats> OpStatsByName(const Trace& trace);
 
 std::string FormatSummary(const Trace& trace, int top);
 
+// Per energy domain: total, attributed to ops, outside ops, and the top ops
+// by exclusive energy, each labelled MEASURED or ESTIMATED.
+std::string FormatEnergySummary(const Trace& trace, int top);
+
 }  // namespace magneton

@@ -1,0 +1,43 @@
+// Per-op energy from a trace's ops and one domain's energy samples.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "magneton/status.h"
+#include "magneton/trace.h"
+
+namespace magneton::energy {
+
+struct OpEnergy {
+  int64_t op_id = kNoId;
+  double exclusive_uj = 0;  // self time only: nested ops on its thread excluded
+  double inclusive_uj = 0;  // exclusive + every op nested inside it
+  int64_t exclusive_ns = 0;  // self time inside the sample window
+};
+
+struct Attribution {
+  std::string domain;
+  Provenance provenance = Provenance::kEstimated;
+  int64_t window_start_ns = 0;  // first and last sample of the domain
+  int64_t window_end_ns = 0;
+  double total_uj = 0;         // counter delta over the window
+  double attributed_uj = 0;    // sum of exclusive_uj
+  double unattributed_uj = 0;  // energy while no op ran (idle gaps)
+  std::vector<OpEnergy> ops;   // one per trace op, same order as trace.ops
+};
+
+// Interpolates the cumulative counter piecewise-linearly between samples
+// (power-only samples are integrated with the trapezoid rule first), charges
+// each instant's energy evenly to the ops running then on distinct threads
+// (the innermost op of each thread), and the rest to unattributed. Ops are
+// clipped to the window. attributed_uj + unattributed_uj == total_uj up to
+// rounding.
+StatusOr<Attribution> AttributeEnergy(const Trace& trace, const std::vector<EnergySample>& samples,
+                                      const std::string& domain);
+
+// Same, with the trace's own energy samples.
+StatusOr<Attribution> AttributeEnergy(const Trace& trace, const std::string& domain);
+
+}  // namespace magneton::energy

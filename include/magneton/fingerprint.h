@@ -1,0 +1,148 @@
+// Per-tensor value fingerprints: a compact signature of a tensor's values that
+// lets two runs decide "same tensor, possibly in another layout or precision"
+// without storing the values. Two parts:
+//   * layout-invariant: statistics of the multiset of values (count, moments,
+//     min/max, NaN/Inf counts, 32 quantiles). Survives permute, transpose,
+//     reshape, contiguous copies and any other rearrangement of elements.
+//   * strong (small tensors only): axis-marginal sums and singular values of
+//     the two-way unfoldings. Survives permute/transpose/contiguous (compared as
+//     a multiset over axes), not reshape; tells a tensor from a shuffled copy.
+// See docs/MATCHING.md for the exact tolerances.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "magneton/status.h"
+
+namespace magneton {
+
+enum class DType : uint8_t {
+  kFloat32, kFloat16, kBFloat16, kFloat64, kInt64, kInt32, kInt16, kInt8, kUInt8, kBool,
+};
+
+// Values of different classes never match (an index tensor is not a float).
+enum class DTypeClass : uint8_t { kFloating = 0, kIntegral = 1, kBool = 2 };
+
+// Accepts trace spellings: "float32", "torch.float32", "float", "half", "bf16", ...
+StatusOr<DType> ParseDType(std::string_view name);
+DTypeClass ClassOf(DType dtype);
+size_t ElementSizeBytes(DType dtype);
+
+// A borrowed strided view. `data` is the address of element [0, ..., 0];
+// strides are in elements and may be zero (broadcast) or negative.
+struct TensorBuffer {
+  const void* data = nullptr;
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;  // empty: contiguous row-major
+};
+
+inline constexpr int kFingerprintQuantiles = 32;
+
+struct LayoutInvariantPart {
+  int64_t element_count = 0;
+  int64_t nan_count = 0;
+  int64_t pos_inf_count = 0;
+  int64_t neg_inf_count = 0;
+  // Moments over finite values, accumulated in fp64.
+  double mean = 0;
+  double variance = 0;  // population variance
+  double skewness = 0;  // third standardised moment (0 when variance is 0)
+  double kurtosis = 0;  // fourth standardised moment (not excess)
+  double min = 0;
+  double max = 0;
+  // Quantile i is at probability (i + 0.5) / kFingerprintQuantiles over finite values.
+  std::array<double, kFingerprintQuantiles> quantiles{};
+  // 0 when the quantiles are exact; else how many finite values the sample held
+  // (the comparison widens its tolerance by the sampling error).
+  int64_t quantile_sample_size = 0;
+
+  int64_t finite_count() const { return element_count - nan_count - pos_inf_count - neg_inf_count; }
+  double rms() const;  // sqrt(mean^2 + variance): the tensor's value scale
+};
+
+// One axis (of size > 1) of a small tensor: sums over all other axes, in index
+// order, folded into at most kMaxMarginalValues contiguous chunks.
+struct AxisMarginal {
+  int64_t axis_size = 0;
+  std::vector<double> chunk_sums;
+  std::vector<int64_t> chunk_elements;  // elements summed into each chunk
+};
+
+// The singular values (largest first, at most kMaxSingularValues) of the
+// matrix that puts one subset of axes in rows and the rest in columns.
+struct UnfoldingSpectrum {
+  int64_t rows = 0;  // min(prod of row axes, prod of column axes)
+  int64_t cols = 0;  // the larger side
+  std::vector<double> singular_values;
+};
+
+// Computed on the "core": the whole tensor when small, else the sample grid
+// (the same per-axis positions the quantiles use), so large tensors get a
+// permutation-invariant order-sensitive check too.
+struct StrongPart {
+  bool present = false;
+  std::vector<int64_t> dims;       // non-trivial dims (size > 1), in the tensor's order
+  std::vector<int64_t> core_dims;  // sampled size of each; equal to dims when exact
+  std::vector<AxisMarginal> marginals;     // one per entry of dims
+  std::vector<UnfoldingSpectrum> spectra;  // one per bipartition of dims (may be empty)
+};
+
+struct Fingerprint {
+  DTypeClass dtype_class = DTypeClass::kFloating;
+  LayoutInvariantPart invariant;
+  StrongPart strong;
+};
+
+struct FingerprintOptions {
+  // Quantiles (and the strong part) are exact up to this many elements, else
+  // computed on a deterministic sample grid of about max(4096, n/256) elements (at most 65536)
+  // whose per-axis positions depend only on the axis size and the shape
+  // multiset (so a permuted view samples the very same elements).
+  int64_t exact_max_elements = 1 << 16;
+  int strong_max_rank = 5;
+  // Unfolding spectra only where the smaller side is at most this (Gram
+  // eigenvalues cost rows^2 * cols).
+  int64_t spectrum_max_rows = 32;
+  int64_t spectrum_max_elements = 1 << 14;
+  // Off: only the layout-invariant part (the cheapest fingerprint).
+  bool compute_strong = true;
+};
+
+inline constexpr int kMaxMarginalValues = 64;
+inline constexpr int kMaxSingularValues = 8;
+
+StatusOr<Fingerprint> ComputeFingerprint(const TensorBuffer& tensor, const FingerprintOptions& options = {});
+
+// Why two fingerprints differ, for tests and `magneton match -v`.
+struct EquivalenceVerdict {
+  bool equivalent = false;
+  std::string reason;  // empty when equivalent
+};
+
+// One tolerance: epsilon ~ 1e-2 accepts fp32 vs bf16/fp16 rounding noise,
+// and still separates different data (see docs/MATCHING.md).
+EquivalenceVerdict CompareFingerprints(const Fingerprint& a, const Fingerprint& b, double epsilon);
+inline bool Equivalent(const Fingerprint& a, const Fingerprint& b, double epsilon) {
+  return CompareFingerprints(a, b, epsilon).equivalent;
+}
+
+// Serialisation into the trace's fingerprints(kind, data) table.
+inline constexpr std::string_view kFingerprintKind = "mfp1";
+std::string EncodeFingerprint(const Fingerprint& fp);  // the `data` blob
+StatusOr<Fingerprint> DecodeFingerprint(std::string_view kind, std::string_view data);
+
+using FingerprintMap = std::unordered_map<int64_t, Fingerprint>;  // tensor id -> fingerprint
+
+// Reads the fingerprints table of a .mtrace file (opened read-only). An empty
+// map means the run was recorded without values.
+StatusOr<FingerprintMap> LoadFingerprints(const std::string& trace_path);
+// Inserts or replaces rows of the fingerprints table (for recorders and tests).
+Status WriteFingerprints(const std::string& trace_path, const FingerprintMap& fingerprints);
+
+}  // namespace magneton

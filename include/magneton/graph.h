@@ -1,0 +1,83 @@
+// The dataflow DAG of one trace: ops as nodes, tensors as edges from the op
+// that produced a value to each op that read it, plus a virtual source (model
+// inputs, parameters, constants) and a virtual sink (values nobody consumed).
+// Dominators and post-dominators over it drive subgraph matching.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "magneton/status.h"
+#include "magneton/trace.h"
+
+namespace magneton {
+
+struct GraphOptions {
+  // false: nodes are top-level ops (parent_id == kNoId), each standing for its
+  // whole subtree. true: nodes are leaf ops (ops with no children).
+  bool leaf_ops = false;
+};
+
+// Where a never-produced tensor comes from (a heuristic; docs/MATCHING.md).
+enum class TensorOrigin : uint8_t {
+  kProduced = 0,    // an op in the trace wrote it
+  kModelInput = 1,  // never produced; looks like data fed to the model
+  kParameter = 2,   // never produced; looks like a weight, bias or constant
+};
+
+struct GraphEdge {
+  int32_t from = 0;
+  int32_t to = 0;
+  int64_t tensor_id = kNoId;  // kNoId for the structural edges to/from source and sink
+};
+
+struct DataflowGraph {
+  // Nodes [0, op_count) are ops in id (= start = topological) order; then the
+  // source and the sink.
+  std::vector<int64_t> op_ids;
+  std::unordered_map<int64_t, int32_t> node_of_op;  // every op id -> its node (ancestors folded in)
+  std::vector<GraphEdge> edges;
+  std::vector<std::vector<int32_t>> out_edges;  // node -> edge indices
+  std::vector<std::vector<int32_t>> in_edges;
+  std::vector<std::vector<int64_t>> outputs;  // node -> tensors it produced (deduplicated)
+  std::vector<std::vector<int64_t>> inputs;   // node -> tensors it read from outside itself
+  std::unordered_map<int64_t, TensorOrigin> origin;  // every tensor the graph touches
+  // Whether the node depends (transitively) on a model input, as opposed to
+  // only on parameters and constants (e.g. a weight transpose).
+  std::vector<bool> input_dependent;
+
+  int32_t op_count() const { return static_cast<int32_t>(op_ids.size()); }
+  int32_t source() const { return op_count(); }
+  int32_t sink() const { return op_count() + 1; }
+  int32_t node_count() const { return op_count() + 2; }
+};
+
+// Edges that would point backwards in op-id order (only possible with
+// cross-thread races in the recording) are dropped, so the result is a DAG
+// whose node order is a topological order.
+StatusOr<DataflowGraph> BuildDataflowGraph(const Trace& trace, const GraphOptions& options = {});
+
+// A dominator tree over a DAG given by successor lists, nodes in topological
+// order. idom[root] == root; unreachable nodes have idom == -1.
+struct DominatorTree {
+  int32_t root = 0;
+  std::vector<int32_t> idom;
+  std::vector<int32_t> depth;  // root: 0
+  bool Dominates(int32_t a, int32_t b) const;  // reflexive
+  // root, ..., node along immediate dominators.
+  std::vector<int32_t> PathFromRoot(int32_t node) const;
+};
+
+// Cooper-Harvey-Kennedy on a DAG: with nodes visited in topological order one
+// sweep is final, and each intersection walks the tree, so near-linear in
+// practice. `topo` lists the nodes to consider (root first); `preds` gives
+// predecessors in the same numbering; nodes outside `topo` are ignored.
+DominatorTree ComputeDominatorsDag(int32_t node_count, const std::vector<int32_t>& topo,
+                                   const std::vector<std::vector<int32_t>>& preds);
+
+// Dominators from the source / post-dominators from the sink of the graph.
+DominatorTree ComputeDominators(const DataflowGraph& graph);
+DominatorTree ComputePostDominators(const DataflowGraph& graph);
+
+}  // namespace magneton

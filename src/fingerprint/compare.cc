@@ -1,0 +1,159 @@
+// CompareFingerprints: one tolerance, epsilon, applied relative to the tensor's
+// value scale (rms). Rounding fp32 to bf16 perturbs each value by at most
+// 2^-9 of itself (fp16: 2^-12), so every check below allows ~epsilon of the
+// relevant scale; genuinely different data moves the statistics by O(1) of it.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "magneton/fingerprint.h"
+
+namespace magneton {
+namespace {
+
+EquivalenceVerdict Differ(std::string reason) { return {false, std::move(reason)}; }
+
+bool Close(double a, double b, double tolerance) { return std::fabs(a - b) <= tolerance; }
+
+// Standard error of a sample quantile (0 when exact): sqrt(p(1-p)/n) * dq/dp,
+// with the density slope taken from the neighbouring quantiles.
+double QuantileStdError(const LayoutInvariantPart& part, int i) {
+  if (part.quantile_sample_size <= 0) return 0.0;
+  const double dp = 1.0 / kFingerprintQuantiles;
+  const double p = (i + 0.5) * dp;
+  const auto& q = part.quantiles;
+  double slope;
+  if (i == 0) {
+    slope = 2.0 * (q[1] - q[0]) / dp;  // tails thin out faster than the neighbour shows
+  } else if (i == kFingerprintQuantiles - 1) {
+    slope = 2.0 * (q[i] - q[i - 1]) / dp;
+  } else {
+    slope = std::max(q[i] - q[i - 1], q[i + 1] - q[i]) / dp;
+  }
+  return std::sqrt(p * (1 - p) / static_cast<double>(part.quantile_sample_size)) * slope;
+}
+
+std::vector<std::pair<int64_t, int64_t>> DimPairs(const StrongPart& s) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (size_t k = 0; k < s.dims.size(); ++k) out.emplace_back(s.dims[k], s.core_dims[k]);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Axis marginals as a multiset over axes: each axis of `a` must pair with a
+// distinct axis of `b` whose chunk sums agree. Chunk sums of c values differ
+// by ~sqrt(c)*scale between unrelated data, so distances are in those units.
+EquivalenceVerdict CompareMarginals(const StrongPart& a, const StrongPart& b, double scale, double epsilon) {
+  std::vector<bool> used(b.marginals.size(), false);
+  for (size_t i = 0; i < a.marginals.size(); ++i) {
+    const AxisMarginal& ma = a.marginals[i];
+    bool found = false;
+    double best = INFINITY;
+    for (size_t j = 0; j < b.marginals.size() && !found; ++j) {
+      const AxisMarginal& mb = b.marginals[j];
+      if (used[j] || ma.axis_size != mb.axis_size || ma.chunk_elements != mb.chunk_elements) continue;
+      double sq = 0;
+      for (size_t k = 0; k < ma.chunk_sums.size(); ++k) {
+        const double d = ma.chunk_sums[k] - mb.chunk_sums[k];
+        sq += d * d / (static_cast<double>(std::max<int64_t>(ma.chunk_elements[k], 1)) * scale * scale);
+      }
+      const double dist = std::sqrt(sq / static_cast<double>(std::max<size_t>(ma.chunk_sums.size(), 1)));
+      best = std::min(best, dist);
+      if (dist <= epsilon) {
+        used[j] = true;
+        found = true;
+      }
+    }
+    if (!found) {
+      return Differ(fmt::format("axis marginals differ (axis of size {}: best distance {:.3g} > {:.3g})",
+                                ma.axis_size, best, epsilon));
+    }
+  }
+  return {true, ""};
+}
+
+// Singular values move by at most the Frobenius norm of the perturbation
+// (Weyl), i.e. ~epsilon * sqrt(n) * scale for rounding noise.
+EquivalenceVerdict CompareSpectra(const StrongPart& a, const StrongPart& b, double scale, double epsilon) {
+  if (a.spectra.size() != b.spectra.size()) return {true, ""};  // computed under other limits
+  int64_t n = 1;
+  for (int64_t d : a.core_dims) n *= d;
+  const double tolerance = epsilon * std::sqrt(static_cast<double>(n)) * scale;
+  std::vector<bool> used(b.spectra.size(), false);
+  for (const UnfoldingSpectrum& sa : a.spectra) {
+    bool found = false;
+    for (size_t j = 0; j < b.spectra.size() && !found; ++j) {
+      const UnfoldingSpectrum& sb = b.spectra[j];
+      if (used[j] || sa.rows != sb.rows || sa.cols != sb.cols ||
+          sa.singular_values.size() != sb.singular_values.size()) {
+        continue;
+      }
+      double sq = 0;
+      for (size_t k = 0; k < sa.singular_values.size(); ++k) {
+        const double d = sa.singular_values[k] - sb.singular_values[k];
+        sq += d * d;
+      }
+      if (std::sqrt(sq) <= tolerance) {
+        used[j] = true;
+        found = true;
+      }
+    }
+    if (!found) return Differ(fmt::format("unfolding spectra differ ({}x{} unfolding)", sa.rows, sa.cols));
+  }
+  return {true, ""};
+}
+
+}  // namespace
+
+EquivalenceVerdict CompareFingerprints(const Fingerprint& fa, const Fingerprint& fb, double epsilon) {
+  if (fa.dtype_class != fb.dtype_class) return Differ("dtype classes differ");
+  const LayoutInvariantPart& a = fa.invariant;
+  const LayoutInvariantPart& b = fb.invariant;
+  if (a.element_count != b.element_count) {
+    return Differ(fmt::format("element counts differ ({} vs {})", a.element_count, b.element_count));
+  }
+  if (a.nan_count != b.nan_count) return Differ(fmt::format("NaN counts differ ({} vs {})", a.nan_count, b.nan_count));
+  if (a.pos_inf_count != b.pos_inf_count || a.neg_inf_count != b.neg_inf_count) return Differ("Inf counts differ");
+  if (a.finite_count() == 0) return {true, ""};
+
+  const double scale = std::max(a.rms(), b.rms());
+  if (scale == 0) return {true, ""};  // both all zeros
+  const double tol = epsilon * scale;
+  if (!Close(a.mean, b.mean, tol)) return Differ(fmt::format("means differ ({:.6g} vs {:.6g})", a.mean, b.mean));
+  const double sa = std::sqrt(a.variance), sb = std::sqrt(b.variance);
+  if (!Close(sa, sb, tol)) return Differ(fmt::format("standard deviations differ ({:.6g} vs {:.6g})", sa, sb));
+  // Standardised moments amplify rounding by scale/spread; skip them when the
+  // spread is itself at the rounding level.
+  const double spread = std::max(sa, sb);
+  if (spread > epsilon * scale) {
+    const double amp = scale / spread;
+    if (!Close(a.skewness, b.skewness, 3 * epsilon * amp * (1 + std::fabs(a.skewness)))) {
+      return Differ(fmt::format("skewness differs ({:.4g} vs {:.4g})", a.skewness, b.skewness));
+    }
+    if (!Close(a.kurtosis, b.kurtosis, 4 * epsilon * amp * (1 + std::fabs(a.kurtosis)))) {
+      return Differ(fmt::format("kurtosis differs ({:.4g} vs {:.4g})", a.kurtosis, b.kurtosis));
+    }
+  }
+  auto value_tol = [&](double v) { return epsilon * std::max(scale, std::fabs(v)); };
+  if (!Close(a.min, b.min, value_tol(a.min))) return Differ(fmt::format("minima differ ({:.6g} vs {:.6g})", a.min, b.min));
+  if (!Close(a.max, b.max, value_tol(a.max))) return Differ(fmt::format("maxima differ ({:.6g} vs {:.6g})", a.max, b.max));
+  for (int i = 0; i < kFingerprintQuantiles; ++i) {
+    const double slack = 4.0 * (QuantileStdError(a, i) + QuantileStdError(b, i));
+    if (!Close(a.quantiles[i], b.quantiles[i], value_tol(a.quantiles[i]) + slack)) {
+      return Differ(fmt::format("quantile {} differs ({:.6g} vs {:.6g})", i, a.quantiles[i], b.quantiles[i]));
+    }
+  }
+  // The strong part is comparable only for the same (sampled) dims up to
+  // permutation; after a reshape only the layout-invariant part speaks.
+  if (fa.strong.present && fb.strong.present && DimPairs(fa.strong) == DimPairs(fb.strong)) {
+    EquivalenceVerdict v = CompareMarginals(fa.strong, fb.strong, scale, epsilon);
+    if (!v.equivalent) return v;
+    v = CompareSpectra(fa.strong, fb.strong, scale, epsilon);
+    if (!v.equivalent) return v;
+  }
+  return {true, ""};
+}
+
+}  // namespace magneton

@@ -1,0 +1,165 @@
+// BuildDataflowGraph: ops -> nodes, tensor ids -> edges. The recorder already
+// gives a view or an in-place result its own tensor id with the right
+// producer, so identity through aliasing is resolved before we get here.
+#include <algorithm>
+#include <tuple>
+
+#include "graph/tensor_origin.h"
+#include "magneton/graph.h"
+
+namespace magneton {
+
+StatusOr<DataflowGraph> BuildDataflowGraph(const Trace& trace, const GraphOptions& options) {
+  const size_t op_total = trace.ops.size();
+  std::unordered_map<int64_t, size_t> index_of_id;  // op id -> index in trace.ops
+  index_of_id.reserve(op_total);
+  for (size_t i = 0; i < op_total; ++i) index_of_id.emplace(trace.ops[i].id, i);
+  auto parent_index = [&](size_t i) -> int64_t {
+    const int64_t p = trace.ops[i].parent_id;
+    if (p == kNoId) return -1;
+    auto it = index_of_id.find(p);
+    return it == index_of_id.end() ? -1 : static_cast<int64_t>(it->second);
+  };
+  std::vector<bool> has_child(op_total, false);
+  for (size_t i = 0; i < op_total; ++i) {
+    const int64_t p = parent_index(i);
+    if (p >= 0) has_child[static_cast<size_t>(p)] = true;
+  }
+
+  // Nodes in op-id order: ids are handed out at op begin, so a producer's id
+  // is below every consumer's and id order is a topological order.
+  std::vector<size_t> node_ops;
+  for (size_t i = 0; i < op_total; ++i) {
+    const bool is_node = options.leaf_ops ? !has_child[i] : parent_index(i) < 0;
+    if (is_node) node_ops.push_back(i);
+  }
+  std::sort(node_ops.begin(), node_ops.end(), [&](size_t a, size_t b) { return trace.ops[a].id < trace.ops[b].id; });
+
+  DataflowGraph g;
+  const int32_t n = static_cast<int32_t>(node_ops.size());
+  std::vector<int32_t> node_of_index(op_total, -1);
+  for (int32_t v = 0; v < n; ++v) {
+    node_of_index[node_ops[v]] = v;
+    g.op_ids.push_back(trace.ops[node_ops[v]].id);
+  }
+  // Fold every other op into a node: top-level mode, its root ancestor; leaf
+  // mode, the last leaf in its subtree (the one that wrote its result).
+  std::vector<size_t> by_id_desc(op_total);
+  for (size_t i = 0; i < op_total; ++i) by_id_desc[i] = i;
+  std::sort(by_id_desc.begin(), by_id_desc.end(), [&](size_t a, size_t b) { return trace.ops[a].id > trace.ops[b].id; });
+  if (options.leaf_ops) {
+    std::vector<int64_t> last_leaf_id(op_total, kNoId);
+    for (size_t i : by_id_desc) {  // children (higher ids) before parents
+      if (node_of_index[i] >= 0) last_leaf_id[i] = trace.ops[i].id;
+      const int64_t p = parent_index(i);
+      if (p >= 0 && last_leaf_id[i] != kNoId) {
+        auto& pl = last_leaf_id[static_cast<size_t>(p)];
+        pl = std::max(pl, last_leaf_id[i]);
+      }
+    }
+    for (size_t i = 0; i < op_total; ++i) {
+      if (node_of_index[i] < 0 && last_leaf_id[i] != kNoId) node_of_index[i] = node_of_index[index_of_id[last_leaf_id[i]]];
+    }
+  } else {
+    for (auto it = by_id_desc.rbegin(); it != by_id_desc.rend(); ++it) {  // parents first
+      const size_t i = *it;
+      if (node_of_index[i] >= 0) continue;
+      int64_t root = static_cast<int64_t>(i);
+      while (parent_index(static_cast<size_t>(root)) >= 0 && node_of_index[static_cast<size_t>(root)] < 0) {
+        root = parent_index(static_cast<size_t>(root));
+      }
+      node_of_index[i] = node_of_index[static_cast<size_t>(root)];
+    }
+  }
+  for (size_t i = 0; i < op_total; ++i) {
+    if (node_of_index[i] >= 0) g.node_of_op.emplace(trace.ops[i].id, node_of_index[i]);
+  }
+
+  auto producer_node = [&](int64_t tensor_id) -> int32_t {
+    if (tensor_id < 0 || static_cast<size_t>(tensor_id) >= trace.tensors.size()) return -1;
+    const int64_t p = trace.tensors[tensor_id].producer_op_id;
+    if (p == kNoId) return -1;
+    auto it = g.node_of_op.find(p);
+    return it == g.node_of_op.end() ? -1 : it->second;
+  };
+
+  g.outputs.resize(static_cast<size_t>(n));
+  g.inputs.resize(static_cast<size_t>(n));
+  for (const TensorMeta& t : trace.tensors) {
+    const int32_t p = producer_node(t.id);
+    if (p >= 0) {
+      g.outputs[p].push_back(t.id);
+      g.origin.emplace(t.id, TensorOrigin::kProduced);
+    }
+  }
+  graph_internal::ClassifyUnproducedTensors(trace, &g.origin);
+
+  // (to, tensor, from) triples; an op tree reading one value many times is one edge.
+  std::vector<std::tuple<int32_t, int64_t, int32_t>> links;
+  for (const OpTensor& l : trace.op_tensors) {
+    if (l.role != TensorRole::kInput) continue;
+    auto it = index_of_id.find(l.op_id);
+    if (it == index_of_id.end()) continue;
+    // Leaf mode: a parent's inputs are read again by its children.
+    if (options.leaf_ops && has_child[it->second]) continue;
+    const int32_t c = node_of_index[it->second];
+    if (c < 0) continue;
+    int32_t p = producer_node(l.tensor_id);
+    if (p == c || p > c) continue;  // internal to the node, or a backwards (racy) edge
+    links.emplace_back(c, l.tensor_id, p < 0 ? g.source() : p);
+  }
+  std::sort(links.begin(), links.end());
+  links.erase(std::unique(links.begin(), links.end()), links.end());
+
+  g.out_edges.resize(static_cast<size_t>(g.node_count()));
+  g.in_edges.resize(static_cast<size_t>(g.node_count()));
+  auto add_edge = [&](int32_t from, int32_t to, int64_t tensor) {
+    const auto e = static_cast<int32_t>(g.edges.size());
+    g.edges.push_back({from, to, tensor});
+    g.out_edges[from].push_back(e);
+    g.in_edges[to].push_back(e);
+  };
+  for (const auto& [to, tensor, from] : links) {
+    add_edge(from, to, tensor);
+    g.inputs[to].push_back(tensor);
+  }
+  // Structural edges: ops that read nothing hang off the source; ops whose
+  // results nobody reads (model outputs, dead ends) feed the sink.
+  for (int32_t v = 0; v < n; ++v) {
+    if (g.in_edges[v].empty()) add_edge(g.source(), v, kNoId);
+  }
+  for (int32_t v = 0; v < n; ++v) {
+    if (g.out_edges[v].empty()) add_edge(v, g.sink(), g.outputs[v].empty() ? kNoId : g.outputs[v].back());
+  }
+  if (n == 0) add_edge(g.source(), g.sink(), kNoId);
+
+  // Input dependence, in topological order; if no tensor looks like a model
+  // input, treat every never-produced tensor as one rather than lose the graph.
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool all_unproduced_are_inputs = pass == 1;
+    g.input_dependent.assign(static_cast<size_t>(n), false);
+    bool any = false;
+    for (int32_t v = 0; v < n; ++v) {
+      for (int32_t e : g.in_edges[v]) {
+        const GraphEdge& edge = g.edges[e];
+        bool dep;
+        if (edge.from == g.source()) {
+          auto it = g.origin.find(edge.tensor_id);
+          dep = it != g.origin.end() &&
+                (it->second == TensorOrigin::kModelInput || all_unproduced_are_inputs);
+        } else {
+          dep = g.input_dependent[edge.from];
+        }
+        if (dep) {
+          g.input_dependent[v] = true;
+          any = true;
+          break;
+        }
+      }
+    }
+    if (any) break;
+  }
+  return g;
+}
+
+}  // namespace magneton

@@ -1,0 +1,14 @@
+// Heuristic labels for tensors no op produced (internal to the graph stage).
+#pragma once
+
+#include <unordered_map>
+
+#include "magneton/graph.h"
+
+namespace magneton::graph_internal {
+
+// Labels every never-produced tensor the trace reads as kModelInput or
+// kParameter; see docs/MATCHING.md ("Graph") for the rules.
+void ClassifyUnproducedTensors(const Trace& trace, std::unordered_map<int64_t, TensorOrigin>* origin);
+
+}  // namespace magneton::graph_internal

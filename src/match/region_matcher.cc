@@ -1,0 +1,259 @@
+// Subgraph matching by dominator cut points (method.md section 5), made
+// near-linear: cut candidates come from a hashed TensorIndex over one path,
+// and the monotone chain is a longest-increasing-subsequence, not all pairs.
+//
+// One level: take the region's dominance DAG (input-dependent members, minus
+// the region's verified end node), its dominator path from a virtual entry to
+// the latest dead end, pair equivalent outputs of path nodes across the two
+// sides, keep the longest monotone chain as cut points, split both regions
+// at them and recurse into each piece. A piece with no inner cut point is a
+// matched region pair, provided both of its ends are verified.
+#include <algorithm>
+#include <unordered_map>
+
+#include "magneton/match.h"
+#include "match/cut_points.h"
+
+namespace magneton {
+namespace {
+
+using match_internal::CutCandidate;
+using match_internal::LongestMonotoneChain;
+
+struct Side {
+  const DataflowGraph* graph;
+  const FingerprintMap* fingerprints;
+  std::vector<int32_t> local;  // scratch: node -> local index in the current level, -1 outside
+};
+
+struct Level {
+  std::vector<int32_t> members;  // node indices, ascending (topological)
+  int32_t end_node = -1;         // member whose output is the verified exit, or -1
+};
+
+struct Dominance {
+  std::vector<int32_t> path;                      // path nodes after the virtual entry, in order
+  std::unordered_map<int32_t, int32_t> path_pos;  // node -> 1-based position on path
+  std::vector<int32_t> segment;                   // per member: deepest strict path dominator position, or -1
+};
+
+class Matcher {
+ public:
+  Matcher(const DataflowGraph& a, const FingerprintMap& fa, const DataflowGraph& b, const FingerprintMap& fb,
+          const MatchOptions& options)
+      : a_{&a, &fa, std::vector<int32_t>(static_cast<size_t>(a.node_count()), -1)},
+        b_{&b, &fb, std::vector<int32_t>(static_cast<size_t>(b.node_count()), -1)},
+        options_(options) {}
+
+  MatchResult Run() {
+    Level la, lb;
+    for (int32_t v = 0; v < a_.graph->op_count(); ++v) la.members.push_back(v);
+    for (int32_t v = 0; v < b_.graph->op_count(); ++v) lb.members.push_back(v);
+    MatchLevel(la, lb, {}, true, {}, 0);
+    std::vector<bool> used_a(static_cast<size_t>(a_.graph->op_count()), false);
+    std::vector<bool> used_b(static_cast<size_t>(b_.graph->op_count()), false);
+    for (const RegionPair& r : result_.regions) {
+      for (int32_t v : r.nodes_a) used_a[v] = true;
+      for (int32_t v : r.nodes_b) used_b[v] = true;
+    }
+    for (int32_t v = 0; v < a_.graph->op_count(); ++v) {
+      if (!used_a[v]) result_.unmatched_ops_a.push_back(a_.graph->op_ids[v]);
+    }
+    for (int32_t v = 0; v < b_.graph->op_count(); ++v) {
+      if (!used_b[v]) result_.unmatched_ops_b.push_back(b_.graph->op_ids[v]);
+    }
+    result_.tensor_comparisons = comparisons_;
+    return std::move(result_);
+  }
+
+ private:
+  // Dominator path and segments of one side's level. Members that do not
+  // depend on a model input (weight preprocessing) take no part: they would
+  // hang off the entry and cut every path short.
+  Dominance ComputeDominance(Side& side, const Level& level) {
+    const DataflowGraph& g = *side.graph;
+    std::vector<int32_t> dom;  // local index - 1 -> node
+    for (int32_t v : level.members) {
+      if (v != level.end_node && g.input_dependent[v]) {
+        side.local[v] = static_cast<int32_t>(dom.size()) + 1;
+        dom.push_back(v);
+      }
+    }
+    const int32_t k = static_cast<int32_t>(dom.size());
+    std::vector<std::vector<int32_t>> preds(static_cast<size_t>(k) + 1);
+    std::vector<bool> has_succ(static_cast<size_t>(k) + 1, false);
+    for (int32_t l = 1; l <= k; ++l) {
+      for (int32_t e : g.in_edges[dom[l - 1]]) {
+        const int32_t from = g.edges[e].from;
+        const int32_t lf = from < g.op_count() ? side.local[from] : -1;
+        if (lf >= 1) {
+          preds[l].push_back(lf);
+          has_succ[lf] = true;
+        }
+      }
+      if (preds[l].empty()) preds[l].push_back(0);
+    }
+    std::vector<int32_t> topo(static_cast<size_t>(k) + 1);
+    for (int32_t l = 0; l <= k; ++l) topo[l] = l;
+    const DominatorTree tree = ComputeDominatorsDag(k + 1, topo, preds);
+    // The exit: the latest dead end, i.e. the value this region computes last.
+    int32_t exit = -1;
+    for (int32_t l = k; l >= 1 && exit < 0; --l) {
+      if (!has_succ[l]) exit = l;
+    }
+    Dominance d;
+    std::vector<int32_t> pos_of_local(static_cast<size_t>(k) + 1, -1);
+    pos_of_local[0] = 0;
+    if (exit > 0) {
+      std::vector<int32_t> local_path = tree.PathFromRoot(exit);
+      for (size_t i = 1; i < local_path.size(); ++i) {
+        pos_of_local[local_path[i]] = static_cast<int32_t>(i);
+        d.path.push_back(dom[local_path[i] - 1]);
+        d.path_pos.emplace(dom[local_path[i] - 1], static_cast<int32_t>(i));
+      }
+    }
+    std::vector<int32_t> seg_local(static_cast<size_t>(k) + 1, 0);
+    for (int32_t l = 1; l <= k; ++l) {
+      const int32_t id = tree.idom[l];
+      if (id < 0) continue;
+      seg_local[l] = pos_of_local[id] >= 0 ? pos_of_local[id] : seg_local[id];
+    }
+    d.segment.assign(level.members.size(), -1);
+    for (size_t i = 0; i < level.members.size(); ++i) {
+      const int32_t l = side.local[level.members[i]];
+      if (l >= 1) d.segment[i] = seg_local[l];
+    }
+    for (int32_t v : dom) side.local[v] = -1;
+    return d;
+  }
+
+  std::vector<CutCandidate> Candidates(const Dominance& da, const Dominance& db) {
+    TensorIndex index(options_.epsilon);
+    std::vector<std::pair<int32_t, int64_t>> b_entries;  // (pos_b, tensor)
+    for (size_t j = 0; j < db.path.size(); ++j) {
+      for (int64_t t : b_.graph->outputs[db.path[j]]) {
+        auto it = b_.fingerprints->find(t);
+        if (it == b_.fingerprints->end()) continue;
+        index.Add(&it->second, static_cast<int64_t>(b_entries.size()));
+        b_entries.emplace_back(static_cast<int32_t>(j + 1), t);
+      }
+    }
+    std::vector<CutCandidate> out;
+    std::vector<int64_t> hits;
+    for (size_t i = 0; i < da.path.size(); ++i) {
+      for (int64_t t : a_.graph->outputs[da.path[i]]) {
+        auto it = a_.fingerprints->find(t);
+        if (it == a_.fingerprints->end()) continue;
+        index.Find(it->second, static_cast<size_t>(options_.max_candidates_per_tensor), &hits);
+        for (int64_t h : hits) {
+          out.push_back({static_cast<int32_t>(i + 1), b_entries[h].first, t, b_entries[h].second});
+        }
+      }
+    }
+    comparisons_ += index.comparisons();
+    return out;
+  }
+
+  // Region of each member: for dependent members, the number of cut
+  // positions at or before its segment; for the rest, the earliest region of
+  // a consumer inside the level (else the last region).
+  std::vector<std::vector<int32_t>> SplitMembers(const Side& side, const Level& level, const Dominance& d,
+                                                 const std::vector<int32_t>& cut_pos) {
+    const DataflowGraph& g = *side.graph;
+    const int32_t last = static_cast<int32_t>(cut_pos.size());
+    std::unordered_map<int32_t, int32_t> region_of;
+    region_of.reserve(level.members.size());
+    for (size_t i = 0; i < level.members.size(); ++i) {
+      if (d.segment[i] < 0) continue;
+      region_of[level.members[i]] = static_cast<int32_t>(
+          std::upper_bound(cut_pos.begin(), cut_pos.end(), d.segment[i]) - cut_pos.begin());
+    }
+    for (size_t i = level.members.size(); i-- > 0;) {
+      const int32_t v = level.members[i];
+      if (region_of.count(v)) continue;
+      int32_t r = last;
+      if (v != level.end_node) {
+        for (int32_t e : g.out_edges[v]) {
+          auto it = region_of.find(g.edges[e].to);
+          if (it != region_of.end()) r = std::min(r, it->second);
+        }
+      }
+      region_of[v] = r;
+    }
+    std::vector<std::vector<int32_t>> regions(static_cast<size_t>(last) + 1);
+    for (int32_t v : level.members) regions[region_of[v]].push_back(v);
+    return regions;
+  }
+
+  void Emit(const Level& la, const Level& lb, const std::vector<TensorPair>& entry, bool from_inputs,
+            const std::vector<TensorPair>& exit, int depth) {
+    if (la.members.empty() && lb.members.empty()) return;
+    RegionPair r;
+    r.nodes_a = la.members;
+    r.nodes_b = lb.members;
+    for (int32_t v : la.members) r.ops_a.push_back(a_.graph->op_ids[v]);
+    for (int32_t v : lb.members) r.ops_b.push_back(b_.graph->op_ids[v]);
+    r.starts_at_model_inputs = from_inputs;
+    r.inputs = entry;
+    r.outputs = exit;
+    r.depth = depth;
+    result_.regions.push_back(std::move(r));
+  }
+
+  void MatchLevel(const Level& la, const Level& lb, const std::vector<TensorPair>& entry, bool from_inputs,
+                  const std::vector<TensorPair>& exit, int depth) {
+    const bool verified_exit = !exit.empty();
+    if (depth >= options_.max_depth || la.members.empty() || lb.members.empty()) {
+      if (verified_exit) Emit(la, lb, entry, from_inputs, exit, depth);
+      return;
+    }
+    const Dominance da = ComputeDominance(a_, la);
+    const Dominance db = ComputeDominance(b_, lb);
+    std::vector<CutCandidate> chain = LongestMonotoneChain(Candidates(da, db));
+    if (chain.empty()) {
+      if (verified_exit) Emit(la, lb, entry, from_inputs, exit, depth);
+      return;
+    }
+    std::vector<int32_t> cut_a, cut_b;
+    for (const CutCandidate& c : chain) {
+      cut_a.push_back(c.pos_a);
+      cut_b.push_back(c.pos_b);
+    }
+    // SplitMembers counts cut positions <= a member's segment: a cut node's
+    // own segment is the position before it, so it closes the region before
+    // the cut, and side nodes hanging off it open the next one.
+    std::vector<std::vector<int32_t>> ra = SplitMembers(a_, la, da, cut_a);
+    std::vector<std::vector<int32_t>> rb = SplitMembers(b_, lb, db, cut_b);
+    for (size_t r = 0; r <= chain.size(); ++r) {
+      Level sa{std::move(ra[r]), r < chain.size() ? da.path[chain[r].pos_a - 1] : la.end_node};
+      Level sb{std::move(rb[r]), r < chain.size() ? db.path[chain[r].pos_b - 1] : lb.end_node};
+      std::vector<TensorPair> sub_entry =
+          r == 0 ? entry : std::vector<TensorPair>{{chain[r - 1].tensor_a, chain[r - 1].tensor_b}};
+      std::vector<TensorPair> sub_exit =
+          r < chain.size() ? std::vector<TensorPair>{{chain[r].tensor_a, chain[r].tensor_b}} : exit;
+      MatchLevel(sa, sb, sub_entry, r == 0 && from_inputs, sub_exit, depth + 1);
+    }
+  }
+
+  Side a_, b_;
+  MatchOptions options_;
+  MatchResult result_;
+  int64_t comparisons_ = 0;
+};
+
+}  // namespace
+
+StatusOr<MatchResult> MatchGraphs(const DataflowGraph& a, const FingerprintMap& fa, const DataflowGraph& b,
+                                  const FingerprintMap& fb, const MatchOptions& options) {
+  if (!(options.epsilon >= 0)) return InvalidArgument("match: epsilon must be a non-negative number");
+  return Matcher(a, fa, b, fb, options).Run();
+}
+
+StatusOr<MatchResult> MatchTraces(const Trace& a, const FingerprintMap& fa, const Trace& b, const FingerprintMap& fb,
+                                  const MatchOptions& options) {
+  MAGNETON_ASSIGN_OR_RETURN(DataflowGraph ga, BuildDataflowGraph(a, options.graph));
+  MAGNETON_ASSIGN_OR_RETURN(DataflowGraph gb, BuildDataflowGraph(b, options.graph));
+  return MatchGraphs(ga, fa, gb, fb, options);
+}
+
+}  // namespace magneton

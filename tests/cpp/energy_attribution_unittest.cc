@@ -1,0 +1,175 @@
+// Attribution on synthetic traces: exact values on a small case, and the
+// conservation property on random ones.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "magneton/energy_attribution.h"
+
+namespace magneton::energy {
+namespace {
+
+OpEvent Op(int64_t id, int64_t thread, int64_t start, int64_t end) {
+  OpEvent op;
+  op.id = id;
+  op.thread_id = thread;
+  op.start_ns = start;
+  op.end_ns = end;
+  return op;
+}
+
+// Cumulative samples every `step` ns from `t0` to `t1` at `power_uj_per_ns(t)`.
+template <typename Fn>
+std::vector<EnergySample> Samples(int64_t t0, int64_t t1, int64_t step, Fn power_uj_per_ns,
+                                  const std::string& domain = "cpu-package-0") {
+  std::vector<EnergySample> out;
+  double e = 5000;  // counters do not start at 0
+  for (int64_t t = t0; t <= t1; t += step) {
+    EnergySample s;
+    s.domain = domain;
+    s.t_ns = t;
+    s.energy_uj = e;
+    s.provenance = Provenance::kMeasured;
+    s.meter = "rapl";
+    out.push_back(s);
+    e += power_uj_per_ns(t) * static_cast<double>(step);
+  }
+  return out;
+}
+
+//  thread 1: A [10,50) with B [20,30) nested in it, then C [60,80)
+//  thread 2: D [40,70)
+//  idle:     [0,10) and [80,100)
+Trace SmallTrace() {
+  Trace t;
+  t.ops = {Op(0, 1, 10, 50), Op(1, 1, 20, 30), Op(2, 2, 40, 70), Op(3, 1, 60, 80)};
+  t.ops[1].parent_id = 0;
+  return t;
+}
+
+TEST(AttributionTest, SplitsOverlapsChargesInnermostAndReportsIdle) {
+  Trace trace = SmallTrace();
+  auto a = AttributeEnergy(trace, Samples(0, 100, 5, [](int64_t) { return 1.0; }), "cpu-package-0");
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(a->provenance, Provenance::kMeasured);
+  EXPECT_DOUBLE_EQ(a->total_uj, 100);
+  EXPECT_DOUBLE_EQ(a->unattributed_uj, 30);
+  // A: [10,20) + [30,40) alone, [40,50) shared with D.
+  EXPECT_DOUBLE_EQ(a->ops[0].exclusive_uj, 25);
+  EXPECT_DOUBLE_EQ(a->ops[0].inclusive_uj, 35);
+  EXPECT_EQ(a->ops[0].exclusive_ns, 30);
+  EXPECT_DOUBLE_EQ(a->ops[1].exclusive_uj, 10);
+  EXPECT_DOUBLE_EQ(a->ops[1].inclusive_uj, 10);
+  // D: [40,50) shared, [50,60) alone, [60,70) shared with C.
+  EXPECT_DOUBLE_EQ(a->ops[2].exclusive_uj, 20);
+  EXPECT_DOUBLE_EQ(a->ops[3].exclusive_uj, 15);
+  EXPECT_DOUBLE_EQ(a->attributed_uj + a->unattributed_uj, a->total_uj);
+}
+
+TEST(AttributionTest, InterpolatesBetweenCoarseSamples) {
+  // Power 2 µJ/ns before t=50, 0 after; samples only every 25 ns: the op
+  // [0,25) gets exactly the first segment.
+  Trace trace;
+  trace.ops = {Op(0, 1, 0, 25), Op(1, 1, 60, 90)};
+  auto a = AttributeEnergy(trace, Samples(0, 100, 25, [](int64_t t) { return t < 50 ? 2.0 : 0.0; }), "cpu-package-0");
+  ASSERT_TRUE(a.ok());
+  EXPECT_DOUBLE_EQ(a->ops[0].exclusive_uj, 50);
+  EXPECT_DOUBLE_EQ(a->ops[1].exclusive_uj, 0);
+  EXPECT_DOUBLE_EQ(a->unattributed_uj, 50);
+}
+
+TEST(AttributionTest, ConservesEnergyOnRandomTracesWithinOnePercent) {
+  std::mt19937_64 rng(42);
+  for (int round = 0; round < 20; ++round) {
+    Trace trace;
+    int64_t id = 0;
+    for (int64_t thread : {101, 202}) {
+      int64_t t = std::uniform_int_distribution<int64_t>(0, 5'000)(rng);
+      while (t < 900'000) {
+        int64_t len = std::uniform_int_distribution<int64_t>(1'000, 40'000)(rng);
+        OpEvent outer = Op(id++, thread, t, t + len);
+        trace.ops.push_back(outer);
+        // Up to two nested children, some touching the parent's edges.
+        int64_t c = t;
+        for (int k = 0; k < 2 && c < t + len; ++k) {
+          int64_t cs = std::uniform_int_distribution<int64_t>(c, t + len)(rng);
+          int64_t ce = std::uniform_int_distribution<int64_t>(cs, t + len)(rng);
+          OpEvent child = Op(id++, thread, cs, ce);
+          child.parent_id = outer.id;
+          trace.ops.push_back(child);
+          c = ce;
+        }
+        t += len + std::uniform_int_distribution<int64_t>(0, 20'000)(rng);  // gaps
+      }
+    }
+    std::uniform_real_distribution<double> power(0.5, 20);
+    auto samples = Samples(-10'000, 1'000'000, 1'000, [&](int64_t) { return power(rng); });
+    auto a = AttributeEnergy(trace, samples, "cpu-package-0");
+    ASSERT_TRUE(a.ok()) << a.status().message();
+    double sum = a->unattributed_uj;
+    double top_inclusive = a->unattributed_uj;
+    for (size_t i = 0; i < a->ops.size(); ++i) {
+      sum += a->ops[i].exclusive_uj;
+      EXPECT_GE(a->ops[i].exclusive_uj, 0);
+      EXPECT_GE(a->ops[i].inclusive_uj + 1e-9, a->ops[i].exclusive_uj);
+      if (trace.ops[i].parent_id == kNoId) top_inclusive += a->ops[i].inclusive_uj;
+    }
+    EXPECT_NEAR(sum, a->total_uj, 0.01 * a->total_uj) << "round " << round;
+    EXPECT_NEAR(top_inclusive, a->total_uj, 0.01 * a->total_uj) << "round " << round;
+    EXPECT_GT(a->unattributed_uj, 0);
+  }
+}
+
+TEST(AttributionTest, PowerOnlySamplesAreIntegrated) {
+  Trace trace;
+  trace.ops = {Op(0, 1, 0, 1'000'000)};
+  std::vector<EnergySample> samples;
+  for (int64_t t = 0; t <= 2'000'000; t += 100'000) {
+    EnergySample s;
+    s.domain = "gpu-0";
+    s.t_ns = t;
+    s.energy_uj = std::numeric_limits<double>::quiet_NaN();
+    s.power_mw = 100'000;  // 100 W
+    s.provenance = Provenance::kMeasured;
+    samples.push_back(s);
+  }
+  auto a = AttributeEnergy(trace, samples, "gpu-0");
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_NEAR(a->total_uj, 200'000, 1e-6);  // 100 W · 2 ms = 0.2 J
+  EXPECT_NEAR(a->ops[0].exclusive_uj, 100'000, 1e-6);
+}
+
+TEST(AttributionTest, OpsOutsideTheWindowAreClipped) {
+  Trace trace;
+  trace.ops = {Op(0, 1, -50, 20), Op(1, 1, 90, 200), Op(2, 2, 300, 400)};
+  auto a = AttributeEnergy(trace, Samples(0, 100, 10, [](int64_t) { return 1.0; }), "cpu-package-0");
+  ASSERT_TRUE(a.ok());
+  EXPECT_DOUBLE_EQ(a->ops[0].exclusive_uj, 20);
+  EXPECT_DOUBLE_EQ(a->ops[1].exclusive_uj, 10);
+  EXPECT_DOUBLE_EQ(a->ops[2].exclusive_uj, 0);
+  EXPECT_DOUBLE_EQ(a->attributed_uj + a->unattributed_uj, a->total_uj);
+}
+
+TEST(AttributionTest, UsesTheTracesOwnSamplesAndKeepsProvenance) {
+  Trace trace = SmallTrace();
+  trace.energy_samples = Samples(0, 100, 5, [](int64_t) { return 1.0; }, "cpu-estimate");
+  for (auto& s : trace.energy_samples) s.provenance = Provenance::kEstimated;
+  auto a = AttributeEnergy(trace, "cpu-estimate");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->provenance, Provenance::kEstimated);
+  EXPECT_DOUBLE_EQ(a->total_uj, 100);
+}
+
+TEST(AttributionTest, RefusesBadInput) {
+  Trace trace = SmallTrace();
+  auto samples = Samples(0, 100, 5, [](int64_t) { return 1.0; });
+  samples[3].provenance = Provenance::kEstimated;
+  EXPECT_EQ(AttributeEnergy(trace, samples, "cpu-package-0").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(AttributeEnergy(trace, samples, "dram-0").status().code(), StatusCode::kFailedPrecondition);
+  auto decreasing = Samples(0, 100, 5, [](int64_t) { return 1.0; });
+  decreasing[4].energy_uj = 0;
+  EXPECT_EQ(AttributeEnergy(trace, decreasing, "cpu-package-0").status().code(), StatusCode::kCorrupt);
+}
+
+}  // namespace
+}  // namespace magneton::energy

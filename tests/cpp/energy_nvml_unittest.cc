@@ -1,0 +1,146 @@
+// NVML against the fake libnvidia-ml built by tests/cpp/energy.cmake.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "magneton/energy.h"
+
+namespace magneton::energy {
+namespace {
+
+class NvmlMeterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    unsetenv("FAKE_NVML_MODE");
+    unsetenv("FAKE_NVML_DEVICE_COUNT");
+  }
+  StatusOr<std::unique_ptr<Meter>> Open(const char* mode, std::optional<std::string> visible = std::nullopt,
+                                        const char* library = FAKE_NVML_PATH) {
+    setenv("FAKE_NVML_MODE", mode, 1);
+    NvmlOptions options;
+    options.library_path = library;
+    options.cuda_visible_devices = std::move(visible);
+    return OpenNvmlMeter(options);
+  }
+};
+
+TEST_F(NvmlMeterTest, ReadsTheEnergyCounterOfEveryGpu) {
+  auto meter = Open("normal");
+  ASSERT_TRUE(meter.ok()) << meter.status().message();
+  ASSERT_EQ((*meter)->domains().size(), 2u);
+  EXPECT_EQ((*meter)->domains()[0].name, "gpu-0");
+  EXPECT_EQ((*meter)->domains()[1].name, "gpu-1");
+  EXPECT_EQ((*meter)->kind(), MeterKind::kEnergyCounter);
+  EXPECT_EQ((*meter)->provenance(), Provenance::kMeasured);
+  auto r1 = (*meter)->Read();
+  auto r2 = (*meter)->Read();
+  ASSERT_TRUE(r1.ok() && r2.ok());
+  // mJ -> µJ; each read of the fake advances 100 mJ.
+  EXPECT_DOUBLE_EQ(r1->domains[0].energy_uj, (1'000'000 + 100) * 1000.0);
+  EXPECT_DOUBLE_EQ(r2->domains[0].energy_uj - r1->domains[0].energy_uj, 100'000);
+  EXPECT_DOUBLE_EQ(r1->domains[1].energy_uj, (2'000'000 + 100) * 1000.0);
+  EXPECT_EQ(ToEnergySamples(**meter, *r1)[0].meter, "nvml");
+}
+
+TEST_F(NvmlMeterTest, CounterResetIsUnwrapped) {
+  auto meter = Open("wrap");
+  ASSERT_TRUE(meter.ok()) << meter.status().message();
+  double first = 0, previous = 0;
+  for (int i = 0; i < 5; ++i) {
+    auto r = (*meter)->Read();
+    ASSERT_TRUE(r.ok());
+    double e = r->domains[0].energy_uj;
+    if (i == 0) first = e;
+    EXPECT_GE(e, previous);
+    previous = e;
+  }
+  // Raw reads 1..5: base+100, base+200, then 0, 100, 200 after the restart.
+  EXPECT_DOUBLE_EQ(previous - first, 100'000 + 0 + 100'000 + 100'000);
+}
+
+TEST_F(NvmlMeterTest, PowerOnlyGpusAreIntegrated) {
+  auto meter = Open("power_only");
+  ASSERT_TRUE(meter.ok()) << meter.status().message();
+  EXPECT_EQ((*meter)->kind(), MeterKind::kPowerSamples);
+  auto r1 = (*meter)->Read();
+  usleep(20'000);
+  auto r2 = (*meter)->Read();
+  ASSERT_TRUE(r1.ok() && r2.ok());
+  EXPECT_DOUBLE_EQ(r2->domains[0].power_mw, 250'000);
+  // 250 W over the interval; mW · ns · 1e-6 = µJ.
+  double expected_uj = 250'000.0 * static_cast<double>(r2->t_ns - r1->t_ns) * 1e-6;
+  EXPECT_NEAR(r2->domains[0].energy_uj - r1->domains[0].energy_uj, expected_uj, 1e-6 * expected_uj);
+  EXPECT_GT(expected_uj, 250'000.0 * 0.019 * 1000);
+}
+
+TEST_F(NvmlMeterTest, MigIsRefusedWithAClearMessage) {
+  auto meter = Open("mig");
+  ASSERT_FALSE(meter.ok());
+  EXPECT_EQ(meter.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(meter.status().message().find("MIG enabled"), std::string::npos) << meter.status().message();
+  auto by_uuid = Open("normal", "MIG-4f6a1c3e-0000");
+  ASSERT_FALSE(by_uuid.ok());
+  EXPECT_NE(by_uuid.status().message().find("MIG"), std::string::npos);
+}
+
+TEST_F(NvmlMeterTest, MissingSymbolIsTheReason) {
+  auto meter = Open("normal", std::nullopt, FAKE_NVML_NOCOUNT_PATH);
+  ASSERT_FALSE(meter.ok());
+  EXPECT_EQ(meter.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(meter.status().message().find("nvmlDeviceGetCount_v2"), std::string::npos) << meter.status().message();
+}
+
+TEST_F(NvmlMeterTest, MissingLibraryIsTheReason) {
+  auto meter = Open("normal", std::nullopt, "/nonexistent/libnvidia-ml.so.1");
+  ASSERT_FALSE(meter.ok());
+  EXPECT_NE(meter.status().message().find("cannot load /nonexistent/libnvidia-ml.so.1"), std::string::npos);
+  EXPECT_NE(meter.status().message().find("no NVIDIA driver"), std::string::npos);
+}
+
+TEST_F(NvmlMeterTest, InitFailureIsTheReason) {
+  auto meter = Open("init_fail");
+  ASSERT_FALSE(meter.ok());
+  EXPECT_NE(meter.status().message().find("nvmlInit failed: Driver Not Loaded"), std::string::npos)
+      << meter.status().message();
+}
+
+TEST_F(NvmlMeterTest, LibraryPathFromEnvironment) {
+  setenv("MAGNETON_NVML_LIBRARY", FAKE_NVML_PATH, 1);
+  setenv("FAKE_NVML_MODE", "normal", 1);
+  auto meter = OpenNvmlMeter(NvmlOptions{.library_path = std::nullopt, .cuda_visible_devices = std::nullopt});
+  unsetenv("MAGNETON_NVML_LIBRARY");
+  EXPECT_TRUE(meter.ok()) << meter.status().message();
+}
+
+TEST_F(NvmlMeterTest, HonoursCudaVisibleDevices) {
+  // Index 1 only: CUDA calls it cuda:0, so its domain is gpu-0.
+  auto one = Open("normal", "1");
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  ASSERT_EQ((*one)->domains().size(), 1u);
+  auto r = (*one)->Read();
+  ASSERT_TRUE(r.ok());
+  EXPECT_DOUBLE_EQ(r->domains[0].energy_uj, (2'000'000 + 100) * 1000.0);  // physical GPU 1
+
+  auto by_uuid = Open("normal", "GPU-fake-1,0");
+  ASSERT_TRUE(by_uuid.ok()) << by_uuid.status().message();
+  EXPECT_EQ((*by_uuid)->domains().size(), 2u);
+
+  auto truncated = Open("normal", "0,7,1");  // CUDA stops at the invalid 7
+  ASSERT_TRUE(truncated.ok());
+  EXPECT_EQ((*truncated)->domains().size(), 1u);
+
+  auto none = Open("normal", "");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("hides every GPU"), std::string::npos);
+
+  setenv("CUDA_VISIBLE_DEVICES", "1", 1);
+  auto from_env = Open("normal");
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  ASSERT_TRUE(from_env.ok());
+  EXPECT_EQ((*from_env)->domains().size(), 1u);
+}
+
+}  // namespace
+}  // namespace magneton::energy

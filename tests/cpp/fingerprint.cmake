@@ -1,0 +1,2 @@
+magneton_test(fingerprint_invariance_unittest)
+magneton_test(fingerprint_codec_unittest)

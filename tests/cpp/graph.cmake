@@ -1,0 +1,1 @@
+magneton_test(graph_dominators_unittest)

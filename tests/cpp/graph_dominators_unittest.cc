@@ -1,0 +1,126 @@
+// Dataflow edges, tensor origins and (post-)dominators on hand-built traces.
+#include <gtest/gtest.h>
+
+#include "magneton/graph.h"
+#include "synthetic_trace.h"
+#include "test_util.h"
+
+namespace magneton {
+namespace {
+
+using testing::FakeTensor;
+using testing::SyntheticTrace;
+
+// x -> a=op1(x, W) -> b=op2(a), c=op3(a) -> d=op4(b, c); op3 is an in-place
+// add on a's storage (new version), op2 reads a view of a.
+struct Diamond {
+  Trace trace;
+  FakeTensor x, w, a, av, b, c, d;
+};
+
+Diamond MakeDiamond() {
+  Diamond t;
+  SyntheticTrace st(testing::TempPath("diamond.mtrace"));
+  t.x = st.New({4, 8});
+  t.w = st.New({8, 8});
+  t.a = st.New({4, 8});
+  st.Op("aten::linear", {t.x, t.w}, {t.a}, [&] { st.Op("aten::mm", {t.x, t.w}, {t.a}); });
+  t.av = SyntheticTrace::View(t.a, {8, 4}, {1, 8});
+  st.Op("aten::t", {t.a}, {t.av});
+  t.b = st.New({8, 4});
+  st.Op("aten::relu", {t.av}, {t.b});
+  t.c = t.a;
+  t.c.version = 1;  // in-place: same storage, next version
+  st.Op("aten::add_", {t.a}, {t.c});
+  t.d = st.New({8, 4});
+  st.Op("aten::mul", {t.b, t.c}, {t.d});
+  t.trace = st.Finish();
+  return t;
+}
+
+TEST(GraphDominators, EdgesFollowTensorIdsThroughViewsAndInPlace) {
+  Diamond t = MakeDiamond();
+  auto g = BuildDataflowGraph(t.trace);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  ASSERT_EQ(g->op_count(), 5);  // the nested mm is folded into linear
+  const int64_t a_id = testing::TensorIdOf(t.trace, t.a);
+  const int64_t c_id = testing::TensorIdOf(t.trace, t.c);
+  EXPECT_NE(a_id, c_id);  // in-place made a new version
+  // Edges between op nodes, as (from, to, tensor).
+  auto has_edge = [&](int32_t from, int32_t to, int64_t tensor) {
+    for (const GraphEdge& e : g->edges) {
+      if (e.from == from && e.to == to && e.tensor_id == tensor) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(has_edge(0, 1, a_id));                                     // linear -> t
+  EXPECT_TRUE(has_edge(1, 2, testing::TensorIdOf(t.trace, t.av)));       // t (view) -> relu
+  EXPECT_TRUE(has_edge(0, 3, a_id));                                     // linear -> add_
+  EXPECT_TRUE(has_edge(3, 4, c_id));                                     // add_ (new version) -> mul
+  EXPECT_TRUE(has_edge(4, g->sink(), testing::TensorIdOf(t.trace, t.d)));
+  EXPECT_TRUE(has_edge(g->source(), 0, testing::TensorIdOf(t.trace, t.x)));
+  EXPECT_EQ(g->origin.at(testing::TensorIdOf(t.trace, t.x)), TensorOrigin::kModelInput);
+  EXPECT_EQ(g->origin.at(testing::TensorIdOf(t.trace, t.w)), TensorOrigin::kParameter);
+  EXPECT_EQ(g->origin.at(a_id), TensorOrigin::kProduced);
+  for (bool dep : g->input_dependent) EXPECT_TRUE(dep);
+}
+
+TEST(GraphDominators, DominatorsAndPostDominatorsOfADiamond) {
+  Diamond t = MakeDiamond();
+  auto g = BuildDataflowGraph(t.trace);
+  ASSERT_TRUE(g.ok());
+  DominatorTree dom = ComputeDominators(*g);
+  EXPECT_EQ(dom.root, g->source());
+  EXPECT_EQ(dom.idom[0], g->source());
+  EXPECT_EQ(dom.idom[1], 0);
+  EXPECT_EQ(dom.idom[3], 0);
+  EXPECT_EQ(dom.idom[4], 0);  // two branches meet: linear dominates mul
+  EXPECT_EQ(dom.idom[g->sink()], 4);
+  EXPECT_TRUE(dom.Dominates(0, 2));
+  EXPECT_FALSE(dom.Dominates(1, 4));
+  EXPECT_EQ(dom.PathFromRoot(g->sink()), (std::vector<int32_t>{g->source(), 0, 4, g->sink()}));
+
+  DominatorTree post = ComputePostDominators(*g);
+  EXPECT_EQ(post.root, g->sink());
+  EXPECT_EQ(post.idom[0], 4);  // every path from linear goes through mul
+  EXPECT_EQ(post.idom[1], 2);
+  EXPECT_EQ(post.idom[g->source()], 0);
+}
+
+TEST(GraphDominators, LeafModeUsesInnermostOps) {
+  Diamond t = MakeDiamond();
+  auto g = BuildDataflowGraph(t.trace, GraphOptions{.leaf_ops = true});
+  ASSERT_TRUE(g.ok());
+  ASSERT_EQ(g->op_count(), 5);  // linear replaced by its mm
+  EXPECT_EQ(t.trace.str(t.trace.ops[g->op_ids[0]].name_id), "aten::mm");
+  DominatorTree dom = ComputeDominators(*g);
+  EXPECT_EQ(dom.idom[g->sink()], 4);
+}
+
+TEST(GraphDominators, WeightPreprocessingIsNotInputDependent) {
+  SyntheticTrace st(testing::TempPath("wt.mtrace"));
+  FakeTensor x = st.New({4, 6}), w = st.New({8, 6});
+  FakeTensor wt = SyntheticTrace::View(w, {6, 8}, {1, 6});
+  st.Op("aten::t", {w}, {wt});
+  FakeTensor y = st.New({4, 8});
+  st.Op("aten::mm", {x, wt}, {y});
+  Trace trace = st.Finish();
+  auto g = BuildDataflowGraph(trace);
+  ASSERT_TRUE(g.ok());
+  ASSERT_EQ(g->op_count(), 2);
+  // w is read at slot 0 of t(), but t() has no model input: still not dependent.
+  EXPECT_FALSE(g->input_dependent[0]);
+  EXPECT_TRUE(g->input_dependent[1]);
+}
+
+TEST(GraphDominators, EmptyTraceHasSourceToSink) {
+  Trace trace;
+  auto g = BuildDataflowGraph(trace);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->op_count(), 0);
+  DominatorTree dom = ComputeDominators(*g);
+  EXPECT_EQ(dom.idom[g->sink()], g->source());
+}
+
+}  // namespace
+}  // namespace magneton

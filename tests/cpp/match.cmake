@@ -1,0 +1,1 @@
+magneton_test(match_regions_unittest)
