@@ -25,12 +25,17 @@ struct TensorView {
   std::string_view dtype;
   std::string_view device;
   int64_t version = 0;
+  // Address of element [0,...,0] when the values are readable from this
+  // thread (host memory), else null: only then can --values fingerprint it.
+  const void* host_data = nullptr;
 };
 
 struct RecorderOptions {
   TraceWriterOptions writer;
   // Sample the meters `magneton meters` would choose, on the ops' clock.
   bool sample_energy = false;
+  // Fingerprint every new tensor value (record --values); never raw values.
+  bool record_values = false;
 };
 
 int64_t MonotonicNowNs();
@@ -69,6 +74,7 @@ class Recorder {
   Status Flush();
 
   uint64_t generation() const { return generation_; }
+  bool record_values() const { return record_values_; }
   int64_t ops_recorded() const { return next_op_id_.load(std::memory_order_relaxed); }
   TraceWriter* writer() { return writer_.get(); }
 
@@ -76,14 +82,18 @@ class Recorder {
 
  private:
   struct State;
-  Recorder(std::unique_ptr<TraceWriter> writer, uint64_t generation);
+  Recorder(std::unique_ptr<TraceWriter> writer, uint64_t generation, bool record_values);
+  void FingerprintValue(int64_t tensor_id, const TensorView& t);
   int64_t ResolveTensor(const TensorView& t, bool is_output, int64_t op_id);
+  // Registers a new value; state mutex held. key_ptr: the private TensorKey.
+  int64_t NewTensor(const TensorView& t, bool is_output, int64_t op_id, const void* key_ptr);
 
   static std::atomic<Recorder*> active_;
   std::unique_ptr<TraceWriter> writer_;
   std::unique_ptr<class EnergySession> energy_;
   std::unique_ptr<State> state_;
   uint64_t generation_;
+  bool record_values_;
   std::atomic<int64_t> next_op_id_{0};
 };
 

@@ -42,6 +42,7 @@ class TraceWriter {
   void AppendOp(OpEvent op, const std::vector<OpTensor>& links);
   void AppendTensor(TensorMeta tensor);
   void AppendConfig(ConfigEntry entry);
+  void AppendFingerprint(int64_t tensor_id, std::string kind, std::string data);
   void AppendEnergySample(EnergySample sample);
   void AppendDeviceActivity(DeviceActivity activity);
   void SetMeta(const std::string& key, const std::string& value);

@@ -25,9 +25,10 @@ def _framework_versions() -> dict[str, str]:
 
 
 def start(path: str | os.PathLike, label: str | None = None, command_line: str | None = None,
-          energy: bool = True) -> None:
+          energy: bool = True, values: bool = False) -> None:
     """Starts recording every supported framework's ops into ``path``; with
-    ``energy``, also samples the meters ``magneton meters`` reports."""
+    ``energy``, also samples the meters ``magneton meters`` reports; with
+    ``values``, fingerprints every tensor value (for matching), never stores it."""
     from magneton.recorders import torch_recorder
 
     path = os.fspath(path)
@@ -40,7 +41,7 @@ def start(path: str | os.PathLike, label: str | None = None, command_line: str |
             command_line = shlex.join([sys.executable, *sys.argv])
         if os.environ.get("MAGNETON_ENERGY") == "0":
             energy = False
-        _core.start_recording(path, label, command_line, "pytorch", _framework_versions(), energy)
+        _core.start_recording(path, label, command_line, "pytorch", _framework_versions(), energy, values)
         try:
             config_snapshot.record_process_config()
             rec = torch_recorder.TorchRecorder()
@@ -65,9 +66,9 @@ def stop() -> None:
 
 
 @contextlib.contextmanager
-def record(path: str | os.PathLike, label: str | None = None, energy: bool = True):
+def record(path: str | os.PathLike, label: str | None = None, energy: bool = True, values: bool = False):
     """Records the ops run inside the block into the trace file ``path``."""
-    start(path, label=label, energy=energy)
+    start(path, label=label, energy=energy, values=values)
     try:
         yield
     finally:

@@ -42,7 +42,7 @@ NB_MODULE(_core, m) {
 
   m.def("start_recording",
         [](const std::string& path, const std::string& label, const std::string& command_line,
-           const std::string& engine, const std::map<std::string, std::string>& versions, bool energy) {
+           const std::string& engine, const std::map<std::string, std::string>& versions, bool energy, bool values) {
           magneton::RunMetadata meta;
           meta.label = label;
           meta.command_line = command_line;
@@ -50,10 +50,12 @@ NB_MODULE(_core, m) {
           meta.versions = versions;
           magneton::RecorderOptions options;
           options.sample_energy = energy;
+          options.record_values = values;
           ThrowIfError(magneton::Recorder::Start(path, meta, options));
         },
         "path"_a, "label"_a, "command_line"_a, "engine"_a = "pytorch",
-        "versions"_a = std::map<std::string, std::string>{}, "energy"_a = true);
+        "versions"_a = std::map<std::string, std::string>{}, "energy"_a = true,
+        "values"_a = false);
   m.def("stop_recording", [] { ThrowIfError(magneton::Recorder::Stop()); },
         nb::call_guard<nb::gil_scoped_release>());
   m.def("is_recording", [] { return magneton::Recorder::Active() != nullptr; });

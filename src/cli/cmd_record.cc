@@ -14,6 +14,7 @@ class RecordCommand : public Command {
     auto* sub = app.add_subcommand("record", "Record a program's operators into a trace file");
     sub->add_option("-o,--output", output_, "Trace file to write")->default_val("run.mtrace");
     sub->add_option("--label", label_, "A name for this run in reports (default: the file name)");
+    sub->add_flag("--values", values_, "Fingerprint every tensor value (needed by match and diff; never raw values)");
     sub->add_option("command", command_, "The program to run, after --")->required();
     sub->positionals_at_end();
     sub->prefix_command(false);
@@ -25,6 +26,7 @@ class RecordCommand : public Command {
     req.output = output_;
     req.label = label_.empty() ? std::filesystem::path(output_).stem().string() : label_;
     req.command = command_;
+    req.values = values_;
     return RecordChild(req, /*verbose=*/true);
   }
 
@@ -32,6 +34,7 @@ class RecordCommand : public Command {
   std::string output_;
   std::string label_;
   std::vector<std::string> command_;
+  bool values_ = false;
 };
 
 }  // namespace

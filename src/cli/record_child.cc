@@ -24,6 +24,7 @@ int RecordChild(const RecordRequest& req, bool verbose) {
       {"MAGNETON_RECORD_PATH", out.string()},
       {"MAGNETON_RECORD_LABEL", req.label},
       {"MAGNETON_COMMAND_LINE", ShellQuote(req.command)},
+      {"MAGNETON_RECORD_VALUES", req.values ? "1" : "0"},
   };
   const char* old_path = std::getenv("PYTHONPATH");
   env["PYTHONPATH"] = *bootstrap + (old_path && *old_path ? std::string(":") + old_path : std::string());

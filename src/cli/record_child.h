@@ -10,6 +10,7 @@ struct RecordRequest {
   std::string output;
   std::string label;
   std::vector<std::string> command;
+  bool values = false;  // fingerprint tensor values (record --values)
 };
 
 // Returns the program's exit code (or 1 if it could not be started or left

@@ -1,5 +1,6 @@
 #include "magneton/recorder.h"
 
+#include "magneton/fingerprint.h"
 #include "record/energy_session.h"
 
 #include <sys/syscall.h>
@@ -114,8 +115,11 @@ struct Recorder::State {
   int64_t next_tensor_id = 0;
 };
 
-Recorder::Recorder(std::unique_ptr<TraceWriter> writer, uint64_t generation)
-    : writer_(std::move(writer)), state_(std::make_unique<State>()), generation_(generation) {}
+Recorder::Recorder(std::unique_ptr<TraceWriter> writer, uint64_t generation, bool record_values)
+    : writer_(std::move(writer)),
+      state_(std::make_unique<State>()),
+      generation_(generation),
+      record_values_(record_values) {}
 
 Recorder::~Recorder() = default;
 
@@ -134,7 +138,8 @@ Status Recorder::Start(const std::string& path, const RunMetadata& meta, Recorde
     if (gethostname(host, sizeof(host) - 1) == 0) m.host = host;
   }
   MAGNETON_ASSIGN_OR_RETURN(auto writer, TraceWriter::Create(path, m, options.writer));
-  auto* rec = new Recorder(std::move(writer), g_generation.fetch_add(1) + 1);
+  auto* rec = new Recorder(std::move(writer), g_generation.fetch_add(1) + 1, options.record_values);
+  if (options.record_values) rec->writer_->SetMeta("values", "fingerprints");
   if (options.sample_energy) {
     auto session = EnergySession::Start(rec->writer_.get());
     if (session.ok()) {
@@ -235,13 +240,21 @@ size_t Recorder::OpDepth() const { return Local(generation_).ops.size(); }
 
 int64_t Recorder::ResolveTensor(const TensorView& t, bool is_output, int64_t op_id) {
   TensorKey key{t.storage_addr, t.storage_offset, t.version, LayoutHash(t)};
-  std::lock_guard<std::mutex> lock(state_->mu);
+  std::unique_lock<std::mutex> lock(state_->mu);
   auto it = state_->tensors.find(key);
   if (it != state_->tensors.end()) {
     // An input is whatever value last lived under this key. An output is new,
     // unless this op or one nested in it (a later id) already produced it.
     if (!is_output || it->second.producer_op_id >= op_id) return it->second.id;
   }
+  int64_t id = NewTensor(t, is_output, op_id, &key);
+  lock.unlock();
+  if (record_values_ && t.host_data) FingerprintValue(id, t);
+  return id;
+}
+
+int64_t Recorder::NewTensor(const TensorView& t, bool is_output, int64_t op_id, const void* key_ptr) {
+  const TensorKey& key = *static_cast<const TensorKey*>(key_ptr);
   TensorMeta meta;
   meta.id = state_->next_tensor_id++;
   meta.storage_addr = t.storage_addr;
@@ -256,6 +269,21 @@ int64_t Recorder::ResolveTensor(const TensorView& t, bool is_output, int64_t op_
   int64_t id = meta.id;
   writer_->AppendTensor(std::move(meta));
   return id;
+}
+
+void Recorder::FingerprintValue(int64_t tensor_id, const TensorView& t) {
+  // Computed here, on the thread that owns the value, while it is alive;
+  // only the fingerprint travels, never the values.
+  auto dtype = ParseDType(t.dtype);
+  if (!dtype.ok()) return;  // complex, fp8, ...: no fingerprint, no match
+  TensorBuffer buffer;
+  buffer.data = t.host_data;
+  buffer.dtype = *dtype;
+  buffer.shape.assign(t.sizes, t.sizes + t.ndim);
+  if (t.strides) buffer.strides.assign(t.strides, t.strides + t.ndim);
+  auto fp = ComputeFingerprint(buffer);
+  if (!fp.ok()) return;
+  writer_->AppendFingerprint(tensor_id, std::string(kFingerprintKind), EncodeFingerprint(*fp));
 }
 
 void Recorder::AddInput(int32_t slot, const TensorView& tensor) {

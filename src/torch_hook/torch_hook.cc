@@ -103,6 +103,10 @@ void AddTensor(Recorder& rec, bool output, int32_t slot, const at::Tensor& t) {
     v.storage_addr = reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl());
   }
   v.version = t.is_inference() ? 0 : static_cast<int64_t>(t._version());
+  if (rec.record_values() && t.device().is_cpu() && t.layout() == c10::kStrided && t.has_storage() &&
+      !t.is_nested() && t.storage().data() != nullptr) {
+    v.host_data = t.data_ptr();
+  }
   if (output) {
     rec.AddOutput(slot, v);
   } else {

@@ -26,11 +26,16 @@ struct TraceWriter::Batch {
   std::vector<EnergySample> energy_samples;
   std::vector<DeviceActivity> device_activities;
   std::vector<std::pair<std::string, std::string>> meta;
+  struct FingerprintRow {
+    int64_t tensor_id;
+    std::string kind, data;
+  };
+  std::vector<FingerprintRow> fingerprints;
 
   bool empty() const {
     return strings.empty() && frames.empty() && call_paths.empty() && scopes.empty() &&
            ops.empty() && tensors.empty() && op_tensors.empty() && config.empty() &&
-           energy_samples.empty() && device_activities.empty() && meta.empty();
+           energy_samples.empty() && device_activities.empty() && meta.empty() && fingerprints.empty();
   }
 };
 
@@ -150,6 +155,10 @@ void TraceWriter::AppendConfig(ConfigEntry entry) { MAGNETON_APPEND(config, std:
 void TraceWriter::AppendEnergySample(EnergySample s) { MAGNETON_APPEND(energy_samples, std::move(s)); }
 void TraceWriter::AppendDeviceActivity(DeviceActivity a) {
   MAGNETON_APPEND(device_activities, std::move(a));
+}
+void TraceWriter::AppendFingerprint(int64_t tensor_id, std::string kind, std::string data) {
+  std::lock_guard<std::mutex> lock(mu_);
+  pending_->fingerprints.push_back({tensor_id, std::move(kind), std::move(data)});
 }
 void TraceWriter::SetMeta(const std::string& key, const std::string& value) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -323,6 +332,16 @@ Status TraceWriter::WriteBatch(Batch& b) {
         s.BindDouble(4, e.power_mw);
         s.BindText(5, ProvenanceName(e.provenance));
         s.BindText(6, e.meter);
+        MAGNETON_RETURN_IF_ERROR(s.Run(db_));
+      }
+    }
+    if (!b.fingerprints.empty()) {
+      MAGNETON_ASSIGN_OR_RETURN(
+          Statement s, Statement::Prepare(db_, "INSERT OR REPLACE INTO fingerprints VALUES(?,?,?)"));
+      for (auto& f : b.fingerprints) {
+        s.BindInt(1, f.tensor_id);
+        s.BindText(2, f.kind);
+        sqlite3_bind_blob(s.get(), 3, f.data.data(), static_cast<int>(f.data.size()), SQLITE_TRANSIENT);
         MAGNETON_RETURN_IF_ERROR(s.Run(db_));
       }
     }

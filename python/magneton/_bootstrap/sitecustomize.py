@@ -31,6 +31,7 @@ def _start():
     # Child processes of the script are not recorded into the same file.
     label = os.environ.pop("MAGNETON_RECORD_LABEL", None)
     command_line = os.environ.pop("MAGNETON_COMMAND_LINE", None)
+    values = os.environ.pop("MAGNETON_RECORD_VALUES", "0") == "1"
     here = os.path.dirname(os.path.abspath(__file__))
     os.environ["PYTHONPATH"] = os.pathsep.join(
         p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and os.path.abspath(p) != here)
@@ -39,7 +40,7 @@ def _start():
 
     import magneton
 
-    magneton.start(path, label=label, command_line=command_line)
+    magneton.start(path, label=label, command_line=command_line, values=values)
     atexit.register(magneton.stop)
 
 
