@@ -1,5 +1,8 @@
 #include "torch_hook/replay_trace.h"
 
+#include <ATen/detail/CUDAHooksInterface.h>
+#include <c10/core/Device.h>
+
 #include <cmath>
 #include <numeric>
 
@@ -38,6 +41,14 @@ StatusOr<std::vector<ReplayRecord>> ReplayTrace(const std::string& path, const R
     OpSpec spec{p.name, p.args, {}};
     for (const PlannedInput& in : p.inputs) spec.inputs.push_back({in.shape, in.strides, in.dtype, in.device});
     ReplayOptions ro;
+    // GPU ops run asynchronously: a round ends when the device is done.
+    for (const PlannedInput& in : p.inputs) {
+      if (in.device.rfind("cuda", 0) == 0) {
+        c10::DeviceIndex index = c10::Device(in.device).index();
+        ro.synchronize = [index] { at::detail::getCUDAHooks().deviceSynchronize(index < 0 ? 0 : index); };
+        break;
+      }
+    }
     ro.min_round_ns = static_cast<int64_t>(options.min_round_s * 1e9);
     ro.rounds = options.rounds;
     if (energy.read_total_uj) {
