@@ -1,0 +1,12 @@
+"""Efficient: the tables are computed once per forward and shared by all layers."""
+import os, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch
+from common import D, LAYERS, N, X, rope_tables, rotate
+
+with torch.no_grad():
+    cos, sin = rope_tables(N, D)
+    h = X
+    for _ in range(LAYERS):
+        h = rotate(h, cos, sin)
+print(float(h.abs().mean()))
