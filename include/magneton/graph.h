@@ -46,6 +46,16 @@ struct DataflowGraph {
   // Whether the node depends (transitively) on a model input, as opposed to
   // only on parameters and constants (e.g. a weight transpose).
   std::vector<bool> input_dependent;
+  // The main value flow: input-dependent nodes that carry the model's data,
+  // as opposed to side computations derived only from integer/bool values
+  // (shapes, positions, masks) and constants. Dominators are computed over
+  // these, so a causal mask read by every layer does not hide the per-layer
+  // cut points (docs/MATCHING.md, "Main flow"). Falls back to
+  // input_dependent when no node qualifies.
+  std::vector<bool> main_flow;
+  // Hash of each op node's name (e.g. "aten::addmm"), for tie-breaking between
+  // equally long cut chains in favour of pairing like with like.
+  std::vector<uint64_t> op_name_hash;
 
   int32_t op_count() const { return static_cast<int32_t>(op_ids.size()); }
   int32_t source() const { return op_count(); }

@@ -3,6 +3,7 @@
 // thing between such tensors. Fingerprints are supplied by the caller.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -24,9 +25,13 @@ struct MatchOptions {
   int max_depth = 64;  // recursion guard
 };
 
-// Tiered candidate lookup: exact bucket on (element count, dtype class,
-// NaN/Inf counts) and a quantised (log rms, mean/rms) cell, probing the
-// neighbouring cells, then the full Equivalent() check. Never all-pairs.
+// Tiered candidate lookup: an exact key on (element count, dtype class,
+// NaN/Inf counts) plus tolerant cells over four statistics that Equivalent()
+// bounds (log rms, mean/rms, skewness, kurtosis; the last two are full-pass
+// statistics, exact even when quantiles are sampled, keyed per band of
+// rms/std because their tolerance scales with it).
+// A query probes only the cells its tolerance interval overlaps (1-2 per
+// statistic), then runs the full Equivalent() check. Never all-pairs.
 class TensorIndex {
  public:
   explicit TensorIndex(double epsilon);
@@ -36,16 +41,17 @@ class TensorIndex {
   void Find(const Fingerprint& fp, size_t limit, std::vector<int64_t>* out) const;
   int64_t comparisons() const { return comparisons_; }
 
+  static constexpr int kDims = 4;                 // tolerant statistics
+  using Cell = std::array<int64_t, kDims + 1>;   // spread band, then one cell per statistic
+
  private:
   struct Entry {
     const Fingerprint* fp;
     int64_t payload;
   };
-  uint64_t BucketKey(const Fingerprint& fp, int64_t log_cell, int64_t mean_cell) const;
-  void Cells(const Fingerprint& fp, int64_t* log_cell, int64_t* mean_cell) const;
+  uint64_t BucketKey(const Fingerprint& fp, const Cell& cell) const;
 
   double epsilon_;
-  double cell_width_;
   std::unordered_map<uint64_t, std::vector<Entry>> buckets_;
   mutable int64_t comparisons_ = 0;
 };

@@ -1,11 +1,13 @@
 // magneton match a.mtrace b.mtrace: which regions of two runs compute the same
 // thing (method.md section 5), side by side with op names and module scopes.
-#include <fmt/format.h>
-
+// Several model inputs: a1.mtrace,a2.mtrace b1.mtrace,b2.mtrace (one run per
+// input on each side, in the same order); a region pair is kept only if it
+// matched for every input. The regions shown are those of the first pair.
 #include <cstdio>
-#include <set>
+#include <memory>
 
 #include "cli/command.h"
+#include "cli/match_output.h"
 #include "magneton/fingerprint.h"
 #include "magneton/match.h"
 #include "magneton/trace_reader.h"
@@ -13,89 +15,82 @@
 namespace magneton::cli {
 namespace {
 
-// "aten::linear  GPT2Model/h.0/mlp" for one op.
-std::string OpLabel(const Trace& t, int64_t op_id) {
-  if (op_id < 0 || static_cast<size_t>(op_id) >= t.ops.size()) return "?";
-  const OpEvent& op = t.ops[op_id];
-  std::string scope = t.ScopePath(op.scope_id);
-  return scope.empty() ? t.str(op.name_id) : fmt::format("{}  [{}]", t.str(op.name_id), scope);
+std::vector<std::string> SplitCommas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t comma = s.find(',', start);
+    const size_t end = comma == std::string::npos ? s.size() : comma;
+    if (end > start) out.push_back(s.substr(start, end - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
 }
 
-std::string TensorLabel(const Trace& t, int64_t id) {
-  if (id < 0 || static_cast<size_t>(id) >= t.tensors.size()) return "?";
-  const TensorMeta& m = t.tensors[id];
-  std::string shape;
-  for (size_t i = 0; i < m.shape.size(); ++i) shape += (i ? "," : "") + std::to_string(m.shape[i]);
-  return fmt::format("t{} {}[{}]", id, m.dtype, shape);
+struct LoadedRun {
+  std::unique_ptr<Trace> trace;
+  std::unique_ptr<FingerprintMap> fingerprints;
+};
+
+StatusOr<LoadedRun> Load(const std::string& path) {
+  MAGNETON_ASSIGN_OR_RETURN(Trace trace, ReadTrace(path));
+  MAGNETON_ASSIGN_OR_RETURN(FingerprintMap fps, LoadFingerprints(path));
+  if (fps.empty()) {
+    return InvalidArgument(path + " has no tensor fingerprints; matching compares tensor values, so record it with "
+                                  "`magneton record --values ...`");
+  }
+  return LoadedRun{std::make_unique<Trace>(std::move(trace)), std::make_unique<FingerprintMap>(std::move(fps))};
 }
 
 class MatchCommand : public Command {
  public:
   CLI::App* Register(CLI::App& app) override {
     auto* sub = app.add_subcommand("match", "Find regions of two runs that compute the same thing");
-    sub->add_option("a", path_a_, "First trace (recorded with --values)")->required();
-    sub->add_option("b", path_b_, "Second trace (recorded with --values)")->required();
+    sub->add_option("a", path_a_, "First system's trace(s), recorded with --values; comma-separated, one per model input")
+        ->required();
+    sub->add_option("b", path_b_, "Second system's trace(s), same model inputs in the same order")->required();
     sub->add_option("--epsilon", epsilon_, "Tensor equivalence tolerance (relative to value scale)")
         ->default_val(1e-2)
         ->check(CLI::NonNegativeNumber);
     sub->add_flag("--leaf-ops", leaf_ops_, "Use innermost ops as graph nodes instead of top-level ops");
+    sub->add_flag("--json", json_, "Print the result as JSON (regions with op ids, names, scopes, boundary tensors)");
     return sub;
   }
 
   int Run() override {
-    auto a = ReadTrace(path_a_);
-    if (!a.ok()) return Fail(a.status().message());
-    auto b = ReadTrace(path_b_);
-    if (!b.ok()) return Fail(b.status().message());
-    auto fa = LoadFingerprints(path_a_);
-    if (!fa.ok()) return Fail(fa.status().message());
-    auto fb = LoadFingerprints(path_b_);
-    if (!fb.ok()) return Fail(fb.status().message());
-    for (const auto& [path, fps] : {std::pair{path_a_, &*fa}, std::pair{path_b_, &*fb}}) {
-      if (fps->empty()) {
-        return Fail(path + " has no tensor fingerprints; matching compares tensor values, so record it with "
-                           "`magneton record --values ...`");
-      }
+    const std::vector<std::string> paths_a = SplitCommas(path_a_), paths_b = SplitCommas(path_b_);
+    if (paths_a.empty() || paths_a.size() != paths_b.size()) {
+      return Fail("match: give the same number of traces on each side (one per model input), comma-separated");
+    }
+    std::vector<LoadedRun> runs_a, runs_b;
+    std::vector<TracePairInput> pairs;
+    for (size_t i = 0; i < paths_a.size(); ++i) {
+      auto ra = Load(paths_a[i]);
+      if (!ra.ok()) return Fail(ra.status().message());
+      auto rb = Load(paths_b[i]);
+      if (!rb.ok()) return Fail(rb.status().message());
+      runs_a.push_back(std::move(*ra));
+      runs_b.push_back(std::move(*rb));
+      pairs.push_back({runs_a.back().trace.get(), runs_a.back().fingerprints.get(), runs_b.back().trace.get(),
+                       runs_b.back().fingerprints.get()});
     }
     MatchOptions options;
     options.epsilon = epsilon_;
     options.graph.leaf_ops = leaf_ops_;
-    auto result = MatchTraces(*a, *fa, *b, *fb, options);
+    auto result = MatchAcrossInputs(pairs, options);
     if (!result.ok()) return Fail(result.status().message());
-    Print(*a, *b, *result);
+    const std::string out = json_ ? MatchJson(*pairs[0].a, *pairs[0].b, path_a_, path_b_, epsilon_, pairs.size(), *result)
+                                  : MatchText(*pairs[0].a, *pairs[0].b, path_a_, path_b_, epsilon_, pairs.size(), *result);
+    std::fputs(out.c_str(), stdout);
     return 0;
   }
 
  private:
-  void Print(const Trace& a, const Trace& b, const MatchResult& r) const {
-    std::printf("A: %s\nB: %s\nepsilon %g: %zu matched region pair(s), %zu/%zu ops unmatched\n\n", path_a_.c_str(),
-                path_b_.c_str(), epsilon_, r.regions.size(), r.unmatched_ops_a.size(), r.unmatched_ops_b.size());
-    const int width = 56;
-    for (size_t i = 0; i < r.regions.size(); ++i) {
-      const RegionPair& rp = r.regions[i];
-      std::string from = rp.starts_at_model_inputs ? "model inputs"
-                                                   : (rp.inputs.empty() ? "?"
-                                                                        : TensorLabel(a, rp.inputs[0].a) + " = " +
-                                                                              TensorLabel(b, rp.inputs[0].b));
-      std::string to = rp.outputs.empty() ? "?" : TensorLabel(a, rp.outputs[0].a) + " = " + TensorLabel(b, rp.outputs[0].b);
-      std::printf("region %zu  (%zu vs %zu ops)  from %s  to %s\n", i + 1, rp.ops_a.size(), rp.ops_b.size(),
-                  from.c_str(), to.c_str());
-      const size_t rows = std::max(rp.ops_a.size(), rp.ops_b.size());
-      for (size_t k = 0; k < rows; ++k) {
-        std::string left = k < rp.ops_a.size() ? OpLabel(a, rp.ops_a[k]) : "";
-        std::string right = k < rp.ops_b.size() ? OpLabel(b, rp.ops_b[k]) : "";
-        std::printf("  %-*s | %s\n", width, left.c_str(), right.c_str());
-      }
-      std::printf("\n");
-    }
-    if (!r.unmatched_ops_a.empty() || !r.unmatched_ops_b.empty()) {
-      std::printf("unmatched: %zu op(s) in A, %zu op(s) in B\n", r.unmatched_ops_a.size(), r.unmatched_ops_b.size());
-    }
-  }
-
   std::string path_a_, path_b_;
   double epsilon_ = 1e-2;
   bool leaf_ops_ = false;
+  bool json_ = false;
 };
 
 }  // namespace

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   commands.push_back(MakeExportCommand());
   commands.push_back(MakeDemoCommand());
   commands.push_back(MakeMatchCommand());
+  commands.push_back(MakeDiffCommand());
   commands.push_back(MakeReplayCommand());
   commands.push_back(MakeMetersCommand());
   std::vector<std::pair<CLI::App*, Command*>> registered;

@@ -2,6 +2,8 @@
 // gives a view or an in-place result its own tensor id with the right
 // producer, so identity through aliasing is resolved before we get here.
 #include <algorithm>
+#include <functional>
+#include <string>
 #include <tuple>
 
 #include "graph/tensor_origin.h"
@@ -158,6 +160,14 @@ StatusOr<DataflowGraph> BuildDataflowGraph(const Trace& trace, const GraphOption
       }
     }
     if (any) break;
+  }
+  graph_internal::ComputeMainFlow(trace, &g);
+  g.op_name_hash.resize(static_cast<size_t>(n));
+  for (int32_t v = 0; v < n; ++v) {
+    const int64_t name = trace.ops[node_ops[v]].name_id;
+    g.op_name_hash[v] = name >= 0 && static_cast<size_t>(name) < trace.strings.size()
+                            ? std::hash<std::string>{}(trace.strings[name])
+                            : 0;
   }
   return g;
 }

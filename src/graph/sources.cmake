@@ -2,5 +2,6 @@
 set(MAGNETON_GRAPH_SOURCES
   graph/dataflow_graph.cc
   graph/tensor_origin.cc
+  graph/main_flow.cc
   graph/dominators.cc
 )

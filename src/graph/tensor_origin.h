@@ -11,4 +11,7 @@ namespace magneton::graph_internal {
 // kParameter; see docs/MATCHING.md ("Graph") for the rules.
 void ClassifyUnproducedTensors(const Trace& trace, std::unordered_map<int64_t, TensorOrigin>* origin);
 
+// Fills graph->main_flow (needs input_dependent, edges and origin set).
+void ComputeMainFlow(const Trace& trace, DataflowGraph* graph);
+
 }  // namespace magneton::graph_internal

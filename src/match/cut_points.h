@@ -1,4 +1,4 @@
-// Choosing cut points: the longest chain of equivalent tensor pairs that is
+// Choosing cut points: the heaviest chain of equivalent tensor pairs that is
 // monotone along both dominator paths (internal to the match stage).
 #pragma once
 
@@ -12,9 +12,14 @@ struct CutCandidate {
   int32_t pos_b = 0;
   int64_t tensor_a = -1;
   int64_t tensor_b = -1;
+  // Why weights: a run of layout-only ops (view, transpose, reshape) yields
+  // many equivalent tensors, so chains of equal length abound; the weight
+  // prefers pairs of like ops and like shapes, which pairs them op for op.
+  int32_t weight = 1;
 };
 
-// Longest strictly increasing chain in both positions: O(k log k).
+// The chain strictly increasing in both positions with the largest total
+// weight (with unit weights: the longest). O(k log k) with a Fenwick tree.
 std::vector<CutCandidate> LongestMonotoneChain(std::vector<CutCandidate> candidates);
 
 }  // namespace magneton::match_internal

@@ -67,14 +67,15 @@ class Matcher {
   }
 
  private:
-  // Dominator path and segments of one side's level. Members that do not
-  // depend on a model input (weight preprocessing) take no part: they would
-  // hang off the entry and cut every path short.
+  // Dominator path and segments of one side's level. Only main-flow members
+  // take part: weight preprocessing would hang off the entry and cut every
+  // path short, and side inputs (masks, positions) read by every layer would
+  // join all layers and leave no per-layer dominator (graph.h, main_flow).
   Dominance ComputeDominance(Side& side, const Level& level) {
     const DataflowGraph& g = *side.graph;
     std::vector<int32_t> dom;  // local index - 1 -> node
     for (int32_t v : level.members) {
-      if (v != level.end_node && g.input_dependent[v]) {
+      if (v != level.end_node && g.main_flow[v]) {
         side.local[v] = static_cast<int32_t>(dom.size()) + 1;
         dom.push_back(v);
       }
@@ -127,26 +128,57 @@ class Matcher {
     return d;
   }
 
+  // Outputs of a node that carry its value onward: those read by another
+  // node (or the model outputs). A layer_norm's saved mean/rstd are results
+  // too, but a cut there would not separate anything; fall back to all
+  // outputs when nothing is read (a dead end).
+  static std::vector<int64_t> FlowOutputs(const DataflowGraph& g, int32_t v) {
+    std::vector<int64_t> out;
+    for (int32_t e : g.out_edges[v]) {
+      const int64_t t = g.edges[e].tensor_id;
+      if (t != kNoId && std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
+    }
+    if (out.empty()) out = g.outputs[v];
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  // Cut weight: like ops and like (non-trivial) dims pair first among chains
+  // of equal length, so layout-only runs pair op for op.
+  int32_t Weight(int32_t node_a, int32_t node_b, const Fingerprint& fa, const Fingerprint& fb) const {
+    int32_t w = 4;
+    if (a_.graph->op_name_hash[node_a] == b_.graph->op_name_hash[node_b]) w += 2;
+    if (fa.strong.present && fb.strong.present && fa.strong.dims == fb.strong.dims) w += 1;
+    return w;
+  }
+
   std::vector<CutCandidate> Candidates(const Dominance& da, const Dominance& db) {
     TensorIndex index(options_.epsilon);
-    std::vector<std::pair<int32_t, int64_t>> b_entries;  // (pos_b, tensor)
+    struct BEntry {
+      int32_t pos;
+      int64_t tensor;
+      const Fingerprint* fp;
+    };
+    std::vector<BEntry> b_entries;
     for (size_t j = 0; j < db.path.size(); ++j) {
-      for (int64_t t : b_.graph->outputs[db.path[j]]) {
+      for (int64_t t : FlowOutputs(*b_.graph, db.path[j])) {
         auto it = b_.fingerprints->find(t);
         if (it == b_.fingerprints->end()) continue;
         index.Add(&it->second, static_cast<int64_t>(b_entries.size()));
-        b_entries.emplace_back(static_cast<int32_t>(j + 1), t);
+        b_entries.push_back({static_cast<int32_t>(j + 1), t, &it->second});
       }
     }
     std::vector<CutCandidate> out;
     std::vector<int64_t> hits;
     for (size_t i = 0; i < da.path.size(); ++i) {
-      for (int64_t t : a_.graph->outputs[da.path[i]]) {
+      for (int64_t t : FlowOutputs(*a_.graph, da.path[i])) {
         auto it = a_.fingerprints->find(t);
         if (it == a_.fingerprints->end()) continue;
         index.Find(it->second, static_cast<size_t>(options_.max_candidates_per_tensor), &hits);
         for (int64_t h : hits) {
-          out.push_back({static_cast<int32_t>(i + 1), b_entries[h].first, t, b_entries[h].second});
+          const BEntry& be = b_entries[h];
+          out.push_back({static_cast<int32_t>(i + 1), be.pos, t, be.tensor,
+                         Weight(da.path[i], db.path[be.pos - 1], it->second, *be.fp)});
         }
       }
     }

@@ -1,3 +1,7 @@
+// TensorIndex: tolerant hashing of fingerprints. Each statistic x gets cells
+// of width 4d, where d bounds how far x can move between two fingerprints
+// that Equivalent() accepts; a query probes the cells [x-d, x+d] overlaps,
+// so the partner is always found while unrelated tensors rarely share a cell.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -7,65 +11,152 @@
 namespace magneton {
 namespace {
 
+constexpr int64_t kWildcard = INT64_MIN / 2;  // statistic not keyed (not comparable)
+
 uint64_t Mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
   return h;
 }
 
-}  // namespace
+struct Coord {
+  double x = 0;
+  double move = 0;  // how far an equivalent partner's x can be, absolute
+  bool keyed = false;
+};
 
-// Equivalent() bounds |d mean| and |d std| by epsilon * rms, so log(rms) and
-// mean/rms move by at most ~2 epsilon between equivalent tensors: cells 4
-// epsilon wide plus the neighbouring cells always contain the partner.
-TensorIndex::TensorIndex(double epsilon) : epsilon_(epsilon), cell_width_(std::max(4.0 * epsilon, 1e-9)) {}
+// Equivalent() scales the skewness/kurtosis tolerances by amp = rms/std, so
+// tensors are split into bands amp in [2^b, 2^(b+1)) and each band keys the
+// shape statistics with cells sized for its largest amp. Past the point where
+// the tolerance swamps the statistic (mean-dominated tensors) it is not keyed.
+struct Band {
+  int64_t id = kWildcard;
+  double amp_max = 0;
+};
 
-void TensorIndex::Cells(const Fingerprint& fp, int64_t* log_cell, int64_t* mean_cell) const {
-  const double rms = fp.invariant.rms();
-  if (!(rms > 0) || !std::isfinite(rms)) {
-    *log_cell = INT64_MIN / 2;  // all zeros / no finite values: one cell
-    *mean_cell = 0;
-    return;
-  }
-  *log_cell = static_cast<int64_t>(std::floor(std::log(rms) / cell_width_));
-  *mean_cell = static_cast<int64_t>(std::floor(fp.invariant.mean / rms / cell_width_));
+Band BandOf(int64_t id) { return {id, std::ldexp(1.0, static_cast<int>(id) + 1) * 1.1}; }
+
+// Movement bounds, from CompareFingerprints (scale = the larger rms):
+//  log rms:  |d rms| <= sqrt(2) eps rms      -> 1.5 eps
+//  mean/rms: eps (1 + sqrt 2)                -> 2.5 eps
+//  g = sign(s) log1p|s|: 3 eps amp (1+|s|)/(1+|s'|) -> 3 eps A / (1 - 3 eps A)
+//  log kurtosis: 4 eps amp (1+k)/k' <= 8 eps A / (1 - 8 eps A)
+void Coords(const Fingerprint& fp, double eps, const Band& band, std::array<Coord, TensorIndex::kDims>* c) {
+  const LayoutInvariantPart& p = fp.invariant;
+  const double rms = p.rms();
+  (*c)[0] = {std::log(rms), 1.5 * eps, true};
+  (*c)[1] = {p.mean / rms, 2.5 * eps, true};
+  const double s = std::isfinite(p.skewness) ? p.skewness : 0.0;
+  const double k = std::isfinite(p.kurtosis) ? std::max(p.kurtosis, 1.0) : 1.0;
+  const double ds = 3 * eps * band.amp_max, dk = 8 * eps * band.amp_max;
+  const bool keyed = band.id != kWildcard;
+  (*c)[2] = {std::copysign(std::log1p(std::fabs(s)), s), ds / std::max(1 - ds, 1e-9), keyed && ds <= 0.5};
+  (*c)[3] = {std::log(k), dk / std::max(1 - dk, 1e-9), keyed && dk <= 0.5};
 }
 
-uint64_t TensorIndex::BucketKey(const Fingerprint& fp, int64_t log_cell, int64_t mean_cell) const {
+bool Degenerate(const Fingerprint& fp) {
+  const double rms = fp.invariant.rms();
+  return !(rms > 0) || !std::isfinite(rms) || fp.invariant.finite_count() == 0;
+}
+
+double Amp(const Fingerprint& fp) {
+  const double sd = std::sqrt(std::max(fp.invariant.variance, 0.0));
+  return sd > 0 ? fp.invariant.rms() / sd : INFINITY;
+}
+
+// Bands worth keying: beyond amp ~ 1/(3 eps) neither statistic is keyed.
+int64_t BandId(double amp, double eps) {
+  if (!(amp < 1 / (3 * eps))) return kWildcard;
+  return static_cast<int64_t>(std::floor(std::log2(std::max(amp, 1.0))));
+}
+
+int64_t CellOf(double x, double width) { return static_cast<int64_t>(std::floor(x / width)); }
+
+}  // namespace
+
+TensorIndex::TensorIndex(double epsilon) : epsilon_(std::max(epsilon, 1e-9)) {}
+
+uint64_t TensorIndex::BucketKey(const Fingerprint& fp, const Cell& cell) const {
   const LayoutInvariantPart& p = fp.invariant;
   uint64_t h = std::hash<int64_t>{}(p.element_count);
   h = Mix(h, static_cast<uint64_t>(fp.dtype_class));
   h = Mix(h, static_cast<uint64_t>(p.nan_count));
   h = Mix(h, static_cast<uint64_t>(p.pos_inf_count) * 31 + static_cast<uint64_t>(p.neg_inf_count));
-  h = Mix(h, static_cast<uint64_t>(log_cell));
-  h = Mix(h, static_cast<uint64_t>(mean_cell));
+  for (int64_t c : cell) h = Mix(h, static_cast<uint64_t>(c));
   return h;
 }
 
 void TensorIndex::Add(const Fingerprint* fp, int64_t payload) {
-  int64_t lc, mc;
-  Cells(*fp, &lc, &mc);
-  buckets_[BucketKey(*fp, lc, mc)].push_back({fp, payload});
+  Cell cell;
+  cell.fill(kWildcard);
+  if (!Degenerate(*fp)) {
+    std::array<Coord, kDims> c;
+    const Band band = BandOf(BandId(Amp(*fp), epsilon_));
+    Coords(*fp, epsilon_, band, &c);
+    cell[0] = band.id;
+    for (int k = 0; k < kDims; ++k) cell[k + 1] = c[k].keyed ? CellOf(c[k].x, 4 * c[k].move) : kWildcard;
+  }
+  buckets_[BucketKey(*fp, cell)].push_back({fp, payload});
 }
 
 void TensorIndex::Find(const Fingerprint& fp, size_t limit, std::vector<int64_t>* out) const {
   out->clear();
-  int64_t lc, mc;
-  Cells(fp, &lc, &mc);
-  std::vector<std::pair<int64_t, int64_t>> found;  // (payload order key, payload)
-  for (int64_t dl = -1; dl <= 1; ++dl) {
-    for (int64_t dm = -1; dm <= 1; ++dm) {
-      if (lc == INT64_MIN / 2 && (dl != 0 || dm != 0)) continue;
-      auto it = buckets_.find(BucketKey(fp, lc + dl, mc + dm));
-      if (it == buckets_.end()) continue;
-      for (const Entry& e : it->second) {
-        if (found.size() >= limit) break;
-        ++comparisons_;
-        if (Equivalent(fp, *e.fp, epsilon_)) found.emplace_back(e.payload, e.payload);
+  // The bands a partner can be in, and per band and statistic the 1-2 cells
+  // the tolerance interval overlaps.
+  std::vector<Cell> probes;
+  if (Degenerate(fp)) {
+    Cell all;
+    all.fill(kWildcard);
+    probes.push_back(all);
+  } else {
+    // A partner's rms is within 1.5 eps rms and its std within eps rms, so
+    // its amp = rms/std lies in [amp_lo, amp_hi].
+    const double amp = Amp(fp);
+    const double shrink = 1 - 1.1 * epsilon_ * amp;
+    const double amp_lo = amp * (1 - 1.5 * epsilon_) / (1 + 1.1 * epsilon_ * amp);
+    const double amp_hi = shrink > 0 ? amp * (1 + 1.5 * epsilon_) / shrink : INFINITY;
+    std::vector<int64_t> bands;
+    const int64_t lo = BandId(amp_lo, epsilon_), hi = BandId(amp_hi, epsilon_);
+    if (lo != kWildcard) {
+      for (int64_t b = lo; b <= (hi == kWildcard ? BandId(1 / (3 * epsilon_) * 0.999, epsilon_) : hi); ++b) {
+        bands.push_back(b);
+      }
+    }
+    if (hi == kWildcard) bands.push_back(kWildcard);
+    for (int64_t b : bands) {
+      const Band band = b == kWildcard ? Band{} : BandOf(b);
+      std::array<Coord, kDims> c;
+      Coords(fp, epsilon_, band, &c);
+      std::array<std::pair<int64_t, int64_t>, kDims> range;
+      for (int k = 0; k < kDims; ++k) {
+        const double w = 4 * c[k].move;
+        range[k] = c[k].keyed ? std::pair{CellOf(c[k].x - c[k].move, w), CellOf(c[k].x + c[k].move, w)}
+                              : std::pair{kWildcard, kWildcard};
+      }
+      Cell cell;
+      cell[0] = b;
+      // Odometer over the (at most 2^4) cell combinations.
+      for (cell[1] = range[0].first; cell[1] <= range[0].second; ++cell[1]) {
+        for (cell[2] = range[1].first; cell[2] <= range[1].second; ++cell[2]) {
+          for (cell[3] = range[2].first; cell[3] <= range[2].second; ++cell[3]) {
+            for (cell[4] = range[3].first; cell[4] <= range[3].second; ++cell[4]) probes.push_back(cell);
+          }
+        }
       }
     }
   }
+  std::vector<int64_t> found;
+  for (const Cell& cell : probes) {
+    auto it = buckets_.find(BucketKey(fp, cell));
+    if (it == buckets_.end()) continue;
+    for (const Entry& e : it->second) {
+      if (found.size() >= limit) break;
+      ++comparisons_;
+      if (Equivalent(fp, *e.fp, epsilon_)) found.push_back(e.payload);
+    }
+  }
   std::sort(found.begin(), found.end());
-  for (const auto& f : found) out->push_back(f.second);
+  found.erase(std::unique(found.begin(), found.end()), found.end());
+  *out = std::move(found);
 }
 
 std::vector<TensorPair> FindEquivalentTensors(const FingerprintMap& a, const FingerprintMap& b, double epsilon,

@@ -1,0 +1,107 @@
+// Differential detection (method.md section 6): for every region pair that
+// matching found, energy and time on both sides, their ratio, and whether the
+// difference is waste (the cheaper side is not slower and computes the same
+// outputs), a trade-off, or equal. Energy outside every op and unmatched ops
+// are regions of their own; repeated regions are aggregated.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "magneton/energy_attribution.h"
+#include "magneton/fingerprint.h"
+#include "magneton/match.h"
+#include "magneton/status.h"
+#include "magneton/trace.h"
+
+namespace magneton::detect {
+
+enum class RegionKind { kMatched, kOutsideOps, kUnmatched };
+enum class Verdict { kWaste, kTradeOff, kEqual };
+const char* RegionKindName(RegionKind kind);  // "matched", "outside_ops", "unmatched"
+const char* VerdictName(Verdict verdict);     // "waste", "trade_off", "equal"
+const char* ProvenanceName(Provenance provenance);  // "measured", "estimated"
+// "1.23 mJ (estimated)": every energy figure a report prints carries its provenance.
+std::string FormatEnergy(double energy_uj, Provenance provenance);
+std::string FormatDuration(int64_t duration_ns);  // "12.3 ms"
+
+struct SideCost {
+  double energy_uj = 0;
+  int64_t time_ns = 0;
+};
+
+// One occurrence of a region (one layer, one decode step).
+struct RegionInstance {
+  std::vector<int64_t> ops_a;  // graph node ops (each stands for its subtree)
+  std::vector<int64_t> ops_b;
+  std::vector<TensorPair> outputs;  // the exit cut, empty for non-matched kinds
+  SideCost a, b;
+};
+
+struct Finding {
+  RegionKind kind = RegionKind::kMatched;
+  Verdict verdict = Verdict::kEqual;
+  std::vector<std::string> names_a;  // op-name sequence of one instance
+  std::vector<std::string> names_b;
+  std::vector<RegionInstance> instances;  // aggregated repeats, in trace order
+  SideCost a, b;                          // summed over instances
+  double energy_ratio = 1;  // a / b; +inf when b spent nothing
+  char wasteful_side = 0;   // 'A' or 'B' (the side spending more), 0 when equal energy
+  double saving_uj = 0;     // |a - b|: what the costlier side could save by doing what the other does
+  double share_of_total = 0;  // saving_uj / the costlier run's end-to-end energy
+  bool outputs_agree = false;
+  std::string outputs_note;  // why they do or do not agree
+};
+
+struct Options {
+  double tau = 0.10;           // relative energy difference that counts (method.md: 10%)
+  double max_slowdown = 0.01;  // the cheaper side may be at most this much slower to be waste
+  double output_epsilon = 1e-2;  // CompareFingerprints tolerance on region outputs
+  // Findings saving less than this share of the end-to-end energy are "equal":
+  // below it, estimated energy differences on tiny regions are timing noise.
+  double min_share = 0.0;
+  std::string domain;  // empty: the common domain with the most energy in A
+  MatchOptions match;
+};
+
+struct SideSummary {
+  double total_uj = 0;        // the domain's energy over the sample window
+  double unattributed_uj = 0;  // while no op ran
+  int64_t duration_ns = 0;    // the sample window
+  size_t op_count = 0;
+};
+
+struct DetectResult {
+  std::string domain;
+  Provenance provenance = Provenance::kEstimated;
+  Options options;
+  SideSummary a, b;
+  size_t matched_region_pairs = 0;
+  // Ranked: waste by saving_uj, then trade-offs by saving_uj, then equal.
+  std::vector<Finding> findings;
+};
+
+// The classification rule on one (aggregated) region.
+Verdict Classify(const SideCost& a, const SideCost& b, bool outputs_agree, const Options& options);
+
+// Energy and time of a set of graph-node ops: inclusive energy (the node's
+// whole subtree) and wall time, summed.
+SideCost CostOf(const Trace& trace, const energy::Attribution& attribution, const std::vector<int64_t>& node_ops);
+
+// Whether the exit-cut tensors hold the same values within `epsilon`.
+bool OutputsAgree(const std::vector<TensorPair>& outputs, const FingerprintMap& fa, const FingerprintMap& fb,
+                  double epsilon, std::string* note);
+
+// Detection on given attributions and match (the pipeline below, minus the
+// attribution and matching; for tests with scripted energy).
+StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa, const energy::Attribution& ea,
+                                       const Trace& b, const FingerprintMap& fb, const energy::Attribution& eb,
+                                       const MatchResult& match, const Options& options);
+
+// The whole stage: choose the domain, attribute energy on each side, match,
+// detect. Refuses two traces whose energy provenances differ.
+StatusOr<DetectResult> Detect(const Trace& a, const FingerprintMap& fa, const Trace& b, const FingerprintMap& fb,
+                              const Options& options);
+
+}  // namespace magneton::detect

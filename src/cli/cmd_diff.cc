@@ -1,0 +1,87 @@
+// magneton diff a.mtrace b.mtrace: where one run spends more energy than the
+// other for the same results, and why (method.md sections 6 and 7).
+#include <cstdio>
+#include <fstream>
+
+#include "cli/command.h"
+#include "magneton/detect.h"
+#include "magneton/diagnose.h"
+#include "magneton/fingerprint.h"
+#include "magneton/trace_reader.h"
+#include "report/diff_report.h"
+
+namespace magneton::cli {
+namespace {
+
+Status WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return InvalidArgument("cannot write " + path);
+  out << text;
+  out.close();
+  if (!out) return Internal("writing " + path + " failed");
+  return Status::Ok();
+}
+
+class DiffCommand : public Command {
+ public:
+  CLI::App* Register(CLI::App& app) override {
+    auto* sub = app.add_subcommand("diff", "Flag regions where one run wastes energy, and diagnose why");
+    sub->add_option("a", path_a_, "First trace (recorded with --values)")->required();
+    sub->add_option("b", path_b_, "Second trace (recorded with --values)")->required();
+    sub->add_option("--tau", options_.tau, "Relative energy difference that counts")
+        ->default_val(0.10)
+        ->check(CLI::NonNegativeNumber);
+    sub->add_option("--epsilon", options_.match.epsilon, "Tensor equivalence tolerance for matching")
+        ->default_val(1e-2)
+        ->check(CLI::NonNegativeNumber);
+    sub->add_option("--min-share", options_.min_share,
+                    "Ignore findings that save less than this share of the end-to-end energy")
+        ->default_val(0.0)
+        ->check(CLI::Range(0.0, 1.0));
+    sub->add_option("--domain", options_.domain, "Energy domain (default: the largest one both traces have)");
+    sub->add_option("--json", json_path_, "Also write the report as JSON (docs/REPORT_FORMAT.md)");
+    sub->add_option("--html", html_path_, "Also write a self-contained HTML report");
+    return sub;
+  }
+
+  int Run() override {
+    auto a = ReadTrace(path_a_);
+    if (!a.ok()) return Fail(a.status().message());
+    auto b = ReadTrace(path_b_);
+    if (!b.ok()) return Fail(b.status().message());
+    auto fa = LoadFingerprints(path_a_);
+    if (!fa.ok()) return Fail(fa.status().message());
+    auto fb = LoadFingerprints(path_b_);
+    if (!fb.ok()) return Fail(fb.status().message());
+    for (const auto& [path, fps] : {std::pair{path_a_, &*fa}, std::pair{path_b_, &*fb}}) {
+      if (fps->empty()) {
+        return Fail(path + " has no tensor fingerprints; diff compares tensor values, so record it with "
+                           "`magneton record --values ...`");
+      }
+    }
+    auto result = detect::Detect(*a, *fa, *b, *fb, options_);
+    if (!result.ok()) return Fail(result.status().message());
+    const std::vector<diagnose::Diagnosis> diagnoses = diagnose::Diagnose(*a, *b, *result);
+    report::DiffReportInput in{path_a_, path_b_, &*a, &*b, &*result, &diagnoses};
+    std::fputs(report::RenderDiffTerminal(in).c_str(), stdout);
+    if (!json_path_.empty()) {
+      Status st = WriteFile(json_path_, report::DiffToJson(in).dump(2) + "\n");
+      if (!st.ok()) return Fail(st.message());
+    }
+    if (!html_path_.empty()) {
+      Status st = WriteFile(html_path_, report::RenderDiffHtml(in));
+      if (!st.ok()) return Fail(st.message());
+    }
+    return 0;
+  }
+
+ private:
+  std::string path_a_, path_b_, json_path_, html_path_;
+  detect::Options options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> MakeDiffCommand() { return std::make_unique<DiffCommand>(); }
+
+}  // namespace magneton::cli

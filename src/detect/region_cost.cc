@@ -1,0 +1,44 @@
+// What one region costs on one side, and whether its outputs agree.
+#include <fmt/format.h>
+
+#include "magneton/detect.h"
+
+namespace magneton::detect {
+
+SideCost CostOf(const Trace& trace, const energy::Attribution& attribution, const std::vector<int64_t>& node_ops) {
+  SideCost cost;
+  for (int64_t id : node_ops) {
+    if (id < 0 || static_cast<size_t>(id) >= trace.ops.size()) continue;
+    // Graph nodes stand for their whole subtree, so inclusive energy is the
+    // sum of the exclusive energy of every op the node covers.
+    if (static_cast<size_t>(id) < attribution.ops.size()) cost.energy_uj += attribution.ops[id].inclusive_uj;
+    const OpEvent& op = trace.ops[id];
+    if (op.end_ns > op.start_ns) cost.time_ns += op.end_ns - op.start_ns;
+  }
+  return cost;
+}
+
+bool OutputsAgree(const std::vector<TensorPair>& outputs, const FingerprintMap& fa, const FingerprintMap& fb,
+                  double epsilon, std::string* note) {
+  if (outputs.empty()) {
+    *note = "no output tensors to compare";
+    return false;
+  }
+  for (const TensorPair& p : outputs) {
+    auto ia = fa.find(p.a);
+    auto ib = fb.find(p.b);
+    if (ia == fa.end() || ib == fb.end()) {
+      *note = fmt::format("no fingerprint for output t{} / t{}", p.a, p.b);
+      return false;
+    }
+    EquivalenceVerdict v = CompareFingerprints(ia->second, ib->second, epsilon);
+    if (!v.equivalent) {
+      *note = fmt::format("outputs t{} / t{} differ: {}", p.a, p.b, v.reason);
+      return false;
+    }
+  }
+  *note = fmt::format("{} output tensor(s) agree within {:g}", outputs.size(), epsilon);
+  return true;
+}
+
+}  // namespace magneton::detect

@@ -1,0 +1,246 @@
+// One diagnosis per flagged finding: sites, deviation point, candidates, and
+// the sentence that says what to change.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "magneton/diagnose.h"
+
+namespace magneton::diagnose {
+namespace {
+
+using detect::Finding;
+
+class PathCache {
+ public:
+  explicit PathCache(const Trace& t) : t_(t) {}
+  const std::vector<std::string>& Of(int64_t op_id) {
+    const int64_t path_id = t_.ops[op_id].call_path_id;
+    auto it = cache_.find(path_id);
+    if (it == cache_.end()) it = cache_.emplace(path_id, t_.CallPathFrames(path_id)).first;
+    return it->second;
+  }
+
+ private:
+  const Trace& t_;
+  std::unordered_map<int64_t, std::vector<std::string>> cache_;
+};
+
+bool ValidOp(const Trace& t, int64_t id) { return id >= 0 && static_cast<size_t>(id) < t.ops.size(); }
+
+std::vector<SourceSite> SitesOf(const Trace& t, PathCache& paths, const std::vector<int64_t>& ops, size_t max_sites) {
+  std::map<std::pair<std::string, std::string>, SourceSite> by_site;
+  std::vector<std::pair<std::string, std::string>> order;
+  for (int64_t id : ops) {
+    if (!ValidOp(t, id)) continue;
+    const auto& frames = paths.Of(id);
+    if (frames.empty()) continue;
+    std::string user;
+    for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
+      if (!IsLibraryFrame(ParseFrame(*it))) {
+        user = *it;
+        break;
+      }
+    }
+    auto key = std::make_pair(user, frames.back());
+    auto [it, inserted] = by_site.try_emplace(key);
+    if (inserted) order.push_back(key);
+    SourceSite& s = it->second;
+    s.user_frame = user;
+    s.library_frame = frames.back();
+    ++s.op_count;
+    const std::string& name = t.str(t.ops[id].name_id);
+    if (std::find(s.op_names.begin(), s.op_names.end(), name) == s.op_names.end()) s.op_names.push_back(name);
+  }
+  std::vector<SourceSite> out;
+  for (const auto& k : order) out.push_back(by_site[k]);
+  std::stable_sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.op_count > y.op_count; });
+  if (out.size() > max_sites) out.resize(max_sites);
+  return out;
+}
+
+// The ops of one side that the other side does not run (by name); all ops
+// when the two run the same names.
+std::vector<int64_t> DifferingOps(const Trace& t, const std::vector<int64_t>& ops,
+                                  const std::vector<std::string>& other_names) {
+  std::set<std::string> other(other_names.begin(), other_names.end());
+  std::vector<int64_t> out;
+  for (int64_t id : ops) {
+    if (ValidOp(t, id) && !other.count(t.str(t.ops[id].name_id))) out.push_back(id);
+  }
+  return out.empty() ? ops : out;
+}
+
+size_t CommonDepth(const std::vector<std::string>& x, const std::vector<std::string>& y) {
+  size_t i = 0;
+  while (i < x.size() && i < y.size() && x[i] == y[i]) ++i;
+  return i;
+}
+
+DeviationPoint Deviation(const Trace& costly, PathCache& costly_paths, const std::vector<int64_t>& differing,
+                         const Trace& cheap, PathCache& cheap_paths, std::vector<int64_t> cheap_ops, int window) {
+  DeviationPoint d;
+  // The costliest differing op (longest wall time) stands for the side.
+  int64_t rep = kNoId;
+  int64_t best_ns = -1;
+  for (int64_t id : differing) {
+    if (!ValidOp(costly, id) || costly.ops[id].call_path_id == kNoId) continue;
+    const int64_t ns = costly.ops[id].end_ns - costly.ops[id].start_ns;
+    if (ns > best_ns) best_ns = ns, rep = id;
+  }
+  if (rep == kNoId) return d;
+  // The cheaper side did this work elsewhere (or not at all): compare with
+  // its op whose path shares the most with the representative's.
+  if (cheap_ops.empty()) {
+    for (const OpEvent& op : cheap.ops) {
+      if (op.parent_id == kNoId) cheap_ops.push_back(op.id);
+    }
+  }
+  const auto& rep_path = costly_paths.Of(rep);
+  int64_t partner = kNoId;
+  size_t best_depth = 0;
+  for (int64_t id : cheap_ops) {
+    if (!ValidOp(cheap, id) || cheap.ops[id].call_path_id == kNoId) continue;
+    const size_t depth = CommonDepth(rep_path, cheap_paths.Of(id));
+    if (partner == kNoId || depth > best_depth) best_depth = depth, partner = id;
+  }
+  if (partner == kNoId) return d;
+  d = FindDeviationPoint(rep_path, cheap_paths.Of(partner));
+  d.op_a = costly.str(costly.ops[rep].name_id);
+  d.op_b = cheap.str(cheap.ops[partner].name_id);
+  if (d.found) {
+    FrameRef f = ParseFrame(d.frame_a);
+    ReadSourceWindow(f.file, f.line, window / 4, window / 8, &d.snippet);
+  }
+  return d;
+}
+
+std::string Joined(const std::vector<std::string>& names, size_t max_names) {
+  std::string out;
+  // Collapse runs of one name ("aten::add ×3") so long regions stay readable.
+  for (size_t i = 0, shown = 0; i < names.size(); ++shown) {
+    size_t j = i;
+    while (j < names.size() && names[j] == names[i]) ++j;
+    if (shown == max_names) {
+      out += ", …";
+      break;
+    }
+    if (!out.empty()) out += ", ";
+    out += names[i];
+    if (j - i > 1) out += fmt::format(" ×{}", j - i);
+    i = j;
+  }
+  return out.empty() ? "nothing" : out;
+}
+
+std::string Sentence(const Finding& f, const Diagnosis& d, const detect::DetectResult& r) {
+  const char costly = f.wasteful_side ? f.wasteful_side : 'A';
+  const char cheap = costly == 'A' ? 'B' : 'A';
+  std::string why_trade_off;
+  if (f.verdict == detect::Verdict::kTradeOff) {
+    why_trade_off = f.outputs_agree ? ", a trade-off: the cheaper side is slower" : ", a trade-off: " + f.outputs_note;
+  }
+  std::string s = fmt::format("{} spends {} more than {} here ({:.1f}% of {}'s total{}); ", costly,
+                              detect::FormatEnergy(f.saving_uj, r.provenance), cheap, 100 * f.share_of_total, costly,
+                              why_trade_off);
+  if (d.kind == Kind::kOutsideOps) {
+    s += fmt::format("this energy is spent while no operator runs (Python, framework overhead, waiting)");
+  } else if (d.kind == Kind::kDifferentOps) {
+    const auto& mine = costly == 'A' ? f.names_a : f.names_b;
+    const auto& theirs = costly == 'A' ? f.names_b : f.names_a;
+    // Name what only one side runs; the shared ops say nothing.
+    std::set<std::string> mine_set(mine.begin(), mine.end()), theirs_set(theirs.begin(), theirs.end());
+    std::vector<std::string> only_mine, only_theirs;
+    for (const auto& n : mine_set) if (!theirs_set.count(n)) only_mine.push_back(n);
+    for (const auto& n : theirs_set) if (!mine_set.count(n)) only_theirs.push_back(n);
+    if (only_mine.empty() && only_theirs.empty()) {
+      s += fmt::format("{} runs {} ops where {} runs {} of the same kinds", costly, mine.size(), cheap, theirs.size());
+    } else {
+      s += fmt::format("{} runs [{}] where {} runs [{}]", costly, Joined(only_mine, 4), cheap, Joined(only_theirs, 4));
+    }
+    if (!d.sites_costly.empty()) {
+      const SourceSite& site = d.sites_costly.front();
+      s += fmt::format(", issued at {}", site.user_frame.empty() ? site.library_frame : site.user_frame);
+    }
+  } else {
+    s += fmt::format("both run the same {} op(s) at different cost", f.names_a.size());
+  }
+  if (!d.candidates.empty()) {
+    const Candidate& c = d.candidates.front();
+    s += fmt::format(". Most likely cause: `{}` ({}: {}, {}: {}; {})", c.config.key, costly,
+                     costly == 'A' ? c.config.value_a : c.config.value_b, cheap,
+                     costly == 'A' ? c.config.value_b : c.config.value_a, c.config.source);
+    if (c.frame_distance == 0) {
+      s += fmt::format(", read where the call paths diverge ({})", d.deviation.frame_a);
+    } else if (c.frame_distance > 0) {
+      s += fmt::format(", read {} frame(s) above where the call paths diverge ({})", c.frame_distance,
+                       d.deviation.frame_a);
+    }
+    s += fmt::format(". Set it as {} does.", cheap);
+  } else if (d.deviation.found) {
+    s += fmt::format(". No recorded config entry differs; the call paths diverge at {}: check the branch there.",
+                     d.deviation.frame_a);
+  } else {
+    s += ". No recorded config entry differs.";
+  }
+  return s;
+}
+
+}  // namespace
+
+const char* KindName(Kind kind) {
+  switch (kind) {
+    case Kind::kDifferentOps: return "different_ops";
+    case Kind::kSameOpsDifferentCost: return "same_ops_different_cost";
+    case Kind::kOutsideOps: return "outside_ops";
+  }
+  return "?";
+}
+
+std::vector<Diagnosis> Diagnose(const Trace& a, const Trace& b, const detect::DetectResult& result,
+                                const Options& options) {
+  const std::vector<ConfigDifference> config_diff = DiffConfig(a, b);
+  PathCache paths_a(a), paths_b(b);
+  std::vector<Diagnosis> out;
+  for (size_t i = 0; i < result.findings.size(); ++i) {
+    const Finding& f = result.findings[i];
+    if (f.verdict == detect::Verdict::kEqual && !options.include_equal) continue;
+    Diagnosis d;
+    d.finding_index = i;
+    d.kind = f.kind == detect::RegionKind::kOutsideOps ? Kind::kOutsideOps
+             : f.names_a == f.names_b                 ? Kind::kSameOpsDifferentCost
+                                                      : Kind::kDifferentOps;
+    const bool a_costly = f.wasteful_side != 'B';
+    const Trace& costly = a_costly ? a : b;
+    const Trace& cheap = a_costly ? b : a;
+    PathCache& costly_paths = a_costly ? paths_a : paths_b;
+    PathCache& cheap_paths = a_costly ? paths_b : paths_a;
+    std::vector<int64_t> costly_ops, cheap_ops;
+    for (const auto& in : f.instances) {
+      const auto& mine = a_costly ? in.ops_a : in.ops_b;
+      const auto& theirs = a_costly ? in.ops_b : in.ops_a;
+      costly_ops.insert(costly_ops.end(), mine.begin(), mine.end());
+      cheap_ops.insert(cheap_ops.end(), theirs.begin(), theirs.end());
+    }
+    if (d.kind != Kind::kOutsideOps) {
+      const auto& other_names = a_costly ? f.names_b : f.names_a;
+      std::vector<int64_t> differing = DifferingOps(costly, costly_ops, other_names);
+      d.sites_costly = SitesOf(costly, costly_paths, differing, options.max_sites);
+      d.sites_efficient = SitesOf(cheap, cheap_paths, cheap_ops, options.max_sites);
+      d.deviation = Deviation(costly, costly_paths, differing, cheap, cheap_paths, cheap_ops, options.window_lines);
+      if (!a_costly) {  // report the deviation point as A / B, not costly / cheap
+        std::swap(d.deviation.frame_a, d.deviation.frame_b);
+        std::swap(d.deviation.op_a, d.deviation.op_b);
+      }
+    }
+    d.candidates = RankCandidates(config_diff, d.deviation, options.window_lines);
+    d.sentence = Sentence(f, d, result);
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+}  // namespace magneton::diagnose

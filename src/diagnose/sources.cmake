@@ -1,0 +1,9 @@
+# Diagnose stage: call paths, deviation point, config diff, candidates (method.md section 7).
+set(MAGNETON_DIAGNOSE_SOURCES
+  diagnose/frames.cc
+  diagnose/config_diff.cc
+  diagnose/source_window.cc
+  diagnose/deviation_point.cc
+  diagnose/candidates.cc
+  diagnose/diagnose.cc
+)

@@ -1,0 +1,158 @@
+// Self-contained HTML report: inline CSS, no scripts, no network. Every
+// string that comes from a trace (op names, file names, config values) is
+// escaped, because traces are data from someone else's program.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "report/diff_report.h"
+
+namespace magneton::report {
+namespace {
+
+using detect::Finding;
+
+std::string Esc(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+constexpr const char* kStyle = R"css(
+body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d1d1f;max-width:1200px}
+h1{font-size:20px}h2{font-size:16px;margin-top:28px}
+table{border-collapse:collapse;width:100%}td,th{padding:4px 8px;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
+th{background:#f4f4f6}.num{text-align:right;font-variant-numeric:tabular-nums}
+.waste{color:#b3261e;font-weight:600}.trade_off{color:#8a5a00;font-weight:600}.equal{color:#666}
+.prov{display:inline-block;padding:1px 6px;border-radius:4px;background:#fff3cd;font-size:12px}
+.measured{background:#d1f0d8}
+.bar{height:12px;background:#4a78c2;display:inline-block;vertical-align:middle}.bar.b{background:#c2704a}
+.finding{border:1px solid #ddd;border-radius:6px;padding:12px;margin:12px 0}
+.sentence{background:#f7f7fa;padding:8px;border-left:3px solid #4a78c2}
+.ops{display:grid;grid-template-columns:1fr 1fr;gap:8px;font:12px monospace}
+.ops div{white-space:pre-wrap;word-break:break-all;background:#fafafa;padding:6px}
+pre{background:#272822;color:#f8f8f2;padding:8px;overflow-x:auto;font-size:12px}
+.focus{background:#49483e;display:block}
+)css";
+
+std::string Bar(double uj, double max_uj, bool b_side) {
+  const double pct = max_uj > 0 ? std::clamp(100.0 * uj / max_uj, 0.0, 100.0) : 0.0;
+  return fmt::format("<span class=\"bar{}\" style=\"width:{:.1f}px\"></span>", b_side ? " b" : "", 1.6 * pct);
+}
+
+std::string OpsColumn(const std::vector<std::string>& names) {
+  std::string out;
+  const size_t shown = std::min<size_t>(names.size(), 60);
+  for (size_t i = 0; i < shown; ++i) out += Esc(names[i]) + "\n";
+  if (shown < names.size()) out += fmt::format("… {} more\n", names.size() - shown);
+  return out.empty() ? "(none)" : out;
+}
+
+std::string Snippet(const diagnose::SourceSnippet& s) {
+  if (s.lines.empty()) return "";
+  std::string out = "<pre>";
+  for (size_t i = 0; i < s.lines.size(); ++i) {
+    const int64_t n = s.first_line + static_cast<int64_t>(i);
+    std::string line = fmt::format("{:>5}  {}", n, Esc(s.lines[i]));
+    out += n == s.focus_line ? "<span class=\"focus\">" + line + "</span>" : line + "\n";
+  }
+  return out + "</pre>";
+}
+
+}  // namespace
+
+std::string RenderDiffHtml(const DiffReportInput& in) {
+  const detect::DetectResult& r = *in.result;
+  const Provenance p = r.provenance;
+  const std::string prov = fmt::format("<span class=\"prov{}\">{}</span>", p == Provenance::kMeasured ? " measured" : "",
+                                       detect::ProvenanceName(p));
+  auto energy = [&](double uj) { return Esc(detect::FormatEnergy(uj, p)); };
+  std::string h = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+                  "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
+                  "<title>magneton diff</title><style>";
+  h += kStyle;
+  h += "</style></head><body><h1>magneton diff</h1>";
+  h += fmt::format("<p>A: <code>{}</code> — {} ops, {}, {}<br>B: <code>{}</code> — {} ops, {}, {}</p>", Esc(in.path_a),
+                   r.a.op_count, energy(r.a.total_uj), detect::FormatDuration(r.a.duration_ns), Esc(in.path_b),
+                   r.b.op_count, energy(r.b.total_uj), detect::FormatDuration(r.b.duration_ns));
+  h += fmt::format("<p>Energy domain <code>{}</code>: {} {}. τ = {:g}; {} matched region pair(s); waste that could be "
+                   "saved: <b>{}</b>.</p>",
+                   Esc(r.domain), prov,
+                   p == Provenance::kMeasured ? "" : "(no hardware counter here: a model of CPU time, not measured joules)",
+                   r.options.tau, r.matched_region_pairs, energy(WasteSavingUj(r)));
+
+  double max_uj = 0;
+  for (const Finding& f : r.findings) max_uj = std::max({max_uj, f.a.energy_uj, f.b.energy_uj});
+  h += "<h2>Summary</h2><table><tr><th>#</th><th>verdict</th><th>region</th><th class=\"num\">reps</th>"
+       "<th>A energy</th><th>B energy</th><th class=\"num\">A/B</th><th>could save</th><th class=\"num\">share</th></tr>";
+  for (size_t i = 0; i < r.findings.size(); ++i) {
+    const Finding& f = r.findings[i];
+    std::string region = f.kind == detect::RegionKind::kMatched ? (f.names_a.empty() ? "?" : f.names_a.front())
+                                                                : detect::RegionKindName(f.kind);
+    h += fmt::format(
+        "<tr><td class=\"num\"><a href=\"#f{}\">{}</a></td><td class=\"{}\">{}</td><td><code>{}</code>{}</td>"
+        "<td class=\"num\">{}</td><td>{} {}</td><td>{} {}</td><td class=\"num\">{:.2f}</td><td>{}: {}</td>"
+        "<td class=\"num\">{:.1f}%</td></tr>",
+        i + 1, i + 1, detect::VerdictName(f.verdict), detect::VerdictName(f.verdict), Esc(region),
+        f.names_a.size() > 1 ? fmt::format(" … ({} ops)", f.names_a.size()) : "", f.instances.size(),
+        Bar(f.a.energy_uj, max_uj, false), energy(f.a.energy_uj), Bar(f.b.energy_uj, max_uj, true),
+        energy(f.b.energy_uj), f.energy_ratio, f.wasteful_side ? std::string(1, f.wasteful_side) : "-",
+        energy(f.saving_uj), 100 * f.share_of_total);
+  }
+  h += "</table><h2>Findings</h2>";
+  for (size_t i = 0; i < r.findings.size(); ++i) {
+    const Finding& f = r.findings[i];
+    const diagnose::Diagnosis* d = DiagnosisFor(in, i);
+    if (!d) continue;
+    h += fmt::format("<div class=\"finding\" id=\"f{}\"><b>#{}</b> <span class=\"{}\">{}</span> — {} ({} "
+                     "instance(s))<br>A: {} in {} · B: {} in {} · {}",
+                     i + 1, i + 1, detect::VerdictName(f.verdict), detect::VerdictName(f.verdict),
+                     Esc(diagnose::KindName(d->kind)), f.instances.size(), energy(f.a.energy_uj),
+                     detect::FormatDuration(f.a.time_ns), energy(f.b.energy_uj), detect::FormatDuration(f.b.time_ns),
+                     Esc(f.outputs_note));
+    h += "<p class=\"sentence\">" + Esc(d->sentence) + "</p>";
+    if (d->kind != diagnose::Kind::kOutsideOps) {
+      h += "<div class=\"ops\"><div><b>A</b>\n" + OpsColumn(f.names_a) + "</div><div><b>B</b>\n" +
+           OpsColumn(f.names_b) + "</div></div>";
+    }
+    if (!d->sites_costly.empty()) {
+      h += "<p>Issued at (costlier side):</p><ul>";
+      for (const auto& s : d->sites_costly) {
+        h += fmt::format("<li><code>{}</code> via <code>{}</code> — {} op(s)</li>", Esc(s.user_frame),
+                         Esc(s.library_frame), s.op_count);
+      }
+      h += "</ul>";
+    }
+    if (d->deviation.found) {
+      h += fmt::format("<p>Deviation point: A <code>{}</code> · B <code>{}</code></p>", Esc(d->deviation.frame_a),
+                       Esc(d->deviation.frame_b));
+      h += Snippet(d->deviation.snippet);
+    }
+    if (!d->candidates.empty()) {
+      h += "<table><tr><th>candidate</th><th>A</th><th>B</th><th>source</th><th>named in code</th></tr>";
+      for (size_t c = 0; c < d->candidates.size() && c < 8; ++c) {
+        const auto& cand = d->candidates[c];
+        h += fmt::format("<tr><td><code>{}</code></td><td><code>{}</code></td><td><code>{}</code></td><td>{}</td>"
+                         "<td><code>{}</code></td></tr>",
+                         Esc(cand.config.key), Esc(cand.config.value_a), Esc(cand.config.value_b),
+                         Esc(cand.config.source), Esc(cand.evidence));
+      }
+      h += "</table>";
+    }
+    h += "</div>";
+  }
+  h += "</body></html>\n";
+  return h;
+}
+
+}  // namespace magneton::report

@@ -1,0 +1,95 @@
+// JSON report, schema "magneton.diff/1" (docs/REPORT_FORMAT.md).
+#include <cmath>
+
+#include "report/diff_report.h"
+
+namespace magneton::report {
+namespace {
+
+using nlohmann::json;
+
+json Side(const std::string& path, const Trace& t, const detect::SideSummary& s) {
+  return {{"path", path},         {"label", t.meta.label},       {"total_uj", s.total_uj},
+          {"unattributed_uj", s.unattributed_uj}, {"duration_ns", s.duration_ns}, {"op_count", s.op_count}};
+}
+
+json Number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+json SourceSites(const std::vector<diagnose::SourceSite>& sites) {
+  json out = json::array();
+  for (const auto& s : sites) {
+    out.push_back({{"user_frame", s.user_frame}, {"library_frame", s.library_frame}, {"op_names", s.op_names},
+                   {"op_count", s.op_count}});
+  }
+  return out;
+}
+
+json DiagnosisJson(const diagnose::Diagnosis& d) {
+  json candidates = json::array();
+  for (const auto& c : d.candidates) {
+    candidates.push_back({{"key", c.config.key},
+                          {"name", c.name},
+                          {"value_a", c.config.value_a},
+                          {"value_b", c.config.value_b},
+                          {"source", c.config.source},
+                          {"frame_distance", c.frame_distance},
+                          {"evidence", c.evidence}});
+  }
+  json deviation = nullptr;
+  if (d.deviation.found) {
+    deviation = {{"frame_a", d.deviation.frame_a},
+                 {"frame_b", d.deviation.frame_b},
+                 {"op_a", d.deviation.op_a},
+                 {"op_b", d.deviation.op_b},
+                 {"common_path", d.deviation.common_path},
+                 {"snippet", {{"file", d.deviation.snippet.file},
+                              {"first_line", d.deviation.snippet.first_line},
+                              {"focus_line", d.deviation.snippet.focus_line},
+                              {"lines", d.deviation.snippet.lines}}}};
+  }
+  return {{"kind", diagnose::KindName(d.kind)},
+          {"sentence", d.sentence},
+          {"sites_costly", SourceSites(d.sites_costly)},
+          {"sites_efficient", SourceSites(d.sites_efficient)},
+          {"deviation_point", deviation},
+          {"candidates", candidates}};
+}
+
+}  // namespace
+
+json DiffToJson(const DiffReportInput& in) {
+  const detect::DetectResult& r = *in.result;
+  json findings = json::array();
+  for (size_t i = 0; i < r.findings.size(); ++i) {
+    const detect::Finding& f = r.findings[i];
+    const diagnose::Diagnosis* d = DiagnosisFor(in, i);
+    findings.push_back({{"rank", i + 1},
+                        {"kind", detect::RegionKindName(f.kind)},
+                        {"verdict", detect::VerdictName(f.verdict)},
+                        {"instances", f.instances.size()},
+                        {"a", {{"energy_uj", f.a.energy_uj}, {"time_ns", f.a.time_ns}, {"ops", f.names_a}}},
+                        {"b", {{"energy_uj", f.b.energy_uj}, {"time_ns", f.b.time_ns}, {"ops", f.names_b}}},
+                        {"energy_ratio", Number(f.energy_ratio)},
+                        {"costlier_side", f.wasteful_side ? std::string(1, f.wasteful_side) : std::string()},
+                        {"saving_uj", f.saving_uj},
+                        {"share_of_total", f.share_of_total},
+                        {"outputs_agree", f.outputs_agree},
+                        {"outputs_note", f.outputs_note},
+                        {"diagnosis", d ? DiagnosisJson(*d) : json(nullptr)}});
+  }
+  return {{"schema", "magneton.diff/1"},
+          {"energy", {{"domain", r.domain}, {"provenance", detect::ProvenanceName(r.provenance)}}},
+          {"options",
+           {{"tau", r.options.tau},
+            {"max_slowdown", r.options.max_slowdown},
+            {"output_epsilon", r.options.output_epsilon},
+            {"match_epsilon", r.options.match.epsilon},
+            {"min_share", r.options.min_share}}},
+          {"a", Side(in.path_a, *in.a, r.a)},
+          {"b", Side(in.path_b, *in.b, r.b)},
+          {"matched_region_pairs", r.matched_region_pairs},
+          {"waste_saving_uj", WasteSavingUj(r)},
+          {"findings", findings}};
+}
+
+}  // namespace magneton::report

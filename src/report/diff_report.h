@@ -1,0 +1,33 @@
+// The three renderings of a diff (terminal, JSON, HTML). All read the same
+// input; the JSON schema is docs/REPORT_FORMAT.md.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "magneton/detect.h"
+#include "magneton/diagnose.h"
+#include "magneton/trace.h"
+
+namespace magneton::report {
+
+struct DiffReportInput {
+  std::string path_a, path_b;  // as given on the command line
+  const Trace* a = nullptr;
+  const Trace* b = nullptr;
+  const detect::DetectResult* result = nullptr;
+  const std::vector<diagnose::Diagnosis>* diagnoses = nullptr;
+};
+
+// The diagnosis of findings[index], or null.
+const diagnose::Diagnosis* DiagnosisFor(const DiffReportInput& in, size_t index);
+// The end-to-end energy that waste findings could save, per costlier side.
+double WasteSavingUj(const detect::DetectResult& r);
+
+std::string RenderDiffTerminal(const DiffReportInput& in);
+nlohmann::json DiffToJson(const DiffReportInput& in);
+std::string RenderDiffHtml(const DiffReportInput& in);
+
+}  // namespace magneton::report

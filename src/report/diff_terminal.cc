@@ -1,0 +1,129 @@
+// Terminal report: a ranked table readable in five seconds, then each
+// flagged finding's diagnosis.
+#include <fmt/format.h>
+
+#include "report/diff_report.h"
+
+namespace magneton::report {
+namespace {
+
+using detect::Finding;
+
+std::string RegionTitle(const Finding& f) {
+  switch (f.kind) {
+    case detect::RegionKind::kOutsideOps: return "(outside every op)";
+    case detect::RegionKind::kUnmatched:
+      return fmt::format("(unmatched: {} op(s) only in A, {} only in B)", f.names_a.size(), f.names_b.size());
+    case detect::RegionKind::kMatched: break;
+  }
+  std::string first = f.names_a.empty() ? "?" : f.names_a.front();
+  return fmt::format("{}{} ({}|{} ops)", first, f.names_a.size() > 1 ? "…" : "", f.names_a.size(), f.names_b.size());
+}
+
+std::string Clip(std::string s, size_t width) {
+  if (s.size() <= width) return s;
+  return s.substr(0, width - 1) + "~";
+}
+
+}  // namespace
+
+const diagnose::Diagnosis* DiagnosisFor(const DiffReportInput& in, size_t index) {
+  if (!in.diagnoses) return nullptr;
+  for (const auto& d : *in.diagnoses) {
+    if (d.finding_index == index) return &d;
+  }
+  return nullptr;
+}
+
+double WasteSavingUj(const detect::DetectResult& r) {
+  double uj = 0;
+  for (const Finding& f : r.findings) {
+    if (f.verdict == detect::Verdict::kWaste) uj += f.saving_uj;
+  }
+  return uj;
+}
+
+std::string RenderDiffTerminal(const DiffReportInput& in) {
+  const detect::DetectResult& r = *in.result;
+  const Provenance p = r.provenance;
+  std::string out;
+  out += fmt::format("A: {}  ({} ops, {}, {})\n", in.path_a, r.a.op_count, detect::FormatEnergy(r.a.total_uj, p),
+                     detect::FormatDuration(r.a.duration_ns));
+  out += fmt::format("B: {}  ({} ops, {}, {})\n", in.path_b, r.b.op_count, detect::FormatEnergy(r.b.total_uj, p),
+                     detect::FormatDuration(r.b.duration_ns));
+  out += fmt::format("energy domain {}: {}{}\n", r.domain, p == Provenance::kMeasured ? "MEASURED" : "ESTIMATED",
+                     p == Provenance::kMeasured ? "" : " (no hardware counter; a model of CPU time, not joules measured)");
+  size_t waste = 0, trade = 0;
+  for (const Finding& f : r.findings) {
+    waste += f.verdict == detect::Verdict::kWaste;
+    trade += f.verdict == detect::Verdict::kTradeOff;
+  }
+  out += fmt::format("tau {:g}, {} matched region pair(s) -> {} finding(s): {} waste, {} trade-off; waste total {}\n\n",
+                     r.options.tau, r.matched_region_pairs, r.findings.size(), waste, trade,
+                     detect::FormatEnergy(WasteSavingUj(r), p));
+
+  out += fmt::format("{:>3}  {:<9}  {:<38}  {:>4}  {:>24}  {:>24}  {:>6}  {:>24}  {:>6}\n", "#", "verdict", "region",
+                     "reps", "A energy", "B energy", "A/B", "could save", "share");
+  // Ten rows fit on a screen; the rest are in --json / --html.
+  constexpr int kMaxRows = 10;
+  int rank = 0;
+  size_t equal_hidden = 0, flagged_hidden = 0;
+  for (const Finding& f : r.findings) {
+    if (f.verdict == detect::Verdict::kEqual) {
+      ++equal_hidden;
+      continue;
+    }
+    if (rank == kMaxRows) {
+      ++flagged_hidden;
+      continue;
+    }
+    out += fmt::format("{:>3}  {:<9}  {:<38}  {:>4}  {:>24}  {:>24}  {:>6.2f}  {:>24}  {:>5.1f}%\n", ++rank,
+                       detect::VerdictName(f.verdict), Clip(RegionTitle(f), 38), f.instances.size(),
+                       detect::FormatEnergy(f.a.energy_uj, p), detect::FormatEnergy(f.b.energy_uj, p), f.energy_ratio,
+                       std::string(1, f.wasteful_side ? f.wasteful_side : '-') + ": " +
+                           detect::FormatEnergy(f.saving_uj, p),
+                       100 * f.share_of_total);
+  }
+  if (rank == 0) out += "     no region differs by more than tau: nothing to fix\n";
+  if (flagged_hidden) out += fmt::format("     ({} smaller flagged region(s) not shown; see --json or --html)\n", flagged_hidden);
+  if (equal_hidden) out += fmt::format("     ({} region(s) equal within tau not shown; see --json)\n", equal_hidden);
+
+  rank = 0;
+  for (size_t i = 0; i < r.findings.size(); ++i) {
+    const Finding& f = r.findings[i];
+    if (f.verdict == detect::Verdict::kEqual) continue;
+    if (++rank > kMaxRows) break;
+    const diagnose::Diagnosis* d = DiagnosisFor(in, i);
+    out += fmt::format("\n[{}] {} — {}\n", rank, detect::VerdictName(f.verdict), RegionTitle(f));
+    out += fmt::format("    A: {} in {}    B: {} in {}    ({})\n", detect::FormatEnergy(f.a.energy_uj, p),
+                       detect::FormatDuration(f.a.time_ns), detect::FormatEnergy(f.b.energy_uj, p),
+                       detect::FormatDuration(f.b.time_ns), f.outputs_note);
+    if (!d) continue;
+    out += "    " + d->sentence + "\n";
+    // Side by side only where it fits; long regions are summarised in the sentence.
+    if (d->kind == diagnose::Kind::kDifferentOps && std::max(f.names_a.size(), f.names_b.size()) <= 24) {
+      const size_t rows = std::min<size_t>(12, std::max(f.names_a.size(), f.names_b.size()));
+      for (size_t k = 0; k < rows; ++k) {
+        out += fmt::format("      {:<40} | {}\n", k < f.names_a.size() ? Clip(f.names_a[k], 40) : "",
+                           k < f.names_b.size() ? f.names_b[k] : "");
+      }
+      if (rows < std::max(f.names_a.size(), f.names_b.size())) out += "      …\n";
+    }
+    for (const auto& s : d->sites_costly) {
+      out += fmt::format("    issued at {}{} ({} op(s))\n", s.user_frame.empty() ? "" : s.user_frame + " via ",
+                         s.library_frame, s.op_count);
+    }
+    if (d->deviation.found) {
+      out += fmt::format("    deviation point: A {}  |  B {}\n", d->deviation.frame_a, d->deviation.frame_b);
+    }
+    for (size_t c = 0; c < d->candidates.size() && c < 3; ++c) {
+      const auto& cand = d->candidates[c];
+      out += fmt::format("    candidate {}: {} = {} (A) / {} (B)  [{}]{}\n", c + 1, cand.config.key,
+                         cand.config.value_a, cand.config.value_b, cand.config.source,
+                         cand.evidence.empty() ? "" : "  named at " + cand.evidence);
+    }
+  }
+  return out;
+}
+
+}  // namespace magneton::report

@@ -1,0 +1,3 @@
+# Detect stage tests: classification, aggregation, special regions.
+magneton_test(detect_classify_unittest)
+magneton_test(detect_regions_unittest)

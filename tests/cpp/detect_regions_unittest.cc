@@ -1,0 +1,157 @@
+// DetectFromMatch on a hand-built trace pair, attribution and match: repeats
+// aggregate, energy outside ops and unmatched ops are regions, ranking.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "magneton/detect.h"
+#include "synthetic_trace.h"
+
+namespace magneton::detect {
+namespace {
+
+// A trace whose ops are `names` (all top-level, 1000 ns each, back to back)
+// and an attribution that charges op i energies_uj[i]; `idle_uj` outside ops.
+struct Side {
+  Trace trace;
+  energy::Attribution energy;
+};
+
+Side MakeSide(const std::vector<std::string>& names, const std::vector<double>& energies_uj, double idle_uj,
+              const std::vector<int64_t>& durations_ns = {}) {
+  Side s;
+  int64_t t = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    s.trace.strings.push_back(names[i]);
+    OpEvent op;
+    op.id = static_cast<int64_t>(i);
+    op.name_id = static_cast<int64_t>(i);
+    op.start_ns = t;
+    t += durations_ns.empty() ? 1000 : durations_ns[i];
+    op.end_ns = t;
+    s.trace.ops.push_back(op);
+    s.energy.ops.push_back({op.id, energies_uj[i], energies_uj[i], op.end_ns - op.start_ns});
+    s.energy.attributed_uj += energies_uj[i];
+  }
+  s.energy.domain = "cpu-estimate";
+  s.energy.window_end_ns = t + 500;  // 500 ns with no op
+  s.energy.unattributed_uj = idle_uj;
+  s.energy.total_uj = s.energy.attributed_uj + idle_uj;
+  return s;
+}
+
+Fingerprint Fp(float scale) {
+  std::vector<float> v(16);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = scale * static_cast<float>(i + 1);
+  return testing::FingerprintOf(v, {4, 4});
+}
+
+RegionPair Region(std::vector<int64_t> a, std::vector<int64_t> b, int64_t out_a, int64_t out_b) {
+  RegionPair r;
+  r.ops_a = std::move(a);
+  r.ops_b = std::move(b);
+  r.outputs.push_back({out_a, out_b});
+  return r;
+}
+
+class DetectRegions : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Two layers: A runs one fused op per layer, B two smaller ops; then relu.
+    a_ = MakeSide({"aten::linear", "aten::linear", "aten::relu", "aten::copy_"}, {300, 300, 100, 40}, 50);
+    b_ = MakeSide({"aten::mm", "aten::add", "aten::mm", "aten::add", "aten::relu"}, {80, 20, 80, 20, 104}, 50,
+                  {400, 100, 400, 100, 1000});
+    for (int64_t t = 0; t < 3; ++t) fa_[t] = fb_[t + 10] = Fp(static_cast<float>(t + 1));
+    match_.regions.push_back(Region({0}, {0, 1}, 0, 10));
+    match_.regions.push_back(Region({1}, {2, 3}, 1, 11));
+    match_.regions.push_back(Region({2}, {4}, 2, 12));
+    match_.unmatched_ops_a = {3};
+  }
+  Side a_, b_;
+  FingerprintMap fa_, fb_;
+  MatchResult match_;
+};
+
+TEST_F(DetectRegions, RepeatsAggregateAndRankBySaving) {
+  auto r = DetectFromMatch(a_.trace, fa_, a_.energy, b_.trace, fb_, b_.energy, match_, {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_FALSE(r->findings.empty());
+  const Finding& top = r->findings[0];
+  EXPECT_EQ(top.kind, RegionKind::kMatched);
+  EXPECT_EQ(top.verdict, Verdict::kWaste);
+  EXPECT_EQ(top.instances.size(), 2u);
+  EXPECT_DOUBLE_EQ(top.a.energy_uj, 600);
+  EXPECT_DOUBLE_EQ(top.b.energy_uj, 200);
+  EXPECT_EQ(top.a.time_ns, 2000);
+  EXPECT_EQ(top.b.time_ns, 1000);
+  EXPECT_EQ(top.wasteful_side, 'A');
+  EXPECT_DOUBLE_EQ(top.saving_uj, 400);
+  EXPECT_DOUBLE_EQ(top.energy_ratio, 3.0);
+  EXPECT_NEAR(top.share_of_total, 400.0 / 790.0, 1e-12);
+  EXPECT_EQ(top.names_b, (std::vector<std::string>{"aten::mm", "aten::add"}));
+}
+
+TEST_F(DetectRegions, WithinTauIsEqual) {
+  auto r = DetectFromMatch(a_.trace, fa_, a_.energy, b_.trace, fb_, b_.energy, match_, {});
+  ASSERT_TRUE(r.ok());
+  bool saw_relu = false;
+  for (const Finding& f : r->findings) {
+    if (f.kind == RegionKind::kMatched && f.names_a == std::vector<std::string>{"aten::relu"}) {
+      saw_relu = true;
+      EXPECT_EQ(f.verdict, Verdict::kEqual);  // 104 vs 100: 4% < tau
+    }
+  }
+  EXPECT_TRUE(saw_relu);
+}
+
+TEST_F(DetectRegions, OutsideOpsAndUnmatchedAreRegions) {
+  a_.energy.unattributed_uj = 500;  // A idles much more
+  auto r = DetectFromMatch(a_.trace, fa_, a_.energy, b_.trace, fb_, b_.energy, match_, {});
+  ASSERT_TRUE(r.ok());
+  const Finding* outside = nullptr;
+  const Finding* unmatched = nullptr;
+  for (const Finding& f : r->findings) {
+    if (f.kind == RegionKind::kOutsideOps) outside = &f;
+    if (f.kind == RegionKind::kUnmatched) unmatched = &f;
+  }
+  ASSERT_NE(outside, nullptr);
+  EXPECT_DOUBLE_EQ(outside->a.energy_uj, 500);
+  EXPECT_DOUBLE_EQ(outside->b.energy_uj, 50);
+  EXPECT_EQ(outside->verdict, Verdict::kWaste);
+  EXPECT_EQ(r->findings[0].kind, RegionKind::kOutsideOps);  // 450 µJ beats the 400 µJ region
+  ASSERT_NE(unmatched, nullptr);
+  EXPECT_EQ(unmatched->names_a, std::vector<std::string>{"aten::copy_"});
+  EXPECT_TRUE(unmatched->names_b.empty());
+  EXPECT_DOUBLE_EQ(unmatched->a.energy_uj, 40);
+  EXPECT_EQ(unmatched->verdict, Verdict::kWaste);  // only A does it, and every output still agrees
+}
+
+TEST_F(DetectRegions, DisagreeingRepeatMakesTradeOff) {
+  fb_[11] = Fp(-7);  // layer 2's outputs differ
+  auto r = DetectFromMatch(a_.trace, fa_, a_.energy, b_.trace, fb_, b_.energy, match_, {});
+  ASSERT_TRUE(r.ok());
+  for (const Finding& f : r->findings) {
+    if (f.kind == RegionKind::kMatched && f.instances.size() == 2) {
+      EXPECT_EQ(f.verdict, Verdict::kTradeOff);
+      EXPECT_FALSE(f.outputs_agree);
+      EXPECT_NE(f.outputs_note.find("differ"), std::string::npos);
+    }
+  }
+}
+
+TEST_F(DetectRegions, MinShareSilencesNoise) {
+  Options o;
+  o.min_share = 0.6;  // the 51% saving is below this floor
+  auto r = DetectFromMatch(a_.trace, fa_, a_.energy, b_.trace, fb_, b_.energy, match_, o);
+  ASSERT_TRUE(r.ok());
+  for (const Finding& f : r->findings) EXPECT_EQ(f.verdict, Verdict::kEqual);
+}
+
+TEST_F(DetectRegions, RefusesMixedProvenance) {
+  b_.energy.provenance = Provenance::kMeasured;
+  auto r = DetectFromMatch(a_.trace, fa_, a_.energy, b_.trace, fb_, b_.energy, match_, {});
+  EXPECT_FALSE(r.ok());
+}
+
+}  // namespace
+}  // namespace magneton::detect
