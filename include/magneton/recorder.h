@@ -25,6 +25,8 @@ struct TensorView {
   std::string_view dtype;
   std::string_view device;
   int64_t version = 0;
+  // False when writes do not bump `version` (torch inference-mode tensors).
+  bool version_tracked = true;
   // Address of element [0,...,0] when the values are readable from this
   // thread (host memory), else null: only then can --values fingerprint it.
   const void* host_data = nullptr;
@@ -83,7 +85,7 @@ class Recorder {
  private:
   struct State;
   Recorder(std::unique_ptr<TraceWriter> writer, uint64_t generation, bool record_values);
-  void FingerprintValue(int64_t tensor_id, const TensorView& t);
+  void FingerprintValue(int64_t tensor_id, const TensorView& t, const void* key_ptr);
   int64_t ResolveTensor(const TensorView& t, bool is_output, int64_t op_id);
   // Registers a new value; state mutex held. key_ptr: the private TensorKey.
   int64_t NewTensor(const TensorView& t, bool is_output, int64_t op_id, const void* key_ptr);

@@ -1,22 +1,50 @@
-// magneton demo: the main job on an embedded default. For now it records a
-// tiny random-init GPT-2 `generate` and prints the summary.
+// magneton demo: the main job on an embedded default. Records two real
+// configurations of a tiny random-init HF GPT-2 generate() — use_cache=False
+// (A) and use_cache=True (B), same weights and prompt — diffs them, prints
+// the findings and the saving, and writes the HTML and JSON reports.
 #include <cstdio>
 #include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
 
 #include "cli/command.h"
 #include "cli/record_child.h"
 #include "cli/subprocess.h"
+#include "magneton/energy_attribution.h"
 #include "magneton/trace_reader.h"
-#include "report/summary.h"
 
 namespace magneton::cli {
 namespace {
 
+struct RunEnergy {
+  double total_uj = 0;
+  std::string domain;
+  Provenance provenance = Provenance::kEstimated;
+  bool ok = false;
+};
+
+// The whole-run energy of the trace's first domain, for the closing line.
+RunEnergy TotalEnergy(const std::string& path) {
+  RunEnergy out;
+  auto trace = ReadTrace(path);
+  if (!trace.ok() || trace->energy_samples.empty()) return out;
+  out.domain = trace->energy_samples.front().domain;
+  auto a = energy::AttributeEnergy(*trace, out.domain);
+  if (!a.ok()) return out;
+  out.total_uj = a->total_uj;
+  out.provenance = a->provenance;
+  out.ok = true;
+  return out;
+}
+
 class DemoCommand : public Command {
  public:
   CLI::App* Register(CLI::App& app) override {
-    auto* sub = app.add_subcommand("demo", "Record a tiny random-init GPT-2 generate() and summarise it");
-    sub->add_option("-o,--output-dir", dir_, "Where to write the trace")->default_val("magneton-demo");
+    auto* sub = app.add_subcommand(
+        "demo", "Record GPT-2 generate() with use_cache=False and =True, diff them, and write the report");
+    sub->add_option("-o,--output-dir", dir_, "Where to write traces and reports")->default_val("magneton-demo");
+    sub->add_option("--new-tokens", new_tokens_, "Tokens to generate in each run")->default_val(24);
     return sub;
   }
 
@@ -24,23 +52,53 @@ class DemoCommand : public Command {
     std::error_code ec;
     std::filesystem::create_directories(dir_, ec);
     if (ec) return Fail("cannot create " + dir_ + ": " + ec.message());
-    RecordRequest req;
-    req.output = (std::filesystem::path(dir_) / "gpt2_generate.mtrace").string();
-    req.label = "gpt2-generate";
-    req.command = {FindPython(), "-m", "magneton.examples.gpt2_generate"};
-    std::fprintf(stderr, "magneton demo: recording %s\n", ShellQuote(req.command).c_str());
-    int code = RecordChild(req, /*verbose=*/true);
+    const std::filesystem::path dir(dir_);
+    const std::string a = (dir / "use_cache_false.mtrace").string();
+    const std::string b = (dir / "use_cache_true.mtrace").string();
+    const std::string script = "magneton.examples.gpt2_generate";
+    const std::vector<std::string> args = {"--layers", "2", "--prompt-tokens", "64", "--new-tokens",
+                                           std::to_string(new_tokens_)};
+
+    for (const auto& [path, label, no_cache] : {std::tuple{a, "use_cache=False", true},
+                                                 std::tuple{b, "use_cache=True", false}}) {
+      RecordRequest req;
+      req.output = path;
+      req.label = label;
+      req.values = true;
+      req.command = {FindPython(), "-m", script};
+      req.command.insert(req.command.end(), args.begin(), args.end());
+      if (no_cache) req.command.push_back("--no-cache");
+      std::fprintf(stderr, "magneton demo: recording %s\n", ShellQuote(req.command).c_str());
+      int code = RecordChild(req, /*verbose=*/true);
+      if (code != 0) return code;
+    }
+
+    const std::string html = (dir / "report.html").string();
+    const std::string json = (dir / "report.json").string();
+    std::error_code self_ec;
+    std::string self = std::filesystem::read_symlink("/proc/self/exe", self_ec).string();
+    if (self_ec) self = "magneton";
+    std::string error;
+    int code = RunChild({self, "diff", a, b, "--html", html, "--json", json, "--min-share", "0.01"}, {}, &error);
+    if (code < 0) return Fail(error);
     if (code != 0) return code;
-    auto trace = ReadTrace(req.output);
-    if (!trace.ok()) return Fail(trace.status().message());
-    std::fputs(FormatSummary(*trace, 10).c_str(), stdout);
-    std::printf("\ntrace: %s  (magneton show %s; magneton export --chrome %s -o trace.json)\n", req.output.c_str(),
-                req.output.c_str(), req.output.c_str());
+
+    RunEnergy ea = TotalEnergy(a), eb = TotalEnergy(b);
+    if (ea.ok && eb.ok && ea.provenance == eb.provenance && ea.total_uj > 0) {
+      const char* prov = ea.provenance == Provenance::kMeasured ? "measured" : "estimated";
+      std::printf(
+          "\nFlipping use_cache to True (run B) changed the whole run's energy from %.2f J to %.2f J (%s, %s): "
+          "%.2f J saved, %.1f%% of run A, measured by running both configurations.\n",
+          ea.total_uj / 1e6, eb.total_uj / 1e6, prov, ea.domain.c_str(), (ea.total_uj - eb.total_uj) / 1e6,
+          100.0 * (ea.total_uj - eb.total_uj) / ea.total_uj);
+    }
+    std::printf("reports: %s  %s\ntraces:  %s  %s\n", html.c_str(), json.c_str(), a.c_str(), b.c_str());
     return 0;
   }
 
  private:
   std::string dir_;
+  int new_tokens_ = 24;
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -113,6 +114,11 @@ struct Recorder::State {
   std::unordered_map<ScopeKey, int64_t, ScopeKeyHash> scopes;
   std::unordered_map<TensorKey, TensorEntry, TensorKeyHash> tensors;
   int64_t next_tensor_id = 0;
+  // --values: encoded fingerprints by exact key (storage, offset, layout,
+  // version). Views recreated every step (weight.t() in each forward) are
+  // then fingerprinted once, not once per step.
+  std::mutex fingerprint_mu;
+  std::unordered_map<TensorKey, std::shared_ptr<const std::string>, TensorKeyHash> fingerprints;
 };
 
 Recorder::Recorder(std::unique_ptr<TraceWriter> writer, uint64_t generation, bool record_values)
@@ -249,7 +255,7 @@ int64_t Recorder::ResolveTensor(const TensorView& t, bool is_output, int64_t op_
   }
   int64_t id = NewTensor(t, is_output, op_id, &key);
   lock.unlock();
-  if (record_values_ && t.host_data) FingerprintValue(id, t);
+  if (record_values_ && t.host_data) FingerprintValue(id, t, &key);
   return id;
 }
 
@@ -271,7 +277,18 @@ int64_t Recorder::NewTensor(const TensorView& t, bool is_output, int64_t op_id, 
   return id;
 }
 
-void Recorder::FingerprintValue(int64_t tensor_id, const TensorView& t) {
+void Recorder::FingerprintValue(int64_t tensor_id, const TensorView& t, const void* key_ptr) {
+  const TensorKey& key = *static_cast<const TensorKey*>(key_ptr);
+  // Reuse needs a version counter that moves on every write: inference-mode
+  // tensors have none, so their values may have changed under the same key.
+  if (t.version_tracked) {
+    std::lock_guard<std::mutex> lock(state_->fingerprint_mu);
+    auto it = state_->fingerprints.find(key);
+    if (it != state_->fingerprints.end()) {
+      writer_->AppendFingerprint(tensor_id, std::string(kFingerprintKind), *it->second);
+      return;
+    }
+  }
   // Computed here, on the thread that owns the value, while it is alive;
   // only the fingerprint travels, never the values.
   auto dtype = ParseDType(t.dtype);
@@ -283,7 +300,14 @@ void Recorder::FingerprintValue(int64_t tensor_id, const TensorView& t) {
   if (t.strides) buffer.strides.assign(t.strides, t.strides + t.ndim);
   auto fp = ComputeFingerprint(buffer);
   if (!fp.ok()) return;
-  writer_->AppendFingerprint(tensor_id, std::string(kFingerprintKind), EncodeFingerprint(*fp));
+  auto encoded = std::make_shared<const std::string>(EncodeFingerprint(*fp));
+  writer_->AppendFingerprint(tensor_id, std::string(kFingerprintKind), *encoded);
+  if (t.version_tracked) {
+    std::lock_guard<std::mutex> lock(state_->fingerprint_mu);
+    constexpr size_t kMaxCached = 200'000;  // bounded memory on long runs
+    if (state_->fingerprints.size() >= kMaxCached) state_->fingerprints.clear();
+    state_->fingerprints[key] = std::move(encoded);
+  }
 }
 
 void Recorder::AddInput(int32_t slot, const TensorView& tensor) {

@@ -102,7 +102,8 @@ void AddTensor(Recorder& rec, bool output, int32_t slot, const at::Tensor& t) {
   } else {
     v.storage_addr = reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl());
   }
-  v.version = t.is_inference() ? 0 : static_cast<int64_t>(t._version());
+  v.version_tracked = !t.is_inference();
+  v.version = v.version_tracked ? static_cast<int64_t>(t._version()) : 0;
   if (rec.record_values() && t.device().is_cpu() && t.layout() == c10::kStrided && t.has_storage() &&
       !t.is_nested() && t.storage().data() != nullptr) {
     v.host_data = t.data_ptr();

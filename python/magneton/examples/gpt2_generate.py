@@ -23,6 +23,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     model = build_model(n_layer=args.layers)
+    torch.set_num_threads(1)  # steadier per-op timing (and energy estimate) on small CPUs
     input_ids = torch.randint(0, model.config.vocab_size, (1, args.prompt_tokens),
                               generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
