@@ -20,6 +20,7 @@ struct RunMetadata {
   int64_t start_unix_ns = 0;       // wall clock, for humans
   int64_t start_monotonic_ns = 0;  // CLOCK_MONOTONIC, the clock of every event
   std::string host;
+  std::string cwd;  // working directory of the traced program (for re-runs)
   std::string engine = "pytorch";  // which recorder wrote the ops
   std::map<std::string, std::string> versions;  // framework -> version
 };

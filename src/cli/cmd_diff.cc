@@ -4,6 +4,8 @@
 #include <fstream>
 
 #include "cli/command.h"
+#include "cli/record_child.h"
+#include "magneton/counterfactual.h"
 #include "magneton/detect.h"
 #include "magneton/diagnose.h"
 #include "magneton/fingerprint.h"
@@ -41,6 +43,10 @@ class DiffCommand : public Command {
     sub->add_option("--domain", options_.domain, "Energy domain (default: the largest one both traces have)");
     sub->add_option("--json", json_path_, "Also write the report as JSON (docs/REPORT_FORMAT.md)");
     sub->add_option("--html", html_path_, "Also write a self-contained HTML report");
+    sub->add_flag("--confirm", confirm_,
+                  "Re-run the wasteful side with the top suspected variable set to the other side's value, "
+                  "and report the measured saving (or that the hypothesis failed)");
+    sub->add_option("--confirm-min-saving", confirm_min_saving_, "Relative saving that confirms")->default_val(0.05);
     return sub;
   }
 
@@ -72,11 +78,42 @@ class DiffCommand : public Command {
       Status st = WriteFile(html_path_, report::RenderDiffHtml(in));
       if (!st.ok()) return Fail(st.message());
     }
+    if (confirm_) return Confirm(*a, *b, *result, diagnoses);
+    return 0;
+  }
+
+  int Confirm(const Trace& a, const Trace& b, const detect::DetectResult& result,
+              const std::vector<diagnose::Diagnosis>& diagnoses) {
+    auto plan = diagnose::PlanCounterfactual(a, b, result, diagnoses);
+    if (!plan.ok()) {
+      std::printf("\n--confirm: nothing to re-run: %s\n", plan.status().message().c_str());
+      return 0;
+    }
+    const std::string& original = plan->rerun_side == 'A' ? path_a_ : path_b_;
+    RecordRequest req;
+    req.output = original + ".confirm.mtrace";
+    req.label = "confirm " + plan->variable.key + "=" + plan->new_value;
+    req.command = {"/bin/sh", "-c", plan->command_line};
+    req.cwd = plan->cwd;
+    for (const auto& [k, v] : plan->environment) req.extra_env[k] = v;
+    std::printf("\n--confirm: re-running %c (%s) with %s = %s\n", plan->rerun_side, plan->command_line.c_str(),
+                plan->variable.key.c_str(), plan->new_value.c_str());
+    std::fflush(stdout);
+    int code = RecordChild(req, /*verbose=*/true);
+    if (code != 0) return Fail("the re-run failed (exit code " + std::to_string(code) + "); nothing confirmed");
+    auto after = ReadTrace(req.output);
+    if (!after.ok()) return Fail(after.status().message());
+    auto outcome = diagnose::EvaluateCounterfactual(*plan, plan->rerun_side == 'A' ? a : b, *after,
+                                                    confirm_min_saving_);
+    if (!outcome.ok()) return Fail(outcome.status().message());
+    std::printf("%s\n(re-run trace: %s)\n", outcome->sentence.c_str(), req.output.c_str());
     return 0;
   }
 
  private:
   std::string path_a_, path_b_, json_path_, html_path_;
+  bool confirm_ = false;
+  double confirm_min_saving_ = 0.05;
   detect::Options options_;
 };
 

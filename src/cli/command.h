@@ -25,6 +25,7 @@ std::unique_ptr<Command> MakeMatchCommand();
 std::unique_ptr<Command> MakeDiffCommand();
 std::unique_ptr<Command> MakeReplayCommand();
 std::unique_ptr<Command> MakeMetersCommand();
+std::unique_ptr<Command> MakeEvalCommand();
 
 // Prints "magneton: <message>" to stderr; returns the exit code to use.
 int Fail(const std::string& message, int exit_code = 1);

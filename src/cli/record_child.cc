@@ -26,10 +26,11 @@ int RecordChild(const RecordRequest& req, bool verbose) {
       {"MAGNETON_COMMAND_LINE", ShellQuote(req.command)},
       {"MAGNETON_RECORD_VALUES", req.values ? "1" : "0"},
   };
+  for (const auto& [k, v] : req.extra_env) env[k] = v;
   const char* old_path = std::getenv("PYTHONPATH");
   env["PYTHONPATH"] = *bootstrap + (old_path && *old_path ? std::string(":") + old_path : std::string());
 
-  int code = RunChild(req.command, env, &error);
+  int code = RunChild(req.command, env, &error, req.cwd);
   if (code < 0) return Fail(error);
 
   if (!std::filesystem::exists(out, ec)) {

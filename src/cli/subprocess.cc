@@ -36,13 +36,17 @@ std::vector<char*> CArgs(std::vector<std::string>& v) {
 }  // namespace
 
 int RunChild(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra_env,
-             std::string* error) {
+             std::string* error, const std::string& cwd) {
   std::vector<std::string> args = argv;
   std::vector<std::string> env = MergedEnv(extra_env);
   auto cargs = CArgs(args);
   auto cenv = CArgs(env);
   pid_t pid = 0;
-  int rc = posix_spawnp(&pid, cargs[0], nullptr, nullptr, cargs.data(), cenv.data());
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
+  int rc = posix_spawnp(&pid, cargs[0], &actions, nullptr, cargs.data(), cenv.data());
+  posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) {
     if (error) *error = "cannot start '" + argv[0] + "': " + std::strerror(rc);
     return -1;

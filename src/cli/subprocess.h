@@ -11,7 +11,7 @@ namespace magneton::cli {
 // Runs argv with extra environment variables, waits, and returns its exit
 // code (128 + signal number if it was killed), or -1 if it could not start.
 int RunChild(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra_env,
-             std::string* error);
+             std::string* error, const std::string& cwd = "");
 
 // The Python interpreter to use for the demo: the one next to this
 // executable (a venv's bin), else python3 on PATH.

@@ -6,4 +6,5 @@ set(MAGNETON_DIAGNOSE_SOURCES
   diagnose/deviation_point.cc
   diagnose/candidates.cc
   diagnose/diagnose.cc
+  diagnose/counterfactual.cc
 )

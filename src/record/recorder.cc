@@ -139,6 +139,10 @@ Status Recorder::Start(const std::string& path, const RunMetadata& meta, Recorde
     clock_gettime(CLOCK_REALTIME, &ts);
     m.start_unix_ns = static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
   }
+  if (m.cwd.empty()) {
+    char cwd[4096] = {};
+    if (getcwd(cwd, sizeof(cwd) - 1)) m.cwd = cwd;
+  }
   if (m.host.empty()) {
     char host[256] = {};
     if (gethostname(host, sizeof(host) - 1) == 0) m.host = host;

@@ -74,6 +74,7 @@ Status LoadMeta(sqlite3* db, Trace* t) {
   t->meta.start_unix_ns = to_i64(kv["start_unix_ns"]);
   t->meta.start_monotonic_ns = to_i64(kv["start_monotonic_ns"]);
   t->meta.host = kv["host"];
+  t->meta.cwd = kv["cwd"];
   t->meta.engine = kv["engine"];
   for (const auto& [k, v] : kv) {
     if (k.rfind("version.", 0) == 0) t->meta.versions[k.substr(8)] = v;

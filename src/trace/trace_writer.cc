@@ -69,6 +69,7 @@ std::vector<std::pair<std::string, std::string>> MetaRows(const RunMetadata& met
       {"start_unix_ns", std::to_string(meta.start_unix_ns)},
       {"start_monotonic_ns", std::to_string(meta.start_monotonic_ns)},
       {"host", meta.host},
+      {"cwd", meta.cwd},
       {"engine", meta.engine},
   };
   for (const auto& [name, version] : meta.versions) rows.emplace_back("version." + name, version);

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from conftest import require, run_cli
+from conftest import TraceDB, require, run_cli
 
 require("torch")
 require("transformers")
@@ -100,3 +100,32 @@ def test_same_run_twice_has_no_waste(record):
     # The same settings still catch the real waste.
     report, text = diff(record("nocache", False, "sdpa"), a, "--tau", "0.5", "--min-share", "0.05")
     assert flagged(report), text
+
+
+def test_confirm_reruns_the_wasteful_side_with_the_cause_flipped(tmp_path):
+    """--confirm re-runs A's recorded command with use_cache set as in B and
+    reports the saving it measured (estimated here), or that it failed."""
+    script = tmp_path / "gen.py"
+    script.write_text(
+        "import sys, torch\n"
+        "from transformers import GPT2Config, GPT2LMHeadModel\n"
+        "torch.manual_seed(0)\n"
+        "m = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=500, n_positions=256,\n"
+        "                               bos_token_id=499, eos_token_id=499)).eval()\n"
+        "ids = torch.randint(0, 500, (1, 64), generator=torch.Generator().manual_seed(1))\n"
+        "with torch.no_grad():\n"
+        "    m.generate(ids, max_new_tokens=24, min_new_tokens=24, do_sample=False, pad_token_id=0,\n"
+        "               use_cache=sys.argv[1] == 'cache')\n")
+    a, b = str(tmp_path / "nocache.mtrace"), str(tmp_path / "cache.mtrace")
+    for out, mode in ((a, "nocache"), (b, "cache")):
+        r = run_cli("record", "--values", "-o", out, "--", sys.executable, str(script), mode)
+        assert r.returncode == 0, r.stderr
+    r = run_cli("diff", a, b, "--min-share", "0.01", "--confirm")
+    assert r.returncode == 0, r.stderr
+    assert "--confirm: re-running A" in r.stdout and "call.generate.use_cache = True" in r.stdout
+    rerun = a + ".confirm.mtrace"
+    cfg = TraceDB(rerun).config()
+    # The override took effect in the re-run: generate saw use_cache=True.
+    assert cfg["call.generate.use_cache"] == "True"
+    assert ("Confirmed:" in r.stdout) or ("Not confirmed:" in r.stdout)
+    assert "(estimated" in r.stdout

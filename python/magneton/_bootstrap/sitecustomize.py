@@ -39,7 +39,9 @@ def _start():
     import atexit
 
     import magneton
+    from magneton import overrides
 
+    overrides.activate()  # set only by `magneton diff --confirm` re-runs
     magneton.start(path, label=label, command_line=command_line, values=values)
     atexit.register(magneton.stop)
 

@@ -9,6 +9,7 @@ import sys
 
 from magneton import _core
 from magneton import config_snapshot
+from magneton import overrides
 
 
 def _load_hook():
@@ -104,6 +105,7 @@ class TorchRecorder:
         import torch
 
         self._hook = _load_hook()
+        overrides.active().apply_global_flags()  # --confirm re-runs only
         config_snapshot.record_torch_flags()
         for attr in ("_wrapped_call_impl", "_call_impl"):
             fn = getattr(torch.nn.Module, attr, None)
@@ -122,6 +124,7 @@ class TorchRecorder:
             name = type(module).__name__
             if id(module) not in self._roots_seen:
                 self._roots_seen.add(id(module))
+                overrides.active().apply_model_config(name, module)  # --confirm re-runs only
                 config_snapshot.record_model_config(name, module)
             return name
         # Through containers that are never called (ModuleList "h" -> "h.0").
@@ -141,6 +144,7 @@ class TorchRecorder:
         self._orig_generate = original
 
         def generate(model, *args, **kwargs):
+            kwargs = overrides.active().apply_call_args("generate", kwargs)  # --confirm re-runs only
             if _core.is_recording():
                 config_snapshot.record_call_args("generate", kwargs)
             return original(model, *args, **kwargs)

@@ -1,0 +1,47 @@
+// The counterfactual experiment behind `magneton diff --confirm`: re-run the
+// wasteful side with the suspected variable set to the efficient side's
+// value, and compare the energy of the two runs of that side.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "magneton/detect.h"
+#include "magneton/diagnose.h"
+#include "magneton/status.h"
+#include "magneton/trace.h"
+
+namespace magneton::diagnose {
+
+struct Counterfactual {
+  size_t finding_index = 0;
+  char rerun_side = 'A';       // the wasteful side, re-run with the override
+  ConfigDifference variable;   // key, value on each side, source
+  std::string new_value;       // the efficient side's value
+  std::string command_line;    // the wasteful run's recorded command line
+  std::string cwd;             // its working directory ("" if not recorded)
+  // Passed to the re-run: MAGNETON_OVERRIDES (JSON), plus the variable itself
+  // for an environment variable.
+  std::vector<std::pair<std::string, std::string>> environment;
+};
+
+// The experiment for the top-ranked waste finding's top candidate. Fails
+// with a reason when there is no waste, no candidate, or no command line.
+StatusOr<Counterfactual> PlanCounterfactual(const Trace& a, const Trace& b, const detect::DetectResult& result,
+                                            const std::vector<Diagnosis>& diagnoses);
+
+struct CounterfactualOutcome {
+  double before_uj = 0;  // the wasteful run as recorded
+  double after_uj = 0;   // the re-run with the override
+  Provenance provenance = Provenance::kEstimated;
+  std::string domain;
+  bool confirmed = false;  // the re-run saves more than the threshold
+  std::string sentence;
+};
+
+// Whole-run energy of both runs of the wasteful side; confirmed when the
+// re-run uses at least `min_saving` (relative) less.
+StatusOr<CounterfactualOutcome> EvaluateCounterfactual(const Counterfactual& plan, const Trace& before,
+                                                       const Trace& after, double min_saving);
+
+}  // namespace magneton::diagnose

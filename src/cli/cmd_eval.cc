@@ -1,0 +1,205 @@
+// magneton eval cases/: record every known case, diff it over an (epsilon,
+// tau) sweep, score it against expected.json, write docs/EVALUATION.md.
+#include <fcntl.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "cli/command.h"
+#include "cli/record_child.h"
+#include "cli/subprocess.h"
+#include "magneton/eval.h"
+
+namespace magneton::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+Status WriteFile(const std::string& path, const std::string& text) {
+  std::error_code ec;
+  if (fs::path(path).has_parent_path()) fs::create_directories(fs::path(path).parent_path(), ec);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return InvalidArgument("cannot write " + path);
+  out << text;
+  out.close();
+  if (!out) return Internal("writing " + path + " failed");
+  return Status::Ok();
+}
+
+std::string Tail(const std::string& path, size_t max_chars) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  if (s.size() > max_chars) s = "..." + s.substr(s.size() - max_chars);
+  return s;
+}
+
+// The command line as typed (from /proc/self/cmdline), "magneton eval ..."
+// when that is unavailable.
+std::string CommandLine(const std::string& fallback) {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> argv;
+  std::string arg;
+  while (std::getline(in, arg, '\0')) argv.push_back(arg);
+  if (argv.empty()) return fallback;
+  argv[0] = "magneton";
+  return ShellQuote(argv);
+}
+
+std::string NowUtc() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
+
+std::string Machine() {
+  utsname u{};
+  std::string s = uname(&u) == 0 ? std::string(u.sysname) + " " + u.release + " " + u.machine : "unknown";
+  return s + ", " + std::to_string(std::thread::hardware_concurrency()) + " CPU threads";
+}
+
+// Records one script with tensor values; its output goes to <trace>.log.
+Status RecordScript(const std::string& script, const std::string& trace, bool verbose) {
+  RecordRequest req;
+  req.output = trace;
+  req.label = fs::path(script).parent_path().filename().string() + "/" + fs::path(script).filename().string();
+  req.command = {FindPython(), script};
+  req.values = true;
+  const std::string log = trace + ".log";
+  int code;
+  if (verbose) {
+    code = RecordChild(req, /*verbose=*/true);
+  } else {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return Internal("cannot write " + log);
+    const int saved_out = ::dup(1), saved_err = ::dup(2);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::close(fd);
+    code = RecordChild(req, /*verbose=*/true);
+    std::fflush(stdout);
+    std::fflush(stderr);
+    ::dup2(saved_out, 1);
+    ::dup2(saved_err, 2);
+    ::close(saved_out);
+    ::close(saved_err);
+  }
+  if (code != 0) {
+    return Internal("recording " + script + " failed (exit " + std::to_string(code) + ")" +
+                    (verbose ? std::string() : "; " + log + " ends with: " + Tail(log, 600)));
+  }
+  return Status::Ok();
+}
+
+class EvalCommand : public Command {
+ public:
+  CLI::App* Register(CLI::App& app) override {
+    auto* sub = app.add_subcommand("eval", "Run the known-case suite end to end and score detection and diagnosis");
+    sub->add_option("cases", cases_dir_, "Folder of case folders (each with a.py, b.py, expected.json)")->required();
+    sub->add_option("--case", case_ids_, "Only these case ids (repeatable or comma-separated)")->delimiter(',');
+    sub->add_flag("--quick", quick_,
+                  "Only the CI subset (hf-34570, topk-sort, identical, pytorch-141822; a few minutes on 2 cores)");
+    sub->add_option("--work-dir", work_dir_, "Where recordings go (default: build/eval-runs next to the cases folder)");
+    sub->add_flag("--reuse", reuse_, "Reuse recordings newer than their scripts instead of recording again");
+    sub->add_option("--epsilons", sweep_.epsilons, "Tensor tolerances to sweep")->delimiter(',');
+    sub->add_option("--taus", sweep_.taus, "Energy thresholds to sweep")->delimiter(',');
+    sub->add_option("--min-share", sweep_.min_share, "Noise floor: findings saving less than this share are equal")
+        ->default_val(0.01)
+        ->check(CLI::Range(0.0, 1.0));
+    sub->add_option("--json", json_path_, "Also write the results as JSON (schema magneton.eval/1)");
+    sub->add_option("--markdown", markdown_path_,
+                    "Write the results page here (default: docs/EVALUATION.md next to the cases folder, for a full "
+                    "run only; a --case or --quick run writes it only when this is given)");
+    sub->add_flag("--verbose", verbose_, "Show the recorded programs' output instead of logging it");
+    return sub;
+  }
+
+  int Run() override {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto all = eval::FindCases(cases_dir_);
+    if (!all.ok()) return Fail(all.status().message());
+    if (all->empty()) return Fail("no case folders (a.py, b.py, expected.json) in " + cases_dir_);
+    std::set<std::string> want(case_ids_.begin(), case_ids_.end());
+    if (quick_) want.insert(eval::QuickCaseIds().begin(), eval::QuickCaseIds().end());
+    std::vector<eval::CaseDir> cases;
+    for (const auto& c : *all) {
+      if (want.empty() || want.count(c.id)) cases.push_back(c);
+    }
+    for (const std::string& id : want) {
+      bool found = false;
+      for (const auto& c : *all) found = found || c.id == id;
+      if (!found) return Fail("no case '" + id + "' in " + cases_dir_);
+    }
+    const bool full = want.empty();
+    // The folder holding the cases folder (the repository for cases/).
+    const fs::path base = fs::absolute(fs::path(cases_dir_) / "..").lexically_normal();
+
+    eval::RunOptions options;
+    options.work_dir = work_dir_.empty() ? (base / "build" / "eval-runs").string() : work_dir_;
+    options.reuse = reuse_;
+    options.sweep = sweep_;
+    if (!std::getenv("HF_HUB_OFFLINE")) setenv("HF_HUB_OFFLINE", "1", 0);  // the cases download nothing
+
+    std::fprintf(stderr, "magneton eval: %zu case(s), %zu x %zu (epsilon, tau) settings, recordings in %s\n",
+                 cases.size(), sweep_.epsilons.size(), sweep_.taus.size(), options.work_dir.c_str());
+    const bool verbose = verbose_;
+    eval::Report report;
+    report.command = CommandLine("magneton eval " + cases_dir_);
+    report.date = NowUtc();
+    report.machine = Machine();
+    report.options = sweep_;
+    report.cases = eval::RunSuite(
+        cases, options,
+        [verbose](const std::string& script, const std::string& trace) { return RecordScript(script, trace, verbose); },
+        [](const std::string& line) {
+          std::fprintf(stderr, "magneton eval %s\n", line.c_str());
+          std::fflush(stderr);
+        });
+    report.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+    std::fputs(eval::RenderTable(report).c_str(), stdout);
+    std::string markdown = markdown_path_;
+    if (markdown.empty() && full) markdown = (base / "docs" / "EVALUATION.md").string();
+    if (!markdown.empty()) {
+      Status st = WriteFile(markdown, eval::RenderMarkdown(report));
+      if (!st.ok()) return Fail(st.message());
+      std::fprintf(stderr, "magneton eval: wrote %s\n", markdown.c_str());
+    }
+    if (!json_path_.empty()) {
+      Status st = WriteFile(json_path_, eval::ToJson(report).dump(2) + "\n");
+      if (!st.ok()) return Fail(st.message());
+      std::fprintf(stderr, "magneton eval: wrote %s\n", json_path_.c_str());
+    }
+    int failed = 0;
+    for (const auto& c : report.cases) failed += !c.ok;
+    if (failed) return Fail(std::to_string(failed) + " case(s) could not be run; see above");
+    return 0;
+  }
+
+ private:
+  std::string cases_dir_, work_dir_, json_path_, markdown_path_;
+  std::vector<std::string> case_ids_;
+  bool quick_ = false, reuse_ = false, verbose_ = false;
+  eval::SweepOptions sweep_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> MakeEvalCommand() { return std::make_unique<EvalCommand>(); }
+
+}  // namespace magneton::cli

@@ -1,0 +1,73 @@
+#include "magneton/counterfactual.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "magneton/energy_attribution.h"
+
+namespace magneton::diagnose {
+
+StatusOr<Counterfactual> PlanCounterfactual(const Trace& a, const Trace& b, const detect::DetectResult& result,
+                                            const std::vector<Diagnosis>& diagnoses) {
+  for (const Diagnosis& d : diagnoses) {
+    if (d.finding_index >= result.findings.size()) continue;
+    const detect::Finding& f = result.findings[d.finding_index];
+    if (f.verdict != detect::Verdict::kWaste || d.candidates.empty()) continue;
+    Counterfactual plan;
+    plan.finding_index = d.finding_index;
+    plan.rerun_side = f.wasteful_side == 'B' ? 'B' : 'A';
+    plan.variable = d.candidates.front().config;
+    const bool rerun_a = plan.rerun_side == 'A';
+    plan.new_value = rerun_a ? plan.variable.value_b : plan.variable.value_a;
+    const Trace& wasteful = rerun_a ? a : b;
+    plan.command_line = wasteful.meta.command_line;
+    plan.cwd = wasteful.meta.cwd;
+    if (plan.command_line.empty()) return FailedPrecondition("the wasteful run recorded no command line to re-run");
+    if (plan.new_value == "<absent>") {
+      return FailedPrecondition("the efficient run has no value for " + plan.variable.key + " to set");
+    }
+    nlohmann::json overrides = nlohmann::json::array();
+    overrides.push_back({{"key", plan.variable.key}, {"value", plan.new_value}, {"source", plan.variable.source}});
+    plan.environment.emplace_back("MAGNETON_OVERRIDES", overrides.dump());
+    if (plan.variable.source == "env" && plan.variable.key.rfind("env.", 0) == 0) {
+      plan.environment.emplace_back(plan.variable.key.substr(4), plan.new_value);
+    }
+    return plan;
+  }
+  return NotFound("no waste finding with a candidate variable to flip");
+}
+
+StatusOr<CounterfactualOutcome> EvaluateCounterfactual(const Counterfactual& plan, const Trace& before,
+                                                       const Trace& after, double min_saving) {
+  if (before.energy_samples.empty() || after.energy_samples.empty()) {
+    return FailedPrecondition("a run has no energy samples (recorded with MAGNETON_ENERGY=0?)");
+  }
+  CounterfactualOutcome out;
+  out.domain = before.energy_samples.front().domain;
+  MAGNETON_ASSIGN_OR_RETURN(energy::Attribution eb, energy::AttributeEnergy(before, out.domain));
+  MAGNETON_ASSIGN_OR_RETURN(energy::Attribution ea, energy::AttributeEnergy(after, out.domain));
+  if (eb.provenance != ea.provenance) return FailedPrecondition("the two runs' energy has different provenance");
+  out.provenance = eb.provenance;
+  out.before_uj = eb.total_uj;
+  out.after_uj = ea.total_uj;
+  const char* prov = out.provenance == Provenance::kMeasured ? "measured" : "estimated";
+  double saved = out.before_uj - out.after_uj;
+  double share = out.before_uj > 0 ? saved / out.before_uj : 0;
+  out.confirmed = share >= min_saving;
+  std::string var = fmt::format("`{}` = {}", plan.variable.key, plan.new_value);
+  if (out.confirmed) {
+    out.sentence = fmt::format(
+        "Confirmed: re-running {} with {} used {:.2f} J instead of {:.2f} J ({}, {}): {:.2f} J saved, {:.1f}% of the run.",
+        plan.rerun_side, var, out.after_uj / 1e6, out.before_uj / 1e6, prov, out.domain, saved / 1e6, 100 * share);
+  } else {
+    out.sentence = fmt::format(
+        "Not confirmed: re-running {} with {} used {:.2f} J vs {:.2f} J ({}, {}): {:.1f}% change, below the "
+        "{:.0f}% needed; the cause is elsewhere or the override did not take effect.",
+        plan.rerun_side, var, out.after_uj / 1e6, out.before_uj / 1e6, prov, out.domain, 100 * share,
+        100 * min_saving);
+  }
+  return out;
+}
+
+}  // namespace magneton::diagnose
