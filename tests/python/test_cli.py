@@ -231,4 +231,5 @@ def test_sigkill_mid_run_leaves_a_readable_trace(tmp_path):
     r = run_cli("show", str(out))
     assert r.returncode == 0, r.stderr
     assert "aten::tanh" in r.stdout
-    assert TraceDB(out).count("aten::tanh") >= 50
+    # >= 100 committed ops before the kill; each loop iteration is matmul, mm, tanh.
+    assert TraceDB(out).count("aten::tanh") >= 30
