@@ -112,9 +112,9 @@ def test_confirm_reruns_the_wasteful_side_with_the_cause_flipped(tmp_path):
         "torch.manual_seed(0)\n"
         "m = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=500, n_positions=256,\n"
         "                               bos_token_id=499, eos_token_id=499)).eval()\n"
-        "ids = torch.randint(0, 500, (1, 64), generator=torch.Generator().manual_seed(1))\n"
+        "ids = torch.randint(0, 500, (1, 128), generator=torch.Generator().manual_seed(1))\n"
         "with torch.no_grad():\n"
-        "    m.generate(ids, max_new_tokens=24, min_new_tokens=24, do_sample=False, pad_token_id=0,\n"
+        "    m.generate(ids, max_new_tokens=32, min_new_tokens=32, do_sample=False, pad_token_id=0,\n"
         "               use_cache=sys.argv[1] == 'cache')\n")
     a, b = str(tmp_path / "nocache.mtrace"), str(tmp_path / "cache.mtrace")
     for out, mode in ((a, "nocache"), (b, "cache")):
