@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "cli/command.h"
+#include "cli/text_file.h"
 #include "cli/record_child.h"
 #include "magneton/counterfactual.h"
 #include "magneton/detect.h"
@@ -14,15 +15,6 @@
 
 namespace magneton::cli {
 namespace {
-
-Status WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return InvalidArgument("cannot write " + path);
-  out << text;
-  out.close();
-  if (!out) return Internal("writing " + path + " failed");
-  return Status::Ok();
-}
 
 class DiffCommand : public Command {
  public:
@@ -71,11 +63,11 @@ class DiffCommand : public Command {
     report::DiffReportInput in{path_a_, path_b_, &*a, &*b, &*result, &diagnoses};
     std::fputs(report::RenderDiffTerminal(in).c_str(), stdout);
     if (!json_path_.empty()) {
-      Status st = WriteFile(json_path_, report::DiffToJson(in).dump(2) + "\n");
+      Status st = WriteTextFile(json_path_, report::DiffToJson(in).dump(2) + "\n");
       if (!st.ok()) return Fail(st.message());
     }
     if (!html_path_.empty()) {
-      Status st = WriteFile(html_path_, report::RenderDiffHtml(in));
+      Status st = WriteTextFile(html_path_, report::RenderDiffHtml(in));
       if (!st.ok()) return Fail(st.message());
     }
     if (confirm_) return Confirm(*a, *b, *result, diagnoses);

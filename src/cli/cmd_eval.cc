@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cli/command.h"
+#include "cli/text_file.h"
 #include "cli/record_child.h"
 #include "cli/subprocess.h"
 #include "magneton/eval.h"
@@ -23,17 +24,6 @@ namespace magneton::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-Status WriteFile(const std::string& path, const std::string& text) {
-  std::error_code ec;
-  if (fs::path(path).has_parent_path()) fs::create_directories(fs::path(path).parent_path(), ec);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return InvalidArgument("cannot write " + path);
-  out << text;
-  out.close();
-  if (!out) return Internal("writing " + path + " failed");
-  return Status::Ok();
-}
 
 std::string Tail(const std::string& path, size_t max_chars) {
   std::ifstream in(path, std::ios::binary);
@@ -176,12 +166,12 @@ class EvalCommand : public Command {
     std::string markdown = markdown_path_;
     if (markdown.empty() && full) markdown = (base / "docs" / "EVALUATION.md").string();
     if (!markdown.empty()) {
-      Status st = WriteFile(markdown, eval::RenderMarkdown(report));
+      Status st = WriteTextFile(markdown, eval::RenderMarkdown(report));
       if (!st.ok()) return Fail(st.message());
       std::fprintf(stderr, "magneton eval: wrote %s\n", markdown.c_str());
     }
     if (!json_path_.empty()) {
-      Status st = WriteFile(json_path_, eval::ToJson(report).dump(2) + "\n");
+      Status st = WriteTextFile(json_path_, eval::ToJson(report).dump(2) + "\n");
       if (!st.ok()) return Fail(st.message());
       std::fprintf(stderr, "magneton eval: wrote %s\n", json_path_.c_str());
     }
