@@ -1,0 +1,52 @@
+/* Magneton's C ABI: lets native engines (llama.cpp/ggml, libtorch apps,
+ * custom runtimes) record ops into the same trace model without Python.
+ * All functions are thread-safe; ops nest per thread. Strings are copied.
+ * Return codes: 0 success, non-zero failure (magneton_last_error() says why). */
+#ifndef MAGNETON_C_API_H_
+#define MAGNETON_C_API_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct magneton_tensor {
+  uint64_t storage_addr;   /* base address of the storage: aliases share it */
+  int64_t storage_offset;  /* in elements */
+  int32_t ndim;
+  const int64_t* sizes;    /* ndim entries, outermost first (ggml users: reverse ne[]) */
+  const int64_t* strides;  /* ndim entries in elements, or NULL for contiguous */
+  const char* dtype;       /* "float32", "float16", "bfloat16", "int32", ... */
+  const char* device;      /* "cpu", "cuda:0", ... */
+  int64_t version;         /* bump on every in-place write; 0 if unknown */
+  const void* host_data;   /* element [0,...,0] when readable here (for --values), else NULL */
+} magneton_tensor;
+
+/* Starts recording into `path`. engine: e.g. "llama.cpp". */
+int magneton_start(const char* path, const char* label, const char* engine, int sample_energy, int record_values);
+/* Stops and closes the trace (one file). */
+int magneton_stop(void);
+int magneton_is_recording(void);
+/* Why the last failing call on this thread failed ("" if none). */
+const char* magneton_last_error(void);
+
+/* An op on the calling thread: begin, then inputs/outputs, then end.
+ * Returns the op id, or -1 when nothing is recording. */
+int64_t magneton_begin_op(const char* name);
+void magneton_add_input(int32_t slot, const magneton_tensor* tensor);
+void magneton_add_output(int32_t slot, const magneton_tensor* tensor);
+void magneton_end_op(const char* args);
+
+/* Module-like scopes on the calling thread ("blk.0/attn"). */
+void magneton_push_scope(const char* name, const char* type);
+void magneton_pop_scope(void);
+
+/* A config snapshot entry: source is "global_flag", "env", "model_config", "call_arg" or "runtime". */
+void magneton_set_config(const char* key, const char* value, const char* source);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MAGNETON_C_API_H_ */

@@ -1,0 +1,85 @@
+// The C ABI over the Recorder: converts arguments, keeps the last error per
+// thread, never throws across the boundary.
+#include "magneton/c_api.h"
+
+#include <string>
+
+#include "magneton/recorder.h"
+
+namespace {
+
+thread_local std::string t_last_error;
+
+int Report(const magneton::Status& st) {
+  t_last_error = st.ok() ? std::string() : st.message();
+  return st.ok() ? 0 : static_cast<int>(st.code());
+}
+
+magneton::TensorView ToView(const magneton_tensor* t) {
+  magneton::TensorView v;
+  v.storage_addr = t->storage_addr;
+  v.storage_offset = t->storage_offset;
+  v.ndim = t->ndim;
+  v.sizes = t->sizes;
+  v.strides = t->strides;
+  v.dtype = t->dtype ? t->dtype : "unknown";
+  v.device = t->device ? t->device : "cpu";
+  v.version = t->version;
+  v.host_data = t->host_data;
+  return v;
+}
+
+}  // namespace
+
+extern "C" {
+
+int magneton_start(const char* path, const char* label, const char* engine, int sample_energy, int record_values) {
+  if (!path) return Report(magneton::InvalidArgument("magneton_start: path is NULL"));
+  magneton::RunMetadata meta;
+  meta.label = label ? label : "";
+  meta.engine = engine ? engine : "native";
+  magneton::RecorderOptions options;
+  options.sample_energy = sample_energy != 0;
+  options.record_values = record_values != 0;
+  return Report(magneton::Recorder::Start(path, meta, options));
+}
+
+int magneton_stop(void) { return Report(magneton::Recorder::Stop()); }
+
+int magneton_is_recording(void) { return magneton::Recorder::Active() != nullptr; }
+
+const char* magneton_last_error(void) { return t_last_error.c_str(); }
+
+int64_t magneton_begin_op(const char* name) {
+  magneton::Recorder* rec = magneton::Recorder::Active();
+  if (!rec || !name) return -1;
+  return rec->BeginOp(rec->InternString(name), magneton::kNoId);
+}
+
+void magneton_add_input(int32_t slot, const magneton_tensor* tensor) {
+  if (magneton::Recorder* rec = magneton::Recorder::Active(); rec && tensor) rec->AddInput(slot, ToView(tensor));
+}
+
+void magneton_add_output(int32_t slot, const magneton_tensor* tensor) {
+  if (magneton::Recorder* rec = magneton::Recorder::Active(); rec && tensor) rec->AddOutput(slot, ToView(tensor));
+}
+
+void magneton_end_op(const char* args) {
+  if (magneton::Recorder* rec = magneton::Recorder::Active()) rec->EndOp(args ? args : "");
+}
+
+void magneton_push_scope(const char* name, const char* type) {
+  if (magneton::Recorder* rec = magneton::Recorder::Active(); rec && name) rec->PushScope(name, type ? type : name);
+}
+
+void magneton_pop_scope(void) {
+  if (magneton::Recorder* rec = magneton::Recorder::Active()) rec->PopScope();
+}
+
+void magneton_set_config(const char* key, const char* value, const char* source) {
+  magneton::Recorder* rec = magneton::Recorder::Active();
+  if (!rec || !key) return;
+  rec->SetConfig(key, value ? value : "", source ? source : "runtime");
+}
+
+}  // extern "C"

@@ -1,0 +1,42 @@
+// The C example, built as a C program against the C ABI, records a trace
+// that the C++ reader understands: ops, scopes, dataflow and fingerprints.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "magneton/fingerprint.h"
+#include "magneton/trace_reader.h"
+#include "test_util.h"
+
+namespace magneton {
+namespace {
+
+TEST(CApi, ExampleProgramRecordsATrace) {
+  std::string path = testing::TempPath("c.mtrace");
+  std::string cmd = std::string(MAGNETON_C_EXAMPLE) + " " + path + " > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  auto trace = ReadTrace(path);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  EXPECT_EQ(trace->meta.engine, "native-c");
+  EXPECT_EQ(trace->meta.label, "c-example");
+  ASSERT_EQ(trace->ops.size(), 2u);
+  EXPECT_EQ(trace->str(trace->ops[0].name_id), "native::matmul_relu");
+  EXPECT_EQ(trace->ScopePath(trace->ops[0].scope_id), "blk.0");
+  EXPECT_EQ(trace->ScopePath(trace->ops[1].scope_id), "blk.1");
+  // Layer 0's output is layer 1's input: one tensor id.
+  int64_t out0 = kNoId, in1 = kNoId;
+  for (const OpTensor& l : trace->op_tensors) {
+    if (l.op_id == trace->ops[0].id && l.role == TensorRole::kOutput) out0 = l.tensor_id;
+    if (l.op_id == trace->ops[1].id && l.role == TensorRole::kInput && l.slot == 0) in1 = l.tensor_id;
+  }
+  ASSERT_NE(out0, kNoId);
+  EXPECT_EQ(out0, in1);
+  ASSERT_EQ(trace->config.size(), 1u);
+  EXPECT_EQ(trace->config[0].key, "runtime.threads");
+  auto fps = LoadFingerprints(path);
+  ASSERT_TRUE(fps.ok()) << fps.status().message();
+  EXPECT_GE(fps->size(), 4u);  // x, w0, h, w1 (and y)
+}
+
+}  // namespace
+}  // namespace magneton
