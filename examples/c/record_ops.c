@@ -14,6 +14,21 @@ static void matmul_relu(const float* x, const float* w, float* y, int n, int k, 
     }
 }
 
+enum { N = 4, K = 8 };
+
+/* One recorded op inside its scope: out = relu(in W). */
+static void layer(const char* scope, const magneton_tensor* tin, const magneton_tensor* tw,
+                  const magneton_tensor* tout, const float* in, const float* w, float* out) {
+  magneton_push_scope(scope, "Block");
+  magneton_begin_op("native::matmul_relu");
+  magneton_add_input(0, tin);
+  magneton_add_input(1, tw);
+  matmul_relu(in, w, out, N, K, K);
+  magneton_add_output(0, tout);
+  magneton_end_op("%,%");
+  magneton_pop_scope();
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s OUT.mtrace\n", argv[0]);
@@ -24,7 +39,6 @@ int main(int argc, char** argv) {
     return 1;
   }
   magneton_set_config("runtime.threads", "1", "runtime");
-  enum { N = 4, K = 8 };
   float x[N * K], w0[K * K], w1[K * K], h[N * K], y[N * K];
   for (int i = 0; i < N * K; ++i) x[i] = (float)(i % 7) - 3.0f;
   for (int i = 0; i < K * K; ++i) w0[i] = w1[i] = (float)((i * 13) % 5) - 2.0f;
@@ -35,23 +49,8 @@ int main(int argc, char** argv) {
   magneton_tensor th = {(uint64_t)(uintptr_t)h, 0, 2, act_shape, NULL, "float32", "cpu", 0, h};
   magneton_tensor ty = {(uint64_t)(uintptr_t)y, 0, 2, act_shape, NULL, "float32", "cpu", 0, y};
 
-  magneton_push_scope("blk.0", "Block");
-  magneton_begin_op("native::matmul_relu");
-  magneton_add_input(0, &tx);
-  magneton_add_input(1, &tw0);
-  matmul_relu(x, w0, h, N, K, K);
-  magneton_add_output(0, &th);
-  magneton_end_op("%,%");
-  magneton_pop_scope();
-
-  magneton_push_scope("blk.1", "Block");
-  magneton_begin_op("native::matmul_relu");
-  magneton_add_input(0, &th);
-  magneton_add_input(1, &tw1);
-  matmul_relu(h, w1, y, N, K, K);
-  magneton_add_output(0, &ty);
-  magneton_end_op("%,%");
-  magneton_pop_scope();
+  layer("blk.0", &tx, &tw0, &th, x, w0, h);
+  layer("blk.1", &th, &tw1, &ty, h, w1, y);
 
   if (magneton_stop() != 0) {
     fprintf(stderr, "magneton: %s\n", magneton_last_error());
