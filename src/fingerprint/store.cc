@@ -49,8 +49,7 @@ StatusOr<FingerprintMap> LoadFingerprints(const std::string& trace_path) {
 
 Status WriteFingerprints(const std::string& trace_path, const FingerprintMap& fingerprints) {
   MAGNETON_ASSIGN_OR_RETURN(Db db, Open(trace_path, SQLITE_OPEN_READWRITE));
-  MAGNETON_RETURN_IF_ERROR(sqlite::Exec(db.get(), "BEGIN"));
-  {
+  return sqlite::InTransaction(db.get(), [&]() -> Status {
     MAGNETON_ASSIGN_OR_RETURN(
         sqlite::Statement st,
         sqlite::Statement::Prepare(db.get(), "INSERT OR REPLACE INTO fingerprints(tensor_id, kind, data) VALUES(?,?,?)"));
@@ -59,14 +58,10 @@ Status WriteFingerprints(const std::string& trace_path, const FingerprintMap& fi
       st.BindInt(1, tensor_id);
       st.BindText(2, kFingerprintKind);
       sqlite3_bind_blob(st.get(), 3, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
-      Status s = st.Run(db.get());
-      if (!s.ok()) {
-        (void)sqlite::Exec(db.get(), "ROLLBACK");
-        return s;
-      }
+      MAGNETON_RETURN_IF_ERROR(st.Run(db.get()));
     }
-  }
-  return sqlite::Exec(db.get(), "COMMIT");
+    return Status::Ok();
+  });
 }
 
 }  // namespace magneton

@@ -14,20 +14,6 @@
 namespace magneton::replay {
 namespace {
 
-std::vector<int64_t> SelfTimes(const Trace& trace) {
-  std::unordered_map<int64_t, size_t> index;
-  for (size_t i = 0; i < trace.ops.size(); ++i) index[trace.ops[i].id] = i;
-  std::vector<int64_t> self(trace.ops.size());
-  for (size_t i = 0; i < trace.ops.size(); ++i) self[i] = trace.ops[i].end_ns - trace.ops[i].start_ns;
-  for (const OpEvent& op : trace.ops) {
-    if (op.parent_id == kNoId) continue;
-    auto it = index.find(op.parent_id);
-    if (it != index.end()) self[it->second] -= op.end_ns - op.start_ns;
-  }
-  for (auto& s : self) s = std::max<int64_t>(0, s);
-  return self;
-}
-
 PlannedOp Describe(const Trace& trace, const OpEvent& op, const std::vector<const OpTensor*>& inputs) {
   PlannedOp p;
   p.op_id = op.id;
@@ -50,7 +36,7 @@ StatusOr<std::vector<PlannedOp>> PlanReplay(const Trace& trace, int top, const s
   for (const OpTensor& l : trace.op_tensors) {
     if (l.role == TensorRole::kInput) inputs[l.op_id].push_back(&l);
   }
-  std::vector<int64_t> self = SelfTimes(trace);
+  std::vector<int64_t> self = SelfTimesNs(trace);
   std::vector<PlannedOp> out;
   if (!op_ids.empty()) {
     for (int64_t id : op_ids) {
@@ -88,8 +74,7 @@ Status StoreReplayResults(const std::string& trace_path, const std::vector<Repla
     sqlite3_close(db);
     return st;
   }
-  auto run = [&]() -> Status {
-    MAGNETON_RETURN_IF_ERROR(sqlite::Exec(db, "BEGIN"));
+  Status st = sqlite::InTransaction(db, [&]() -> Status {
     MAGNETON_ASSIGN_OR_RETURN(
         sqlite::Statement s,
         sqlite::Statement::Prepare(db, "INSERT INTO op_replays VALUES(?,?,?,?,?,?,?,?,?,?,?,?)"));
@@ -108,10 +93,8 @@ Status StoreReplayResults(const std::string& trace_path, const std::vector<Repla
       s.BindText(12, r.error);
       MAGNETON_RETURN_IF_ERROR(s.Run(db));
     }
-    return sqlite::Exec(db, "COMMIT");
-  };
-  Status st = run();
-  if (!st.ok()) (void)sqlite::Exec(db, "ROLLBACK");
+    return Status::Ok();
+  });
   sqlite3_close(db);
   return st;
 }

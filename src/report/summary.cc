@@ -12,25 +12,31 @@
 
 namespace magneton {
 
-std::vector<OpStats> OpStatsByName(const Trace& trace) {
+std::vector<int64_t> SelfTimesNs(const Trace& trace) {
   std::unordered_map<int64_t, size_t> index_of_id;
   index_of_id.reserve(trace.ops.size());
   for (size_t i = 0; i < trace.ops.size(); ++i) index_of_id[trace.ops[i].id] = i;
-  std::vector<int64_t> child_ns(trace.ops.size(), 0);
+  std::vector<int64_t> self_ns(trace.ops.size());
+  for (size_t i = 0; i < trace.ops.size(); ++i) self_ns[i] = trace.ops[i].end_ns - trace.ops[i].start_ns;
   for (const OpEvent& op : trace.ops) {
     if (op.parent_id == kNoId) continue;
     auto it = index_of_id.find(op.parent_id);
-    if (it != index_of_id.end()) child_ns[it->second] += op.end_ns - op.start_ns;
+    if (it != index_of_id.end()) self_ns[it->second] -= op.end_ns - op.start_ns;
   }
+  for (int64_t& s : self_ns) s = std::max<int64_t>(0, s);
+  return self_ns;
+}
+
+std::vector<OpStats> OpStatsByName(const Trace& trace) {
+  const std::vector<int64_t> self_ns = SelfTimesNs(trace);
   std::unordered_map<int64_t, OpStats> by_name;
   for (size_t i = 0; i < trace.ops.size(); ++i) {
     const OpEvent& op = trace.ops[i];
     OpStats& s = by_name[op.name_id];
     s.name = trace.str(op.name_id);
     s.count += 1;
-    int64_t dur = op.end_ns - op.start_ns;
-    s.total_ns += dur;
-    s.self_ns += std::max<int64_t>(0, dur - child_ns[i]);
+    s.total_ns += op.end_ns - op.start_ns;
+    s.self_ns += self_ns[i];
   }
   std::vector<OpStats> out;
   out.reserve(by_name.size());

@@ -14,6 +14,18 @@ namespace magneton::sqlite {
 
 Status Exec(sqlite3* db, const char* sql);
 
+// Runs fn() (returning Status) inside BEGIN/COMMIT; rolls back if it fails.
+template <typename Fn>
+Status InTransaction(sqlite3* db, Fn&& fn) {
+  MAGNETON_RETURN_IF_ERROR(Exec(db, "BEGIN"));
+  Status st = fn();
+  if (!st.ok()) {
+    (void)Exec(db, "ROLLBACK");
+    return st;
+  }
+  return Exec(db, "COMMIT");
+}
+
 class Statement {
  public:
   Statement() = default;

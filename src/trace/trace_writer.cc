@@ -238,8 +238,7 @@ void TraceWriter::ThreadMain() {
 }
 
 Status TraceWriter::WriteBatch(Batch& b) {
-  MAGNETON_RETURN_IF_ERROR(sqlite::Exec(db_, "BEGIN"));
-  auto run = [&]() -> Status {
+  return sqlite::InTransaction(db_, [&]() -> Status {
     using sqlite::Statement;
     if (!b.meta.empty()) {
       MAGNETON_ASSIGN_OR_RETURN(Statement s,
@@ -374,13 +373,7 @@ Status TraceWriter::WriteBatch(Batch& b) {
       }
     }
     return Status::Ok();
-  };
-  Status st = run();
-  if (!st.ok()) {
-    (void)sqlite::Exec(db_, "ROLLBACK");
-    return st;
-  }
-  return sqlite::Exec(db_, "COMMIT");
+  });
 }
 
 }  // namespace magneton
