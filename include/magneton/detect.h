@@ -49,7 +49,7 @@ struct Finding {
   double energy_ratio = 1;  // a / b; +inf when b spent nothing
   char wasteful_side = 0;   // 'A' or 'B' (the side spending more), 0 when equal energy
   double saving_uj = 0;     // |a - b|: what the costlier side could save by doing what the other does
-  double share_of_total = 0;  // saving_uj / the costlier run's end-to-end energy
+  double share_of_total = 0;  // saving_uj / the costlier run's job energy (SideSummary::job_uj)
   bool outputs_agree = false;
   std::string outputs_note;  // why they do or do not agree
 };
@@ -70,6 +70,11 @@ struct SideSummary {
   double unattributed_uj = 0;  // while no op ran
   int64_t duration_ns = 0;    // the sample window
   size_t op_count = 0;
+  // The job, first op start to last op end: what is compared. Start-up
+  // (interpreter, imports) and exit lie outside it and are only reported.
+  double job_uj = 0;
+  int64_t job_ns = 0;
+  double idle_in_job_uj = 0;  // inside the job while no op ran
 };
 
 struct DetectResult {

@@ -25,6 +25,14 @@ struct Attribution {
   double total_uj = 0;         // counter delta over the window
   double attributed_uj = 0;    // sum of exclusive_uj
   double unattributed_uj = 0;  // energy while no op ran (idle gaps)
+  // The job: from the first op's start to the last op's end (clipped to the
+  // window). Before it lie interpreter start-up and imports, after it exit;
+  // neither is the work being compared.
+  int64_t ops_start_ns = 0;
+  int64_t ops_end_ns = 0;
+  double job_uj = 0;               // energy over [ops_start_ns, ops_end_ns]
+  double idle_in_job_uj = 0;       // unattributed energy inside the job
+  int64_t idle_in_job_ns = 0;      // wall time inside the job with no op running
   std::vector<OpEnergy> ops;   // one per trace op, same order as trace.ops
 };
 

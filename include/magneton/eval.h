@@ -3,7 +3,7 @@
 // truth expected.json. Each case is recorded (by a caller-supplied recorder),
 // diffed in-process over a sweep of the tensor tolerance epsilon and the energy
 // threshold tau (matching once per epsilon, re-classifying per tau), and
-// scored: detection, root cause, whole-run saving, false positives on the
+// scored: detection, root cause, job saving, false positives on the
 // negative controls; precision / recall / F1 per (epsilon, tau).
 #pragma once
 
@@ -122,7 +122,7 @@ struct CaseResult {
   bool ok = false;       // recorded and diffed
   std::string error;     // when not ok
   double record_seconds = 0, diff_seconds = 0;
-  // Whole-run energy of the two recordings (the detect domain), and the saving
+  // Job energy (first op to last op) of the two recordings (the detect domain), and the saving
   // (A - B) / A.
   std::string domain;
   Provenance provenance = Provenance::kEstimated;

@@ -85,8 +85,9 @@ class Recorder {
  private:
   struct State;
   Recorder(std::unique_ptr<TraceWriter> writer, uint64_t generation, bool record_values);
-  void FingerprintValue(int64_t tensor_id, const TensorView& t, const void* key_ptr);
-  int64_t ResolveTensor(const TensorView& t, bool is_output, int64_t op_id);
+  // may_reuse: the value may be the one cached under the same key (see .cc).
+  void FingerprintValue(int64_t tensor_id, const TensorView& t, const void* key_ptr, bool may_reuse);
+  int64_t ResolveTensor(const TensorView& t, bool is_output, int64_t op_id, bool may_reuse_fingerprint);
   // Registers a new value; state mutex held. key_ptr: the private TensorKey.
   int64_t NewTensor(const TensorView& t, bool is_output, int64_t op_id, const void* key_ptr);
 

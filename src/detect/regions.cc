@@ -29,11 +29,16 @@ std::string RepeatKey(const std::vector<std::string>& a, const std::vector<std::
   return key;
 }
 
-// Wall time while the domain was sampled but no op ran.
-int64_t IdleNs(const energy::Attribution& e) {
-  int64_t busy_ns = 0;
-  for (const auto& op : e.ops) busy_ns += op.exclusive_ns;
-  return std::max<int64_t>(0, (e.window_end_ns - e.window_start_ns) - busy_ns);
+SideSummary Summarize(const Trace& t, const energy::Attribution& e) {
+  SideSummary s;
+  s.total_uj = e.total_uj;
+  s.unattributed_uj = e.unattributed_uj;
+  s.duration_ns = e.window_end_ns - e.window_start_ns;
+  s.op_count = t.ops.size();
+  s.job_uj = e.job_uj;
+  s.job_ns = e.ops_end_ns - e.ops_start_ns;
+  s.idle_in_job_uj = e.idle_in_job_uj;
+  return s;
 }
 
 void Finish(Finding& f, const DetectResult& r, const Options& options) {
@@ -49,7 +54,7 @@ void Finish(Finding& f, const DetectResult& r, const Options& options) {
                                      : (f.a.energy_uj > 0 ? std::numeric_limits<double>::infinity() : 1.0);
   f.wasteful_side = f.a.energy_uj > f.b.energy_uj ? 'A' : (f.b.energy_uj > f.a.energy_uj ? 'B' : 0);
   f.saving_uj = std::fabs(f.a.energy_uj - f.b.energy_uj);
-  const double total_uj = f.wasteful_side == 'B' ? r.b.total_uj : r.a.total_uj;
+  const double total_uj = f.wasteful_side == 'B' ? r.b.job_uj : r.a.job_uj;
   f.share_of_total = total_uj > 0 ? f.saving_uj / total_uj : 0;
   f.verdict = Classify(f.a, f.b, f.outputs_agree, options);
   if (f.verdict != Verdict::kEqual && f.share_of_total < options.min_share) {
@@ -73,8 +78,8 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
   r.domain = ea.domain;
   r.provenance = ea.provenance;
   r.options = options;
-  r.a = {ea.total_uj, ea.unattributed_uj, ea.window_end_ns - ea.window_start_ns, a.ops.size()};
-  r.b = {eb.total_uj, eb.unattributed_uj, eb.window_end_ns - eb.window_start_ns, b.ops.size()};
+  r.a = Summarize(a, ea);
+  r.b = Summarize(b, eb);
   r.matched_region_pairs = match.regions.size();
 
   std::map<std::string, size_t> by_key;
@@ -104,10 +109,13 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
 
   Finding outside;
   outside.kind = RegionKind::kOutsideOps;
-  outside.instances.push_back({{}, {}, {}, {ea.unattributed_uj, IdleNs(ea)}, {eb.unattributed_uj, IdleNs(eb)}});
+  // Only inside the job: start-up (imports) and exit are not the work compared,
+  // and on short runs they would drown every between-op difference in noise.
+  outside.instances.push_back(
+      {{}, {}, {}, {ea.idle_in_job_uj, ea.idle_in_job_ns}, {eb.idle_in_job_uj, eb.idle_in_job_ns}});
   // No op computes anything here, so there is nothing that could disagree.
   outside.outputs_agree = true;
-  outside.outputs_note = "energy while no op ran (interpreter, framework and idle time)";
+  outside.outputs_note = "energy between ops while none ran (interpreter, framework and idle time)";
   r.findings.push_back(std::move(outside));
 
   if (!match.unmatched_ops_a.empty() || !match.unmatched_ops_b.empty()) {

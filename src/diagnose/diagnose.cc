@@ -143,7 +143,7 @@ std::string Sentence(const Finding& f, const Diagnosis& d, const detect::DetectR
   if (f.verdict == detect::Verdict::kTradeOff) {
     why_trade_off = f.outputs_agree ? ", a trade-off: the cheaper side is slower" : ", a trade-off: " + f.outputs_note;
   }
-  std::string s = fmt::format("{} spends {} more than {} here ({:.1f}% of {}'s total{}); ", costly,
+  std::string s = fmt::format("{} spends {} more than {} here ({:.1f}% of {}'s job energy{}); ", costly,
                               detect::FormatEnergy(f.saving_uj, r.provenance), cheap, 100 * f.share_of_total, costly,
                               why_trade_off);
   if (d.kind == Kind::kOutsideOps) {

@@ -162,6 +162,16 @@ StatusOr<Attribution> AttributeEnergy(const Trace& trace, const std::vector<Ener
     active_delta[cut_index(p.start_ns)] += 1;
     active_delta[cut_index(p.end_ns)] -= 1;
   }
+  out.ops_start_ns = out.ops_end_ns = curve.start();
+  if (!pieces.empty()) {
+    out.ops_start_ns = curve.end();
+    for (const auto& p : pieces) {
+      if (p.end_ns <= p.start_ns) continue;
+      out.ops_start_ns = std::min(out.ops_start_ns, p.start_ns);
+      out.ops_end_ns = std::max(out.ops_end_ns, p.end_ns);
+    }
+    out.ops_start_ns = std::min(out.ops_start_ns, out.ops_end_ns);
+  }
   // share_prefix[k]: energy per active thread, summed over intervals before cut k.
   std::vector<double> share_prefix(cuts.size(), 0);
   int active = 0;
@@ -169,7 +179,16 @@ StatusOr<Attribution> AttributeEnergy(const Trace& trace, const std::vector<Ener
     active += active_delta[k];
     double de = curve.At(cuts[k + 1]) - curve.At(cuts[k]);
     share_prefix[k + 1] = share_prefix[k] + (active > 0 ? de / active : 0);
-    if (active == 0) out.unattributed_uj += de;
+    // Elementary intervals never straddle the job's ends: both are cuts.
+    const bool in_job = cuts[k] >= out.ops_start_ns && cuts[k + 1] <= out.ops_end_ns;
+    if (in_job) out.job_uj += de;
+    if (active == 0) {
+      out.unattributed_uj += de;
+      if (in_job) {
+        out.idle_in_job_uj += de;
+        out.idle_in_job_ns += cuts[k + 1] - cuts[k];
+      }
+    }
   }
 
   out.ops.resize(trace.ops.size());

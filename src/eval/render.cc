@@ -78,7 +78,7 @@ std::string RenderTable(const Report& r) {
                    Num(o.headline.tau), Num(o.min_share),
                    r.cases.empty() ? "estimated" : detect::ProvenanceName(r.cases.front().provenance));
   s += fmt::format("  {:<16} {:<8} {:<15} {:<11} {:<22} {}\n", "case", "category", "detected", "root cause",
-                   "saving A-B (whole run)", "note");
+                   "saving A-B (job)", "note");
   for (const CaseResult& c : r.cases) {
     s += fmt::format("  {:<16} {:<8} {:<15} {:<11} {:<22} {}\n", c.expected.id, c.expected.category, DetectedCell(c),
                      RootCell(c), Saving(c), c.ok ? c.headline.note : c.error);
@@ -161,7 +161,7 @@ std::string RenderMarkdown(const Report& r) {
                    "`root_cause.variable` is an op name of the finding or a word of the diagnosis (sentence, sites, "
                    "deviation point).\n",
                    kTopCandidates);
-  s += "- **Saving**: whole-run energy (A − B) / A of the two recordings, in the detect domain.\n";
+  s += "- **Saving**: job energy (first op to last op; interpreter start-up and imports excluded) (A − B) / A of the two recordings, in the detect domain.\n";
   s += "- One recording per side and case: estimated energy of short runs varies from run to run (CPU time under "
        "other load), so a case near a threshold can flip between runs; compare two runs before reading much into "
        "one case.\n";
@@ -170,7 +170,7 @@ std::string RenderMarkdown(const Report& r) {
 
   s += "## Per case\n\n";
   s += fmt::format("At ε = {}, τ = {}.\n\n", Num(o.headline.epsilon), Num(o.headline.tau));
-  s += "| case | category | detected | root cause right | saving (A − B) / A, whole run | energy A | energy B | top "
+  s += "| case | category | detected | root cause right | saving (A − B) / A, job | energy A | energy B | top "
        "waste finding | note |\n|---|---|---|---|---|---|---|---|---|\n";
   for (const CaseResult& c : r.cases) {
     const std::string ea = c.ok ? detect::FormatEnergy(c.energy_a_uj, c.provenance) : "-";

@@ -63,8 +63,8 @@ CaseResult EvaluateTraces(const Expected& expected, const Trace& a, const Finger
   }
   r.domain = *domain;
   r.provenance = ea->provenance;
-  r.energy_a_uj = ea->total_uj;
-  r.energy_b_uj = eb->total_uj;
+  r.energy_a_uj = ea->job_uj;  // the job, first op to last op: imports are not the work
+  r.energy_b_uj = eb->job_uj;
 
   bool headline_done = false;
   for (double eps : options.epsilons) {

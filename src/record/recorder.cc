@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -61,6 +62,7 @@ struct PairHash {
 struct PendingOp {
   OpEvent event;
   std::vector<OpTensor> links;
+  std::vector<TensorKey> input_keys;
 };
 
 struct ThreadState {
@@ -93,6 +95,8 @@ uint64_t LayoutHash(const TensorView& t) {
   }
   return Mix(h, static_cast<uint64_t>(t.ndim));
 }
+
+TensorKey KeyOf(const TensorView& t) { return TensorKey{t.storage_addr, t.storage_offset, t.version, LayoutHash(t)}; }
 
 }  // namespace
 
@@ -248,8 +252,8 @@ int64_t Recorder::BeginOp(int64_t name_id, int64_t call_path_id, int64_t scope_i
 
 size_t Recorder::OpDepth() const { return Local(generation_).ops.size(); }
 
-int64_t Recorder::ResolveTensor(const TensorView& t, bool is_output, int64_t op_id) {
-  TensorKey key{t.storage_addr, t.storage_offset, t.version, LayoutHash(t)};
+int64_t Recorder::ResolveTensor(const TensorView& t, bool is_output, int64_t op_id, bool may_reuse_fingerprint) {
+  const TensorKey key = KeyOf(t);
   std::unique_lock<std::mutex> lock(state_->mu);
   auto it = state_->tensors.find(key);
   if (it != state_->tensors.end()) {
@@ -259,7 +263,7 @@ int64_t Recorder::ResolveTensor(const TensorView& t, bool is_output, int64_t op_
   }
   int64_t id = NewTensor(t, is_output, op_id, &key);
   lock.unlock();
-  if (record_values_ && t.host_data) FingerprintValue(id, t, &key);
+  if (record_values_ && t.host_data) FingerprintValue(id, t, &key, may_reuse_fingerprint);
   return id;
 }
 
@@ -281,11 +285,14 @@ int64_t Recorder::NewTensor(const TensorView& t, bool is_output, int64_t op_id, 
   return id;
 }
 
-void Recorder::FingerprintValue(int64_t tensor_id, const TensorView& t, const void* key_ptr) {
+void Recorder::FingerprintValue(int64_t tensor_id, const TensorView& t, const void* key_ptr, bool may_reuse) {
   const TensorKey& key = *static_cast<const TensorKey*>(key_ptr);
   // Reuse needs a version counter that moves on every write: inference-mode
   // tensors have none, so their values may have changed under the same key.
-  if (t.version_tracked) {
+  // And it needs the storage to be the one the cached value lived in: a fresh
+  // output can land at a freed tensor's address with the same layout and
+  // version 0, so outputs reuse only when they alias an input (views).
+  if (t.version_tracked && may_reuse) {
     std::lock_guard<std::mutex> lock(state_->fingerprint_mu);
     auto it = state_->fingerprints.find(key);
     if (it != state_->fingerprints.end()) {
@@ -323,14 +330,28 @@ void Recorder::AddInput(int32_t slot, const TensorView& tensor) {
   ThreadState& ts = Local(generation_);
   if (ts.ops.empty()) return;
   PendingOp& p = ts.ops.back();
-  p.links.push_back({p.event.id, TensorRole::kInput, slot, ResolveTensor(tensor, false, p.event.id)});
+  if (record_values_) p.input_keys.push_back(KeyOf(tensor));
+  p.links.push_back({p.event.id, TensorRole::kInput, slot, ResolveTensor(tensor, false, p.event.id, true)});
 }
 
 void Recorder::AddOutput(int32_t slot, const TensorView& tensor) {
   ThreadState& ts = Local(generation_);
   if (ts.ops.empty()) return;
   PendingOp& p = ts.ops.back();
-  p.links.push_back({p.event.id, TensorRole::kOutput, slot, ResolveTensor(tensor, true, p.event.id)});
+  // An output aliasing one of this op's inputs is a view (or an in-place
+  // result) of a live storage; any other output is a fresh allocation.
+  // An output equal to an input key was written in place, possibly without a
+  // version bump (copy_ inside clone runs below autograd): never reused.
+  bool aliases_input = false, same_as_input = false;
+  if (record_values_) {
+    const TensorKey key = KeyOf(tensor);
+    for (const TensorKey& in : p.input_keys) {
+      aliases_input |= in.storage_addr == key.storage_addr;
+      same_as_input |= in == key;
+    }
+  }
+  p.links.push_back({p.event.id, TensorRole::kOutput, slot, ResolveTensor(tensor, true, p.event.id,
+                                                                         aliases_input && !same_as_input)});
 }
 
 void Recorder::EndOp(std::string args) {

@@ -82,9 +82,11 @@ std::string RenderDiffHtml(const DiffReportInput& in) {
                   "<title>magneton diff</title><style>";
   h += kStyle;
   h += "</style></head><body><h1>magneton diff</h1>";
-  h += fmt::format("<p>A: <code>{}</code> — {} ops, {}, {}<br>B: <code>{}</code> — {} ops, {}, {}</p>", Esc(in.path_a),
-                   r.a.op_count, energy(r.a.total_uj), detect::FormatDuration(r.a.duration_ns), Esc(in.path_b),
-                   r.b.op_count, energy(r.b.total_uj), detect::FormatDuration(r.b.duration_ns));
+  h += fmt::format(
+      "<p>A: <code>{}</code> — {} ops, job {} in {} (whole run {})<br>B: <code>{}</code> — {} ops, job {} in {} "
+      "(whole run {})</p>",
+      Esc(in.path_a), r.a.op_count, energy(r.a.job_uj), detect::FormatDuration(r.a.job_ns), energy(r.a.total_uj),
+      Esc(in.path_b), r.b.op_count, energy(r.b.job_uj), detect::FormatDuration(r.b.job_ns), energy(r.b.total_uj));
   h += fmt::format("<p>Energy domain <code>{}</code>: {} {}. τ = {:g}; {} matched region pair(s); waste that could be "
                    "saved: <b>{}</b>.</p>",
                    Esc(r.domain), prov,

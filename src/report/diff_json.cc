@@ -9,8 +9,15 @@ namespace {
 using nlohmann::json;
 
 json Side(const std::string& path, const Trace& t, const detect::SideSummary& s) {
-  return {{"path", path},         {"label", t.meta.label},       {"total_uj", s.total_uj},
-          {"unattributed_uj", s.unattributed_uj}, {"duration_ns", s.duration_ns}, {"op_count", s.op_count}};
+  return {{"path", path},
+          {"label", t.meta.label},
+          {"total_uj", s.total_uj},
+          {"unattributed_uj", s.unattributed_uj},
+          {"duration_ns", s.duration_ns},
+          {"op_count", s.op_count},
+          {"job_uj", s.job_uj},
+          {"job_ns", s.job_ns},
+          {"idle_in_job_uj", s.idle_in_job_uj}};
 }
 
 json Number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }

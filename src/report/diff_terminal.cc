@@ -47,10 +47,14 @@ std::string RenderDiffTerminal(const DiffReportInput& in) {
   const detect::DetectResult& r = *in.result;
   const Provenance p = r.provenance;
   std::string out;
-  out += fmt::format("A: {}  ({} ops, {}, {})\n", in.path_a, r.a.op_count, detect::FormatEnergy(r.a.total_uj, p),
-                     detect::FormatDuration(r.a.duration_ns));
-  out += fmt::format("B: {}  ({} ops, {}, {})\n", in.path_b, r.b.op_count, detect::FormatEnergy(r.b.total_uj, p),
-                     detect::FormatDuration(r.b.duration_ns));
+  // The job (first op to last op) is what is compared; the whole run adds
+  // interpreter start-up and imports.
+  out += fmt::format("A: {}  ({} ops, job {} in {}; whole run {})\n", in.path_a, r.a.op_count,
+                     detect::FormatEnergy(r.a.job_uj, p), detect::FormatDuration(r.a.job_ns),
+                     detect::FormatEnergy(r.a.total_uj, p));
+  out += fmt::format("B: {}  ({} ops, job {} in {}; whole run {})\n", in.path_b, r.b.op_count,
+                     detect::FormatEnergy(r.b.job_uj, p), detect::FormatDuration(r.b.job_ns),
+                     detect::FormatEnergy(r.b.total_uj, p));
   out += fmt::format("energy domain {}: {}{}\n", r.domain, p == Provenance::kMeasured ? "MEASURED" : "ESTIMATED",
                      p == Provenance::kMeasured ? "" : " (no hardware counter; a model of CPU time, not joules measured)");
   size_t waste = 0, trade = 0;

@@ -84,7 +84,9 @@ std::string_view DeviceName(const c10::Device& d) {
   return it->second;
 }
 
-void AddTensor(Recorder& rec, bool output, int32_t slot, const at::Tensor& t) {
+// initialized: false for the outputs of allocation ops (aten::empty*), whose
+// values are whatever the allocator left there: never fingerprinted.
+void AddTensor(Recorder& rec, bool output, int32_t slot, const at::Tensor& t, bool initialized) {
   TensorView v;
   v.dtype = DtypeName(t.scalar_type());
   v.device = DeviceName(t.device());
@@ -104,7 +106,7 @@ void AddTensor(Recorder& rec, bool output, int32_t slot, const at::Tensor& t) {
   }
   v.version_tracked = !t.is_inference();
   v.version = v.version_tracked ? static_cast<int64_t>(t._version()) : 0;
-  if (rec.record_values() && t.device().is_cpu() && t.layout() == c10::kStrided && t.has_storage() &&
+  if (initialized && rec.record_values() && t.device().is_cpu() && t.layout() == c10::kStrided && t.has_storage() &&
       !t.is_nested() && t.storage().data() != nullptr) {
     v.host_data = t.data_ptr();
   }
@@ -122,10 +124,11 @@ void AppendInt(std::string& out, int64_t v) {
 }
 
 // Appends a compact text of a non-tensor argument; tensors become "%".
-void VisitValue(Recorder& rec, bool output, int32_t& slot, const c10::IValue& iv, std::string* args) {
+void VisitValue(Recorder& rec, bool output, int32_t& slot, const c10::IValue& iv, std::string* args,
+                bool initialized = true) {
   if (iv.isTensor()) {
     const at::Tensor& t = iv.toTensor();
-    if (t.defined()) AddTensor(rec, output, slot, t);
+    if (t.defined()) AddTensor(rec, output, slot, t, initialized);
     ++slot;
     if (args) args->append(t.defined() ? "%" : "None");
   } else if (iv.isList() || iv.isTuple()) {
@@ -134,7 +137,7 @@ void VisitValue(Recorder& rec, bool output, int32_t& slot, const c10::IValue& iv
     auto visit = [&](const c10::IValue& e) {
       if (args && !first) args->push_back(',');
       first = false;
-      VisitValue(rec, output, slot, e, args);
+      VisitValue(rec, output, slot, e, args, initialized);
     };
     if (iv.isList()) {
       for (const c10::IValue& e : iv.toListRef()) visit(e);
@@ -202,7 +205,8 @@ void OnOpEnd(const at::RecordFunction& fn, at::ObserverContext* raw) {
   // A recording stopped (or restarted) between start and end: drop the op.
   if (!ctx || !rec || rec != ctx->rec || rec->generation() != ctx->generation) return;
   int32_t slot = 0;
-  for (const c10::IValue& iv : fn.outputs()) VisitValue(*rec, /*output=*/true, slot, iv, nullptr);
+  const bool initialized = !std::string_view(fn.name()).starts_with("aten::empty");
+  for (const c10::IValue& iv : fn.outputs()) VisitValue(*rec, /*output=*/true, slot, iv, nullptr, initialized);
   rec->EndOp(std::move(ctx->args));
 }
 

@@ -37,6 +37,11 @@ Side MakeSide(const std::vector<std::string>& names, const std::vector<double>& 
   s.energy.window_end_ns = t + 500;  // 500 ns with no op
   s.energy.unattributed_uj = idle_uj;
   s.energy.total_uj = s.energy.attributed_uj + idle_uj;
+  // All of it inside the job: the idle energy is between ops.
+  s.energy.ops_end_ns = t;
+  s.energy.job_uj = s.energy.total_uj;
+  s.energy.idle_in_job_uj = idle_uj;
+  s.energy.idle_in_job_ns = 500;
   return s;
 }
 
@@ -105,7 +110,8 @@ TEST_F(DetectRegions, WithinTauIsEqual) {
 }
 
 TEST_F(DetectRegions, OutsideOpsAndUnmatchedAreRegions) {
-  a_.energy.unattributed_uj = 500;  // A idles much more
+  a_.energy.unattributed_uj = a_.energy.idle_in_job_uj = 500;  // A idles much more between its ops
+  a_.energy.job_uj = a_.energy.total_uj = a_.energy.attributed_uj + 500;
   auto r = DetectFromMatch(a_.trace, fa_, a_.energy, b_.trace, fb_, b_.energy, match_, {});
   ASSERT_TRUE(r.ok());
   const Finding* outside = nullptr;

@@ -66,6 +66,20 @@ TEST(AttributionTest, SplitsOverlapsChargesInnermostAndReportsIdle) {
   EXPECT_DOUBLE_EQ(a->attributed_uj + a->unattributed_uj, a->total_uj);
 }
 
+TEST(AttributionTest, SeparatesTheJobFromStartUpAndExit) {
+  // Start-up [0,10), ops [10,20) and [40,50) with a gap between, exit [50,100).
+  Trace trace;
+  trace.ops = {Op(0, 1, 10, 20), Op(1, 1, 40, 50)};
+  auto a = AttributeEnergy(trace, Samples(0, 100, 5, [](int64_t) { return 1.0; }), "cpu-package-0");
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(a->ops_start_ns, 10);
+  EXPECT_EQ(a->ops_end_ns, 50);
+  EXPECT_DOUBLE_EQ(a->job_uj, 40);
+  EXPECT_DOUBLE_EQ(a->idle_in_job_uj, 20);
+  EXPECT_EQ(a->idle_in_job_ns, 20);
+  EXPECT_DOUBLE_EQ(a->unattributed_uj, 80);  // start-up, gap and exit
+}
+
 TEST(AttributionTest, InterpolatesBetweenCoarseSamples) {
   // Power 2 µJ/ns before t=50, 0 after; samples only every 25 ns: the op
   // [0,25) gets exactly the first segment.

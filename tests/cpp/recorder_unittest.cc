@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "magneton/fingerprint.h"
 #include "magneton/recorder.h"
 #include "magneton/trace_reader.h"
 #include "test_util.h"
@@ -88,6 +89,45 @@ TEST(Recorder, OutputsOfRepeatedAllocationsAreDistinctValues) {
   auto trace = ReadTrace(path);
   ASSERT_TRUE(trace.ok());
   EXPECT_NE(Output(*trace, op1), Output(*trace, op2));
+}
+
+TEST(Recorder, ValuesWrittenInPlaceWithoutVersionBumpAreFingerprintedAgain) {
+  // clone = empty_like + copy_, and the inner copy_ runs below autograd, so the
+  // version counter stays 0: the key (address, offset, layout, version) is the
+  // same before and after the write. The written value must get its own
+  // fingerprint, not the cached one of the uninitialised buffer.
+  std::string path = TempPath("inplace_values.mtrace");
+  RecorderOptions options;
+  options.record_values = true;
+  ASSERT_TRUE(Recorder::Start(path, RunMetadata{}, options).ok());
+  Recorder* rec = Recorder::Active();
+  std::vector<float> source = {1, 2, 3, 4}, buffer = {0, 0, 0, 0};
+  FakeTensor src{reinterpret_cast<uintptr_t>(source.data()), 0, {4}, {1}};
+  FakeTensor dst{reinterpret_cast<uintptr_t>(buffer.data()), 0, {4}, {1}};
+  auto with_data = [](const FakeTensor& t, const void* data) {
+    TensorView v = t.view();
+    v.host_data = data;
+    return v;
+  };
+  int64_t alloc = rec->BeginOp(rec->InternString("aten::zeros"), kNoId);
+  rec->AddOutput(0, with_data(dst, buffer.data()));
+  rec->EndOp("");
+  buffer = source;  // the copy's kernel writes before its end callback
+  int64_t copy = rec->BeginOp(rec->InternString("aten::copy_"), kNoId);
+  rec->AddInput(0, with_data(dst, buffer.data()));
+  rec->AddInput(1, with_data(src, source.data()));
+  rec->AddOutput(0, with_data(dst, buffer.data()));
+  rec->EndOp("");
+  ASSERT_TRUE(Recorder::Stop().ok());
+  auto trace = ReadTrace(path);
+  ASSERT_TRUE(trace.ok());
+  auto fps = LoadFingerprints(path);
+  ASSERT_TRUE(fps.ok());
+  const Fingerprint& zeros = fps->at(Output(*trace, alloc));
+  const Fingerprint& copied = fps->at(Output(*trace, copy));
+  EXPECT_DOUBLE_EQ(zeros.invariant.max, 0.0);
+  EXPECT_DOUBLE_EQ(copied.invariant.max, 4.0);
+  EXPECT_TRUE(Equivalent(copied, fps->at(Input(*trace, copy, 1)), 1e-6));
 }
 
 TEST(Recorder, OpsFromManyThreadsNestPerThread) {
