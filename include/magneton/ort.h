@@ -93,6 +93,12 @@ std::string OpName(std::string_view domain, std::string_view op_type);
 // before it are dropped too. Names without '/' (nodes ORT created) give {}.
 std::vector<std::string> ScopeFromNodeName(std::string_view node_name);
 
+// Scopes for every node of the graph, by node index: from its name, or, for
+// nodes ORT created (fusions named "GPT2Gelu", "SkipLayerNormalization"), the
+// deepest scope shared by the nodes that produce its inputs and consume its
+// outputs (a fused GELU between h.0/mlp/c_fc and h.0/mlp/c_proj is h.0/mlp).
+std::vector<std::vector<std::string>> NodeScopes(const Graph& graph);
+
 // CLOCK_REALTIME - CLOCK_MONOTONIC, from one monotonic read between two
 // realtime reads (the tightest of a few tries); uncertainty is half the
 // bracket.

@@ -2,6 +2,7 @@
 // optimised model's graph with json_format.MessageToJson; all walking of the
 // graph happens here.
 #include <cctype>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -199,6 +200,41 @@ std::vector<std::string> ScopeFromNodeName(std::string_view name) {
   if (!parts.empty()) parts.pop_back();  // the op token, or the fusion's name
   if (fused && !parts.empty() && LooksLikeOpToken(parts.back())) parts.pop_back();
   return parts;
+}
+
+std::vector<std::vector<std::string>> NodeScopes(const Graph& graph) {
+  std::vector<std::vector<std::string>> scopes(graph.nodes.size());
+  std::unordered_map<std::string_view, size_t> producer;
+  std::unordered_map<std::string_view, std::vector<size_t>> consumers;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    scopes[i] = ScopeFromNodeName(graph.nodes[i].name);
+    for (const std::string& o : graph.nodes[i].outputs) producer.emplace(o, i);
+    for (const std::string& in : graph.nodes[i].inputs) consumers[in].push_back(i);
+  }
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    if (!scopes[i].empty()) continue;
+    std::vector<const std::vector<std::string>*> near;
+    for (const std::string& in : graph.nodes[i].inputs)
+      if (auto it = producer.find(in); it != producer.end()) near.push_back(&scopes[it->second]);
+    for (const std::string& o : graph.nodes[i].outputs)
+      if (auto it = consumers.find(o); it != consumers.end())
+        for (size_t c : it->second) near.push_back(&scopes[c]);
+    std::vector<std::string> common;
+    bool first = true;
+    for (const auto* s : near) {
+      if (s->empty()) continue;  // unnamed neighbours say nothing
+      if (first) {
+        common = *s;
+        first = false;
+        continue;
+      }
+      size_t k = 0;
+      while (k < common.size() && k < s->size() && common[k] == (*s)[k]) ++k;
+      common.resize(k);
+    }
+    scopes[i] = std::move(common);
+  }
+  return scopes;
 }
 
 }  // namespace magneton::ort

@@ -84,8 +84,9 @@ StatusOr<IngestStats> IngestSession(const Graph& graph, const Profile& profile, 
   };
 
   // --- graph indices.
-  std::unordered_map<std::string_view, const GraphNode*> node_by_name;
-  for (const GraphNode& n : graph.nodes) node_by_name.emplace(n.name, &n);
+  std::unordered_map<std::string_view, size_t> node_by_name;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) node_by_name.emplace(graph.nodes[i].name, i);
+  std::vector<std::vector<std::string>> node_scopes = NodeScopes(graph);
   std::unordered_map<std::string_view, const GraphValue*> initializer, graph_input, value_info;
   for (const GraphValue& v : graph.initializers) initializer.emplace(v.name, &v);
   for (const GraphValue& v : graph.inputs) graph_input.emplace(v.name, &v);
@@ -119,13 +120,13 @@ StatusOr<IngestStats> IngestSession(const Graph& graph, const Profile& profile, 
     }
     PlannedOp p;
     auto node_it = node_by_name.find(ev.node_name);
-    const GraphNode* node = node_it == node_by_name.end() ? nullptr : node_it->second;
+    const GraphNode* node = node_it == node_by_name.end() ? nullptr : &graph.nodes[node_it->second];
     p.op.name_id = rec->InternString(node ? OpName(node->domain, node->op_type) : OpName("", ev.op_type));
     p.op.thread_id = ev.thread_id;
     p.op.start_ns = to_monotonic(run, ev.ts_us);
     p.op.end_ns = p.op.start_ns + ev.dur_us * 1000;
     p.op.args = "node=" + ev.node_name + (ev.provider.empty() ? "" : " ep=" + ev.provider);
-    p.scope = ScopeFromNodeName(ev.node_name);
+    p.scope = node ? node_scopes[node_it->second] : ScopeFromNodeName(ev.node_name);
     int64_t op_index = static_cast<int64_t>(ops.size());
     if (!node) {
       stats.unknown_nodes++;

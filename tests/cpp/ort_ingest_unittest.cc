@@ -121,6 +121,14 @@ TEST(OrtGraph, ScopesAndOpNamesFromExporterNames) {
   EXPECT_EQ(ScopeFromNodeName("/m/transformer/h.0/attn/MatMul/MatMulScaleFusion/"), (V{"m", "transformer", "h.0", "attn"}));
   EXPECT_EQ(ScopeFromNodeName("/m/transformer/h.0/attn/Reshape_3_new_reshape"), (V{"m", "transformer", "h.0", "attn"}));
   EXPECT_EQ(ScopeFromNodeName("GPT2Gelu"), V{});
+  Graph g;
+  g.nodes = {{"/t/h.0/mlp/c_fc/Gemm", "Gemm", "", {"x"}, {"a"}},
+             {"GPT2Gelu", "FastGelu", "com.microsoft", {"a"}, {"b"}},
+             {"/t/h.0/mlp/c_proj/Gemm", "Gemm", "", {"b"}, {"c"}},
+             {"Orphan", "Relu", "", {"x"}, {"d"}}};
+  auto scopes = NodeScopes(g);
+  EXPECT_EQ(scopes[1], (V{"t", "h.0", "mlp"}));  // between c_fc and c_proj
+  EXPECT_EQ(scopes[3], V{});                     // no named neighbour
   EXPECT_EQ(OpName("", "Gemm"), "onnx::Gemm");
   EXPECT_EQ(OpName("com.microsoft", "FastGelu"), "com.microsoft::FastGelu");
   EXPECT_EQ(OrtTypeName("float"), "float32");

@@ -148,7 +148,8 @@ class OrtRecorder:
             options.enable_profiling, options.profile_file_prefix, options.optimized_model_filepath = saved
         start_ns = session.get_profiling_start_time_ns()
         graph = onnx.load(optimized, load_external_data=False).graph
-        # Initializer data is not needed for the graph; only names, types, dims.
+        for tensor in graph.initializer:  # C++ needs names, types and dims, not the weights
+            tensor.ClearField("raw_data")
         core = _core.OrtSession(json_format.MessageToJson(graph), start_ns)
         state = _Session(index, session, core, prefix, optimized, own_optimized)
         session._magneton_session = state
