@@ -146,3 +146,64 @@ def test_diff_reports_region_by_region(traces, tmp_path):
     # ONNX ops on side B, ATen ops on side A.
     assert any(op.startswith("onnx::") for f in matched for op in f["b"]["ops"])
     assert any(op.startswith("aten::") for f in matched for op in f["a"]["ops"])
+
+
+TWO_RUNS = """
+import gc, sys
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+w = numpy_helper.from_array(np.arange(12, dtype=np.float32).reshape(4, 3) / 10, name="W")
+graph = helper.make_graph(
+    [helper.make_node("MatMul", ["x", "W"], ["y"], name="/layer/MatMul"),
+     helper.make_node("Relu", ["y"], ["z"], name="/layer/act/Relu")],
+    "tiny", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+    [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 3])], initializer=[w])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+for seed in (1, 2):
+    session.run(None, {"x": np.random.default_rng(seed).standard_normal((2, 4), dtype=np.float32)})
+del session  # ORT writes its profile on destruction; magneton must find it
+gc.collect()
+"""
+
+
+def test_two_runs_of_a_session_destroyed_before_stop(tmp_path):
+    script = tmp_path / "two_runs.py"
+    script.write_text(TWO_RUNS)
+    out = str(tmp_path / "two.mtrace")
+    r = run_cli("record", "--values", "-o", out, "--", sys.executable, str(script))
+    assert r.returncode == 0, r.stderr
+    m = meta(out)
+    assert m["ort.session.runs"] == "2" and m["ort.session.ops"] == "4", m
+    assert m["ort.session.clock_method"] == "per_run" and m["ort.session.runs_inside_bracket"] == "2"
+    db = TraceDB(out)
+    assert db.op_names() == ["onnx::MatMul", "onnx::Relu"] * 2
+    mm = [row[0] for row in db.ops("onnx::MatMul")]
+    relu = [row[0] for row in db.ops("onnx::Relu")]
+    for a, b in zip(mm, relu):
+        assert db.tensors(b, 0) == db.tensors(a, 1)  # Relu reads what MatMul wrote in that run
+    assert db.tensors(mm[0], 0)[1] == db.tensors(mm[1], 0)[1]  # one weight tensor for both runs
+    assert db.tensors(mm[0], 0)[0] != db.tensors(mm[1], 0)[0]  # a new input per run
+    # Fingerprinted: x, y, z of each run (the weight is not needed for matching).
+    (n_fp,) = db.query("SELECT count(*) FROM fingerprints")[0]
+    assert n_fp == 6
+    assert db.scope_path(db.ops("onnx::Relu")[0][1]) == "tiny/layer/act"
+
+
+def test_missing_onnx_says_which_extra_to_install(tmp_path):
+    """onnxruntime present, onnx absent (shadowed by a module that fails to
+    import): the program still runs and magneton says what to install."""
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "onnx.py").write_text("raise ImportError('No module named onnx')\n")
+    script = tmp_path / "uses_ort.py"
+    script.write_text("import onnxruntime\nprint('ran', onnxruntime.__version__)\n")
+    out = str(tmp_path / "no_onnx.mtrace")
+    r = run_cli("record", "-o", out, "--", sys.executable, str(script),
+                env={"PYTHONPATH": str(fake) + os.pathsep + os.environ.get("PYTHONPATH", "")})
+    assert r.returncode == 0, r.stderr
+    assert "ran" in r.stdout
+    assert "pip install 'magneton[ort]'" in r.stderr
