@@ -133,10 +133,13 @@ StatusOr<IngestStats> IngestSession(const Graph& graph, const Profile& profile, 
       ops.push_back(std::move(p));
       continue;
     }
+    // The profile leaves out inputs a kernel pre-packed (Gemm/MatMul weights),
+    // so its shapes line up with the node's slots only when none is missing.
+    bool inputs_aligned = ev.inputs.size() == node->inputs.size();
     for (size_t i = 0; i < node->inputs.size(); ++i) {
       const std::string& name = node->inputs[i];
       if (name.empty()) continue;
-      const TypedShape* seen = i < ev.inputs.size() ? &ev.inputs[i] : nullptr;
+      const TypedShape* seen = inputs_aligned ? &ev.inputs[i] : nullptr;
       int64_t t;
       if (auto it = run_tensors.find(name); it != run_tensors.end()) {
         t = it->second;
@@ -157,7 +160,7 @@ StatusOr<IngestStats> IngestSession(const Graph& graph, const Profile& profile, 
     for (size_t i = 0; i < node->outputs.size(); ++i) {
       const std::string& name = node->outputs[i];
       if (name.empty()) continue;
-      const TypedShape* seen = i < ev.outputs.size() ? &ev.outputs[i] : nullptr;
+      const TypedShape* seen = ev.outputs.size() == node->outputs.size() ? &ev.outputs[i] : nullptr;
       auto vi = value_info.find(name);
       int64_t t = new_tensor(name, seen, vi != value_info.end() ? vi->second : nullptr, run, op_index);
       run_tensors[name] = t;
