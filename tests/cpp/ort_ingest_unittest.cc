@@ -47,8 +47,22 @@ constexpr const char* kGraph = R"({
   "initializer": [{"dims": ["4", "3"], "dataType": 1, "name": "W", "rawData": "AAAA"}],
   "input": [{"name": "x", "type": {"tensorType": {"elemType": 1,
             "shape": {"dim": [{"dimParam": "batch"}, {"dimValue": "4"}]}}}}],
-  "output": [{"name": "z", "type": {"tensorType": {"elemType": 1}}}]
+  "output": [{"name": "z", "type": {"tensorType": {"elemType": 1}}}],
+  "valueInfo": [{"name": "y", "type": {"tensorType": {"elemType": 1,
+                "shape": {"dim": [{"dimValue": "2"}, {"dimValue": "3"}]}}}}]
 })";
+
+Graph TestGraph() {
+  auto g = ParseGraphJson(kGraph);
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  return g.ok() ? *g : Graph{};
+}
+
+Profile TestProfile() {
+  auto p = ParseProfile(kProfile);
+  EXPECT_TRUE(p.ok()) << p.status().message();
+  return p.ok() ? *p : Profile{};
+}
 
 TEST(OrtProfile, ParsesNodeAndRunEvents) {
   auto p = ParseProfile(kProfile);
@@ -197,7 +211,7 @@ TEST(OrtIngest, GraphBecomesOpsTensorsAndEdgesOnTheMonotonicClock) {
   EXPECT_EQ(stats->clock_method, "per_run");
   EXPECT_EQ(stats->runs_inside_bracket, 2);
   EXPECT_EQ(stats->runs_outside_bracket, 0);
-  EXPECT_EQ(stats->clock_error_ns, 50 + 1 + 1000);  // read bracket + drift/2 (rounded) + µs truncation
+  EXPECT_EQ(stats->clock_error_ns, 50 + 0 + 1000);  // read bracket + drift/2 (none here) + µs truncation
 
   auto t = ReadTrace(path);
   ASSERT_TRUE(t.ok()) << t.status().message();
@@ -210,7 +224,7 @@ TEST(OrtIngest, GraphBecomesOpsTensorsAndEdgesOnTheMonotonicClock) {
   EXPECT_EQ(t->ops[0].thread_id, 7);
   EXPECT_EQ(t->ops[0].parent_id, kNoId);
   EXPECT_EQ(t->ScopePath(t->ops[0].scope_id), "main_graph/layer");
-  EXPECT_EQ(t->ScopePath(t->ops[1].scope_id), "main_graph");
+  EXPECT_EQ(t->ScopePath(t->ops[1].scope_id), "main_graph/layer");  // ORT-named: its neighbour's scope
   EXPECT_NE(t->ops[0].args.find("node=/layer/MatMul"), std::string::npos);
   // Dataflow: Relu reads what MatMul wrote; the weight is one tensor across
   // runs, activations are new per run.
@@ -219,6 +233,7 @@ TEST(OrtIngest, GraphBecomesOpsTensorsAndEdgesOnTheMonotonicClock) {
     int64_t y = Link(*t, mm, TensorRole::kOutput, 0);
     EXPECT_EQ(Link(*t, relu, TensorRole::kInput, 0), y);
     EXPECT_EQ(t->tensors[y].producer_op_id, mm);
+    // Run 0 from the profile's shapes, run 1 (no shapes) from the graph's value_info.
     EXPECT_EQ(t->tensors[y].shape, (std::vector<int64_t>{2, 3}));
     EXPECT_EQ(t->tensors[y].dtype, "float32");
   }
@@ -242,7 +257,7 @@ TEST(OrtIngest, GraphBecomesOpsTensorsAndEdgesOnTheMonotonicClock) {
 TEST(OrtIngest, FallsBackToTheSessionOffsetWhenRunsCannotBePaired) {
   std::string path = TempPath("fallback.mtrace");
   ASSERT_TRUE(Recorder::Start(path, RunMetadata{}).ok());
-  auto stats = IngestSession(*ParseGraphJson(kGraph), *ParseProfile(kProfile), FixedClock(1), {}, Recorder::Active());
+  auto stats = IngestSession(TestGraph(), TestProfile(), FixedClock(1), {}, Recorder::Active());
   ASSERT_TRUE(Recorder::Stop().ok());
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats->clock_method, "session");
@@ -259,7 +274,7 @@ TEST(OrtIngest, UnknownNodesAreKeptWithoutEdges) {
       R"([{"cat":"Session","name":"model_run","ts":0,"dur":10,"tid":1},
           {"cat":"Node","name":"NotInGraph_kernel_time","ts":1,"dur":2,"tid":1,"args":{"op_name":"Add"}}])");
   ASSERT_TRUE(profile.ok());
-  auto stats = IngestSession(*ParseGraphJson(kGraph), *profile, FixedClock(0), {}, Recorder::Active());
+  auto stats = IngestSession(TestGraph(), *profile, FixedClock(0), {}, Recorder::Active());
   ASSERT_TRUE(Recorder::Stop().ok());
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats->unknown_nodes, 1);
@@ -290,7 +305,7 @@ TEST(OrtIngest, MalformedProfileLosesNothingRecordedBefore) {
 }
 
 TEST(OrtIngest, NeedsAnActiveRecording) {
-  auto stats = IngestSession(*ParseGraphJson(kGraph), *ParseProfile(kProfile), FixedClock(2), {}, nullptr);
+  auto stats = IngestSession(TestGraph(), TestProfile(), FixedClock(2), {}, nullptr);
   EXPECT_EQ(stats.status().code(), StatusCode::kFailedPrecondition);
 }
 
