@@ -74,10 +74,10 @@ class OrtRecorder:
             setattr(owner, attr, original)
         self._originals.clear()
         failed = False
-        live_ops = _core.ops_recorded() if _core.is_recording() else 0  # ops other hooks recorded
-        for s in self._sessions:
-            failed |= not self._ingest(s)
         if self._sessions and _core.is_recording():
+            live_ops = _core.ops_recorded()  # ops the live hooks (torch) recorded
+            for s in self._sessions:
+                failed |= not self._ingest(s)
             _core.set_meta("engine", "onnxruntime" if live_ops == 0 else "pytorch+onnxruntime")
         self._sessions.clear()
         self._config_entries.clear()
