@@ -40,6 +40,8 @@ struct RecorderOptions {
   bool record_values = false;
 };
 
+struct TensorBuffer;  // magneton/fingerprint.h
+
 int64_t MonotonicNowNs();
 
 class Recorder {
@@ -69,6 +71,23 @@ class Recorder {
   void EndOp(std::string args);
   // Depth of the current thread's op stack (0: not inside a recorded op).
   size_t OpDepth() const;
+
+  // Engines that report finished ops after the fact and know their own
+  // dataflow (ONNX Runtime's profile + graph) name tensors explicitly instead
+  // of by storage key. AddTensor registers a value (meta.id is assigned and
+  // returned; set producer_op_id to an id from ReserveOpId or kNoId).
+  // RecordCompletedOp writes an op with its own times, thread, scope and
+  // links (op.id from ReserveOpId; link op ids are set here). Ids from
+  // ReserveOpId are in call order, so an engine that reserves in start order
+  // keeps the trace's ops in start order.
+  int64_t ReserveOpId() { return next_op_id_.fetch_add(1, std::memory_order_relaxed); }
+  int64_t AddTensor(TensorMeta meta);
+  void RecordCompletedOp(OpEvent op, std::vector<OpTensor> links);
+  // The fingerprint --values records for a value (same options for every
+  // engine, so traces of different engines compare), encoded.
+  static StatusOr<std::string> EncodeValueFingerprint(const TensorBuffer& buffer);
+  // An already encoded value fingerprint (kind kFingerprintKind) of a tensor.
+  void AddFingerprint(int64_t tensor_id, std::string encoded);
 
   void SetConfig(std::string key, std::string value, std::string source);
   void SetMeta(const std::string& key, const std::string& value);

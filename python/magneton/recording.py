@@ -17,7 +17,7 @@ _recorders: list = []
 
 def _framework_versions() -> dict[str, str]:
     versions = {"python": sys.version.split()[0]}
-    for name in ("torch", "transformers", "onnxruntime", "jax", "llama_cpp", "numpy"):
+    for name in ("torch", "transformers", "onnxruntime", "onnx", "jax", "llama_cpp", "numpy"):
         mod = sys.modules.get(name)
         if mod is not None and hasattr(mod, "__version__"):
             versions[name] = str(mod.__version__)
@@ -29,7 +29,7 @@ def start(path: str | os.PathLike, label: str | None = None, command_line: str |
     """Starts recording every supported framework's ops into ``path``; with
     ``energy``, also samples the meters ``magneton meters`` reports; with
     ``values``, fingerprints every tensor value (for matching), never stores it."""
-    from magneton.recorders import torch_recorder
+    from magneton.recorders import ort_recorder, torch_recorder
 
     path = os.fspath(path)
     with _lock:
@@ -47,6 +47,9 @@ def start(path: str | os.PathLike, label: str | None = None, command_line: str |
             rec = torch_recorder.TorchRecorder()
             rec.install()
             _recorders.append(rec)
+            ort = ort_recorder.OrtRecorder(values=values)
+            ort.install()
+            _recorders.append(ort)
         except BaseException:
             _core.stop_recording()
             raise

@@ -6,6 +6,7 @@
 #include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 
+#include "bindings/ort_bindings.h"
 #include "magneton/recorder.h"
 #include "magneton/trace_reader.h"
 #include "pyhooks/python_stack.h"
@@ -88,4 +89,6 @@ NB_MODULE(_core, m) {
     ThrowIfError(trace.status());
     return trace->ops.size();
   }, "path"_a, "Reads and validates a trace; returns its op count or raises.");
+
+  magneton::RegisterOrtBindings(m);
 }

@@ -45,7 +45,9 @@ void ClassifyUnproducedTensors(const Trace& trace, std::unordered_map<int64_t, T
     if (it == outputs_of.end()) return false;
     for (int64_t u : it->second) {
       if (u < 0 || static_cast<size_t>(u) >= trace.tensors.size()) continue;
-      if (trace.tensors[u].storage_addr != trace.tensors[l.tensor_id].storage_addr) continue;
+      // storage_addr 0: aliasing unknown (engines without addresses, e.g. ONNX Runtime).
+      if (trace.tensors[u].storage_addr == 0 ||
+          trace.tensors[u].storage_addr != trace.tensors[l.tensor_id].storage_addr) continue;
       auto ms = min_slot.find(u);
       if (ms != min_slot.end() && ms->second >= 1) return true;
     }

@@ -285,6 +285,16 @@ int64_t Recorder::NewTensor(const TensorView& t, bool is_output, int64_t op_id, 
   return id;
 }
 
+StatusOr<std::string> Recorder::EncodeValueFingerprint(const TensorBuffer& buffer) {
+  // Inline, every tensor: exact quantiles only up to 8k elements (the default
+  // 64k sorts cost milliseconds per activation); larger ones use the sample
+  // grid, whose error the comparison already allows for.
+  FingerprintOptions options;
+  options.exact_max_elements = 1 << 13;
+  MAGNETON_ASSIGN_OR_RETURN(Fingerprint fp, ComputeFingerprint(buffer, options));
+  return EncodeFingerprint(fp);
+}
+
 void Recorder::FingerprintValue(int64_t tensor_id, const TensorView& t, const void* key_ptr, bool may_reuse) {
   const TensorKey& key = *static_cast<const TensorKey*>(key_ptr);
   // Reuse needs a version counter that moves on every write: inference-mode
@@ -309,14 +319,9 @@ void Recorder::FingerprintValue(int64_t tensor_id, const TensorView& t, const vo
   buffer.dtype = *dtype;
   buffer.shape.assign(t.sizes, t.sizes + t.ndim);
   if (t.strides) buffer.strides.assign(t.strides, t.strides + t.ndim);
-  // Inline, every tensor: exact quantiles only up to 8k elements (the default
-  // 64k sorts cost milliseconds per activation); larger ones use the sample
-  // grid, whose error the comparison already allows for.
-  FingerprintOptions options;
-  options.exact_max_elements = 1 << 13;
-  auto fp = ComputeFingerprint(buffer, options);
+  auto fp = EncodeValueFingerprint(buffer);
   if (!fp.ok()) return;
-  auto encoded = std::make_shared<const std::string>(EncodeFingerprint(*fp));
+  auto encoded = std::make_shared<const std::string>(std::move(fp).value());
   writer_->AppendFingerprint(tensor_id, std::string(kFingerprintKind), *encoded);
   if (t.version_tracked) {
     std::lock_guard<std::mutex> lock(state_->fingerprint_mu);
@@ -362,6 +367,23 @@ void Recorder::EndOp(std::string args) {
   p.event.args = std::move(args);
   writer_->AppendOp(std::move(p.event), p.links);
   ts.ops.pop_back();
+}
+
+int64_t Recorder::AddTensor(TensorMeta meta) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  meta.id = state_->next_tensor_id++;
+  int64_t id = meta.id;
+  writer_->AppendTensor(std::move(meta));
+  return id;
+}
+
+void Recorder::RecordCompletedOp(OpEvent op, std::vector<OpTensor> links) {
+  for (OpTensor& l : links) l.op_id = op.id;
+  writer_->AppendOp(std::move(op), links);
+}
+
+void Recorder::AddFingerprint(int64_t tensor_id, std::string encoded) {
+  writer_->AppendFingerprint(tensor_id, std::string(kFingerprintKind), std::move(encoded));
 }
 
 void Recorder::SetConfig(std::string key, std::string value, std::string source) {

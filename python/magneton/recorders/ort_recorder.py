@@ -1,0 +1,216 @@
+"""ONNX Runtime hooks. Every ``InferenceSession`` created while recording runs
+with ORT's own profiler and saves the graph as ORT optimised it; ``run()`` is
+bracketed with clock readings (and, with ``values``, a second run of the
+optimised graph with every intermediate exposed, whose arrays are
+fingerprinted in C++ and dropped). At ``stop()`` the C++ core
+(``_core.OrtSession``, src/ort/) turns profile + graph into ops, tensors and
+edges. This file only collects inputs; see docs/ARCHITECTURE.md ("ONNX Runtime").
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import weakref
+
+from magneton import _core
+from magneton import config_snapshot
+from magneton.recorders.torch_recorder import _PostImportFinder
+
+_ONNX_MISSING = ("magneton needs the `onnx` package to record ONNX Runtime sessions: "
+                 "pip install 'magneton[ort]' (or pip install onnx)")
+
+# SessionOptions attributes that change how a session executes.
+_OPTION_ATTRS = ("graph_optimization_level", "intra_op_num_threads", "inter_op_num_threads", "execution_mode",
+                 "execution_order", "enable_cpu_mem_arena", "enable_mem_pattern", "enable_mem_reuse",
+                 "use_deterministic_compute", "enable_profiling", "optimized_model_filepath", "log_severity_level",
+                 "use_per_session_threads")
+
+
+class _Session:
+    """What one recorded session needs at stop(): the C++ accumulator, where
+    the profile and the optimised model are, and the values model."""
+
+    def __init__(self, index, session, core, prefix, optimized_path, own_optimized):
+        self.index = index
+        self.session = weakref.ref(session)
+        self.core = core
+        self.prefix = prefix
+        self.optimized_path = optimized_path
+        self.own_optimized = own_optimized
+        self.providers = session.get_providers()
+        self.values_session = None
+
+
+class OrtRecorder:
+    def __init__(self, values: bool = False):
+        self._values = values
+        self._finders = []
+        self._sessions: list[_Session] = []
+        self._config_entries: dict[int, tuple[object, dict]] = {}  # id(options) -> (options, entries)
+        self._dir = None
+        self._originals = []  # (owner, attribute, original)
+        self._internal = threading.local()  # set while magneton builds its own sessions
+
+    # -- lifecycle -----------------------------------------------------------
+    def install(self) -> None:
+        if "onnxruntime" in sys.modules:
+            self._patch(sys.modules["onnxruntime"])
+        else:
+            finder = _PostImportFinder("onnxruntime", self._patch)
+            self._finders.append(finder)
+            sys.meta_path.insert(0, finder)
+
+    def uninstall(self) -> None:
+        for finder in self._finders:
+            if finder in sys.meta_path:
+                sys.meta_path.remove(finder)
+        self._finders.clear()
+        for owner, attr, original in reversed(self._originals):
+            setattr(owner, attr, original)
+        self._originals.clear()
+        failed = False
+        if self._sessions and _core.is_recording():
+            live_ops = _core.ops_recorded()  # ops the live hooks (torch) recorded
+            for s in self._sessions:
+                failed |= not self._ingest(s)
+            _core.set_meta("engine", "onnxruntime" if live_ops == 0 else "pytorch+onnxruntime")
+        self._sessions.clear()
+        self._config_entries.clear()
+        if self._dir and not failed:
+            shutil.rmtree(self._dir, ignore_errors=True)
+
+    def _patch(self, ort) -> None:
+        try:
+            import onnx  # noqa: F401
+        except ImportError:
+            print(f"magneton: {_ONNX_MISSING}; ONNX Runtime sessions are not recorded", file=sys.stderr)
+            return
+        from onnxruntime.capi import onnxruntime_inference_collection as collection
+
+        cls = collection.InferenceSession
+        init, run = cls.__init__, cls.run
+        add_entry = ort.SessionOptions.add_session_config_entry
+        recorder = self
+
+        def __init__(session, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
+            if not _core.is_recording() or getattr(recorder._internal, "active", False):
+                return init(session, path_or_bytes, sess_options, providers, provider_options, **kwargs)
+            recorder._create(init, ort, session, path_or_bytes, sess_options, providers, provider_options, kwargs)
+
+        def run_(session, output_names, input_feed, run_options=None):
+            state = getattr(session, "_magneton_session", None)
+            if state is None or not _core.is_recording():
+                return run(session, output_names, input_feed, run_options)
+            k = state.core.begin_run()
+            try:
+                result = run(session, output_names, input_feed, run_options)
+            finally:
+                state.core.end_run(k)
+            if recorder._values:
+                recorder._record_values(ort, state, k, input_feed)
+            return result
+
+        def add_session_config_entry(options, key, value):
+            add_entry(options, key, value)
+            recorder._config_entries.setdefault(id(options), (options, {}))[1][key] = value
+
+        for owner, attr, fn in ((cls, "__init__", __init__), (cls, "run", run_),
+                                (ort.SessionOptions, "add_session_config_entry", add_session_config_entry)):
+            self._originals.append((owner, attr, getattr(owner, attr)))
+            setattr(owner, attr, fn)
+
+    # -- sessions ------------------------------------------------------------
+    def _create(self, init, ort, session, path_or_bytes, sess_options, providers, provider_options, kwargs):
+        import onnx
+        from google.protobuf import json_format
+
+        if self._dir is None:
+            self._dir = tempfile.mkdtemp(prefix="magneton-ort-")
+        index = len(self._sessions)
+        options = sess_options if sess_options is not None else ort.SessionOptions()
+        saved = (options.enable_profiling, options.profile_file_prefix, options.optimized_model_filepath)
+        prefix = os.path.join(self._dir, f"session{index}")
+        own_optimized = not saved[2]
+        optimized = saved[2] or prefix + "_optimized.onnx"
+        # The user's options are changed only for the constructor (ORT copies
+        # them into the session) and restored right after.
+        options.enable_profiling = True
+        options.profile_file_prefix = prefix
+        options.optimized_model_filepath = optimized
+        try:
+            init(session, path_or_bytes, options, providers, provider_options, **kwargs)
+        finally:
+            options.enable_profiling, options.profile_file_prefix, options.optimized_model_filepath = saved
+        start_ns = session.get_profiling_start_time_ns()
+        graph = onnx.load(optimized, load_external_data=False).graph
+        for tensor in graph.initializer:  # C++ needs names, types and dims, not the weights
+            tensor.ClearField("raw_data")
+        core = _core.OrtSession(json_format.MessageToJson(graph), start_ns)
+        state = _Session(index, session, core, prefix, optimized, own_optimized)
+        session._magneton_session = state
+        self._sessions.append(state)
+        self._record_config(index, session, options, saved)
+
+    def _record_config(self, index, session, options, saved) -> None:
+        base = "ort.session" if index == 0 else f"ort.session{index}"
+        used = session.get_session_options()
+        for attr in _OPTION_ATTRS:
+            value = getattr(used, attr, "<unavailable>")
+            if attr == "enable_profiling":
+                value = saved[0]  # as the user set it; magneton's profiling is not a user choice
+            elif attr == "optimized_model_filepath":
+                value = saved[2]
+            config_snapshot._set(f"{base}.{attr}", value if isinstance(value, (bool, int, str)) else str(value),
+                                 "runtime")
+        for key, value in sorted(self._config_entries.get(id(options), (None, {}))[1].items()):
+            config_snapshot._set(f"{base}.config.{key}", value, "runtime")
+        config_snapshot._set(f"{base}.providers", session.get_providers(), "runtime")
+        config_snapshot._set(f"{base}.provider_options", session.get_provider_options(), "runtime")
+
+    # -- values ----------------------------------------------------------------
+    def _record_values(self, ort, state, run_index, input_feed) -> None:
+        if state.values_session is None:
+            import onnx
+
+            model = onnx.load(state.optimized_path)
+            have = {o.name for o in model.graph.output}
+            model.graph.output.extend(onnx.ValueInfoProto(name=n) for n in state.core.value_names() if n not in have)
+            options = ort.SessionOptions()
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # run it as optimised
+            self._internal.active = True
+            try:
+                state.values_session = ort.InferenceSession(model.SerializeToString(), options,
+                                                            providers=state.providers)
+            finally:
+                self._internal.active = False
+        names = [o.name for o in state.values_session.get_outputs()]
+        outputs = state.values_session.run(None, input_feed)
+        state.core.add_values(run_index, names, outputs)
+        state.core.add_values(run_index, list(input_feed.keys()), list(input_feed.values()))
+
+    # -- ingestion at stop() -----------------------------------------------------
+    def _ingest(self, state: _Session) -> bool:
+        key = "ort.session" if state.index == 0 else f"ort.session{state.index}"
+        session = state.session()
+        try:
+            if session is not None:
+                path = session.end_profiling()
+            else:  # ORT wrote the profile when the session was destroyed
+                found = sorted(glob.glob(state.prefix + "_*.json"))
+                if not found:
+                    raise RuntimeError(f"no profile file {state.prefix}_*.json (session destroyed without one)")
+                path = found[-1]
+            stats = state.core.ingest(path)
+        except Exception as exc:  # noqa: BLE001 - reported, the rest of the trace is kept
+            _core.set_meta(key + ".error", str(exc))
+            print(f"magneton: ONNX Runtime session {state.index} not recorded: {exc} "
+                  f"(profile and model kept in {self._dir})", file=sys.stderr)
+            return False
+        for name, value in stats.items():
+            _core.set_meta(f"{key}.{name}", str(value))
+        return True

@@ -1,0 +1,1 @@
+magneton_test(ort_ingest_unittest)
