@@ -148,6 +148,19 @@ bool NumpyToView(PyObject* obj, bool with_host_data, ArrayView* out) {
   return true;
 }
 
+// numpy.ndarray or a subclass (JAX wraps literals in one), found by name so
+// that magneton needs no NumPy headers.
+bool IsNumpyArray(PyObject* obj) {
+  PyObject* mro = Py_TYPE(obj)->tp_mro;
+  if (!mro || !PyTuple_Check(mro)) return false;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); ++i) {
+    if (std::strcmp(reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, i))->tp_name, "numpy.ndarray") == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 bool ArrayToView(PyObject* obj, bool with_host_data, bool block, ArrayView* out) {
@@ -156,7 +169,7 @@ bool ArrayToView(PyObject* obj, bool with_host_data, bool block, ArrayView* out)
   bool ok = false;
   if (PyObject_HasAttrString(obj, "unsafe_buffer_pointer")) {
     ok = JaxArrayToView(obj, with_host_data, block, out);
-  } else if (std::strcmp(Py_TYPE(obj)->tp_name, "numpy.ndarray") == 0) {
+  } else if (IsNumpyArray(obj)) {
     // Not NumPy scalars: their __array_interface__ points into a temporary.
     ok = NumpyToView(obj, with_host_data, out);
   }

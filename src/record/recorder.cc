@@ -61,6 +61,22 @@ struct PairHash {
 struct PendingOp {
   OpEvent event;
   std::vector<OpTensor> links;
+  std::vector<std::pair<uint64_t, int64_t>> input_storages;  // (storage address, tensor id) per input
+};
+
+// A view of one value with one layout: the key under which a fingerprint may
+// be reused (weight.t() in every forward). Keyed by the viewed value's id, not
+// by address, because freed memory is reused at once by new values.
+struct ViewKey {
+  int64_t viewed_id;
+  int64_t storage_offset;
+  uint64_t layout_hash;
+  bool operator==(const ViewKey&) const = default;
+};
+struct ViewKeyHash {
+  size_t operator()(const ViewKey& k) const {
+    return Mix(Mix(static_cast<uint64_t>(k.viewed_id), static_cast<uint64_t>(k.storage_offset)), k.layout_hash);
+  }
 };
 
 struct ThreadState {
@@ -114,11 +130,13 @@ struct Recorder::State {
   std::unordered_map<ScopeKey, int64_t, ScopeKeyHash> scopes;
   std::unordered_map<TensorKey, TensorEntry, TensorKeyHash> tensors;
   int64_t next_tensor_id = 0;
-  // --values: encoded fingerprints by exact key (storage, offset, layout,
-  // version). Views recreated every step (weight.t() in each forward) are
-  // then fingerprinted once, not once per step.
+  // --values: encoded fingerprints of views by (viewed value, offset,
+  // layout). Views recreated every step (weight.t() in each forward) are then
+  // fingerprinted once, not once per step. Nothing else is reused: an address
+  // with the same layout and version can hold a new value (freed and
+  // reallocated memory, writes by nested ops that bump no version counter).
   std::mutex fingerprint_mu;
-  std::unordered_map<TensorKey, std::shared_ptr<const std::string>, TensorKeyHash> fingerprints;
+  std::unordered_map<ViewKey, std::shared_ptr<const std::string>, ViewKeyHash> fingerprints;
 };
 
 Recorder::Recorder(std::unique_ptr<TraceWriter> writer, uint64_t generation, bool record_values)
@@ -248,7 +266,7 @@ int64_t Recorder::BeginOp(int64_t name_id, int64_t call_path_id, int64_t scope_i
 
 size_t Recorder::OpDepth() const { return Local(generation_).ops.size(); }
 
-int64_t Recorder::ResolveTensor(const TensorView& t, bool is_output, int64_t op_id) {
+int64_t Recorder::ResolveTensor(const TensorView& t, bool is_output, int64_t op_id, int64_t viewed_id) {
   TensorKey key{t.storage_addr, t.storage_offset, t.version, LayoutHash(t)};
   std::unique_lock<std::mutex> lock(state_->mu);
   auto it = state_->tensors.find(key);
@@ -259,7 +277,7 @@ int64_t Recorder::ResolveTensor(const TensorView& t, bool is_output, int64_t op_
   }
   int64_t id = NewTensor(t, is_output, op_id, &key);
   lock.unlock();
-  if (record_values_ && t.host_data) FingerprintValue(id, t, &key);
+  if (record_values_ && t.host_data) FingerprintValue(id, t, viewed_id);
   return id;
 }
 
@@ -281,11 +299,12 @@ int64_t Recorder::NewTensor(const TensorView& t, bool is_output, int64_t op_id, 
   return id;
 }
 
-void Recorder::FingerprintValue(int64_t tensor_id, const TensorView& t, const void* key_ptr) {
-  const TensorKey& key = *static_cast<const TensorKey*>(key_ptr);
+void Recorder::FingerprintValue(int64_t tensor_id, const TensorView& t, int64_t viewed_id) {
+  const ViewKey key{viewed_id, t.storage_offset, LayoutHash(t)};
   // Reuse needs a version counter that moves on every write: inference-mode
-  // tensors have none, so their values may have changed under the same key.
-  if (t.version_tracked) {
+  // tensors have none, so their values may have changed under the same id.
+  const bool reusable = viewed_id != kNoId && t.version_tracked;
+  if (reusable) {
     std::lock_guard<std::mutex> lock(state_->fingerprint_mu);
     auto it = state_->fingerprints.find(key);
     if (it != state_->fingerprints.end()) {
@@ -311,7 +330,7 @@ void Recorder::FingerprintValue(int64_t tensor_id, const TensorView& t, const vo
   if (!fp.ok()) return;
   auto encoded = std::make_shared<const std::string>(EncodeFingerprint(*fp));
   writer_->AppendFingerprint(tensor_id, std::string(kFingerprintKind), *encoded);
-  if (t.version_tracked) {
+  if (reusable) {
     std::lock_guard<std::mutex> lock(state_->fingerprint_mu);
     constexpr size_t kMaxCached = 200'000;  // bounded memory on long runs
     if (state_->fingerprints.size() >= kMaxCached) state_->fingerprints.clear();
@@ -323,14 +342,22 @@ void Recorder::AddInput(int32_t slot, const TensorView& tensor) {
   ThreadState& ts = Local(generation_);
   if (ts.ops.empty()) return;
   PendingOp& p = ts.ops.back();
-  p.links.push_back({p.event.id, TensorRole::kInput, slot, ResolveTensor(tensor, false, p.event.id)});
+  const int64_t id = ResolveTensor(tensor, false, p.event.id);
+  p.links.push_back({p.event.id, TensorRole::kInput, slot, id});
+  if (record_values_) p.input_storages.emplace_back(tensor.storage_addr, id);
 }
 
 void Recorder::AddOutput(int32_t slot, const TensorView& tensor) {
   ThreadState& ts = Local(generation_);
   if (ts.ops.empty()) return;
   PendingOp& p = ts.ops.back();
-  p.links.push_back({p.event.id, TensorRole::kOutput, slot, ResolveTensor(tensor, true, p.event.id)});
+  int64_t viewed_id = kNoId;
+  if (tensor.is_view) {
+    for (const auto& [addr, id] : p.input_storages) {
+      if (addr == tensor.storage_addr) viewed_id = id;
+    }
+  }
+  p.links.push_back({p.event.id, TensorRole::kOutput, slot, ResolveTensor(tensor, true, p.event.id, viewed_id)});
 }
 
 void Recorder::EndOp(std::string args) {

@@ -22,7 +22,7 @@ from magneton.recorders.torch_recorder import _PostImportFinder
 # Call-like primitives whose eval rule re-binds the primitives of their body:
 # not ops of their own, so the body's primitives are recorded one by one.
 _TRANSPARENT = frozenset({"closed_call", "core_call", "checkpoint", "remat", "custom_jvp_call",
-                          "custom_vjp_call", "custom_vjp_call_jaxpr", "custom_lin"})
+                          "custom_vjp_call", "custom_vjp_call_jaxpr", "custom_lin", "custom_linear_solve"})
 # A jitted call bound on the eval trace despite disable_jit: its jaxpr is
 # evaluated here, equation by equation, inside a scope named after it.
 _INTERPRETED = frozenset({"jit", "pjit"})
@@ -114,7 +114,18 @@ def _make_process_primitive(orig, core, dispatch, source_info_util, config):
     local = threading.local()
     names: dict[str, str] = {}
     begin, end, recording = _core.begin_array_op, _core.end_array_op, _core.is_recording
-    name_stack = source_info_util.current_name_stack
+    current_name_stack = source_info_util.current_name_stack
+    scope_names: dict = {}
+
+    def scope():
+        # jax.named_scope names, outermost first ("block/attn"); transforms
+        # (vmap, jvp) are not scopes.
+        stack = current_name_stack()
+        text = scope_names.get(stack)
+        if text is None:
+            parts = [s.name for s in stack.stack if type(s).__name__ == "Scope"]
+            text = scope_names.setdefault(stack, "/".join(parts))
+        return text
     compile_ahead = _make_compile_ahead(core, dispatch, config)
 
     def process_primitive(trace, primitive, args, params, /):
@@ -135,7 +146,7 @@ def _make_process_primitive(orig, core, dispatch, source_info_util, config):
         local.busy = True
         try:
             compile_ahead(primitive, args, params)
-            begin(name, args, str(name_stack()))
+            begin(name, args, scope())
             try:
                 outs = orig(trace, primitive, args, params)
             except BaseException:
