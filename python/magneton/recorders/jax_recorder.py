@@ -86,8 +86,8 @@ def _make_compile_ahead(core, dispatch, config):
     get_aval = getattr(core, "typeof", None) or core.get_aval
 
     def compile_ahead(primitive, args, params):
-        if getattr(primitive.impl, "func", None) is not dispatch.apply_primitive:
-            return  # an impl of its own, not one jit per primitive
+        if getattr(primitive.impl, "func", None) is not dispatch.apply_primitive and primitive.name != "stage":
+            return  # an impl of its own, not one jit per primitive (stage compiles one for non-arrays)
         try:
             key = (primitive, tuple(params.items()), tuple(map(get_aval, args)))
             if key in seen:
