@@ -167,6 +167,13 @@ bool ArrayToView(PyObject* obj, bool with_host_data, bool block, ArrayView* out)
   if (!obj || PyFloat_Check(obj) || PyLong_Check(obj) || PyBool_Check(obj) || PyComplex_Check(obj)) return false;
   out->view = TensorView{};
   bool ok = false;
+  // A JAX PRNG key array: its values are the uint32 array it wraps.
+  if (PyObject* base = PyObject_GetAttrString(obj, "_base_array")) {
+    ok = base != obj && ArrayToView(base, with_host_data, block, out);
+    Py_DECREF(base);
+    return ok;
+  }
+  PyErr_Clear();
   if (PyObject_HasAttrString(obj, "unsafe_buffer_pointer")) {
     ok = JaxArrayToView(obj, with_host_data, block, out);
   } else if (IsNumpyArray(obj)) {

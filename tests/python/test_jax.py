@@ -35,7 +35,8 @@ SMALL = textwrap.dedent("""\
     x = jnp.arange(8, dtype=jnp.float32).reshape(2, 4)
     y = layer(w, x)
     carry, _ = jax.jit(cumulative)(jnp.ones(3, jnp.float32))
-    print(float(y.sum()) + float(carry))
+    noise = jax.random.normal(jax.random.PRNGKey(0), (3,))
+    print(float(y.sum()) + float(carry) + float(noise.sum()))
 """)
 
 
@@ -76,6 +77,18 @@ def test_primitives_with_shapes_and_dataflow(small_trace):
     assert len(adds) >= 3
     # --values: every produced float value carries a fingerprint.
     assert db.query("SELECT count(*) FROM fingerprints WHERE tensor_id = ?", db.tensors(tanh, 1)[0])[0][0] == 1
+
+
+def test_prng_keys_carry_dataflow_into_the_key_implementation(small_trace):
+    # random_seed/split/bits are not ops of their own: their threefry
+    # primitives are, reading key data that recorded ops produced.
+    _, trace = small_trace
+    db = TraceDB(trace)
+    threefry = db.ops("jax::threefry2x32")
+    assert threefry
+    for op, *_ in threefry:
+        for t in db.tensors(op, 0):
+            assert db.query("SELECT producer_op_id FROM tensors WHERE id = ?", t)[0][0] is not None
 
 
 def test_call_paths_end_at_the_users_line_and_scopes_come_from_named_scopes(small_trace):

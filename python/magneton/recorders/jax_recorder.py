@@ -22,7 +22,9 @@ from magneton.recorders.torch_recorder import _PostImportFinder
 # Call-like primitives whose eval rule re-binds the primitives of their body:
 # not ops of their own, so the body's primitives are recorded one by one.
 _TRANSPARENT = frozenset({"closed_call", "core_call", "checkpoint", "remat", "custom_jvp_call",
-                          "custom_vjp_call", "custom_vjp_call_jaxpr", "custom_lin", "custom_linear_solve"})
+                          "custom_vjp_call", "custom_vjp_call_jaxpr", "custom_lin", "custom_linear_solve",
+                          # PRNG key ops run the key implementation's primitives (threefry)
+                          "random_seed", "random_split", "random_fold_in", "random_bits", "remat2"})
 # A jitted call bound on the eval trace despite disable_jit: its jaxpr is
 # evaluated here, equation by equation, inside a scope named after it.
 _INTERPRETED = frozenset({"jit", "pjit"})
@@ -60,7 +62,7 @@ class JaxRecorder:
         import jax
         import jaxlib
         from jax._src import config as jax_config
-        from jax._src import core, dispatch, source_info_util
+        from jax._src import core, source_info_util
 
         if not _core.is_recording():
             return
@@ -72,45 +74,44 @@ class JaxRecorder:
         jax.config.update("jax_disable_jit", True)
         self._trace_cls = core.EvalTrace
         self._orig_process = core.EvalTrace.process_primitive
-        self._trace_cls.process_primitive = _make_process_primitive(self._orig_process, core, dispatch,
-                                                                     source_info_util, jax_config)
+        self._trace_cls.process_primitive = _make_process_primitive(self._orig_process, core, source_info_util,
+                                                                     jax_config)
         self.hooked = True
 
 
-def _make_compile_ahead(core, dispatch, config):
-    """Compiles the single-primitive XLA program an eager op runs, the first
-    time each (primitive, params, argument types) is seen, before the op is
-    timed: compile time is not the op's, and must not make one side of a
-    diff look wasteful."""
+def _make_warm_up(core, trace_context):
+    """Runs an eager op once, untimed, the first time each (primitive,
+    params, argument types) is seen: JAX compiles a small XLA program per
+    primitive and signature, and XLA:CPU finishes compiling its kernels on
+    the first execution, so the first run costs tens of milliseconds that are
+    not the op's and must not make one side of a diff look wasteful. Not for
+    primitives that may have effects (callbacks, prints); they run once."""
     seen: set = set()
     get_aval = getattr(core, "typeof", None) or core.get_aval
 
-    def compile_ahead(primitive, args, params):
-        if getattr(primitive.impl, "func", None) is not dispatch.apply_primitive and primitive.name != "stage":
-            return  # an impl of its own, not one jit per primitive (stage compiles one for non-arrays)
+    def warm_up(primitive, args, params, run):
+        name = primitive.name
+        if "callback" in name or "print" in name:
+            return
         try:
-            key = (primitive, tuple(params.items()), tuple(map(get_aval, args)))
+            # JAX caches per config context too (an abstract mesh set inside vmap).
+            key = (primitive, tuple(params.items()), tuple(map(get_aval, args)), trace_context())
             if key in seen:
                 return
             seen.add(key)
         except TypeError:  # an unhashable parameter: JAX cannot cache it either
             return
         try:
-            # In the order dispatch.apply_primitive uses: the callable is cached
-            # under the config of the call (jit disabled), then run with jit on.
-            fun = dispatch.xla_primitive_callable(primitive, **params)
-            prev = config.disable_jit.swap_local(False)
-            try:
-                fun.lower(*args).compile()
-            finally:
-                config.disable_jit.set_local(prev)
+            out = run()
+            for o in out if isinstance(out, (list, tuple)) else (out,):
+                getattr(o, "block_until_ready", lambda: None)()
         except Exception:
-            pass  # the op itself will raise, or compile, as it would unrecorded
+            pass  # the op itself will raise as it would unrecorded
 
-    return compile_ahead
+    return warm_up
 
 
-def _make_process_primitive(orig, core, dispatch, source_info_util, config):
+def _make_process_primitive(orig, core, source_info_util, jax_config):
     local = threading.local()
     names: dict[str, str] = {}
     begin, end, recording = _core.begin_array_op, _core.end_array_op, _core.is_recording
@@ -126,7 +127,7 @@ def _make_process_primitive(orig, core, dispatch, source_info_util, config):
             parts = [s.name for s in stack.stack if type(s).__name__ == "Scope"]
             text = scope_names.setdefault(stack, "/".join(parts))
         return text
-    compile_ahead = _make_compile_ahead(core, dispatch, config)
+    warm_up = _make_warm_up(core, jax_config.trace_context)
 
     def process_primitive(trace, primitive, args, params, /):
         # Binds made while a recorded op runs (the single-op jit that JAX
@@ -145,7 +146,7 @@ def _make_process_primitive(orig, core, dispatch, source_info_util, config):
             name = names.setdefault(pname, "jax::" + pname)
         local.busy = True
         try:
-            compile_ahead(primitive, args, params)
+            warm_up(primitive, args, params, lambda: orig(trace, primitive, args, params))
             begin(name, args, scope())
             try:
                 outs = orig(trace, primitive, args, params)
