@@ -81,7 +81,7 @@ class JaxRecorder:
 
 def _make_warm_up(core, trace_context):
     """Runs an eager op once, untimed, the first time each (primitive,
-    params, argument types) is seen: JAX compiles a small XLA program per
+    params, argument types, config context) is seen: JAX compiles a small XLA program per
     primitive and signature, and XLA:CPU finishes compiling its kernels on
     the first execution, so the first run costs tens of milliseconds that are
     not the op's and must not make one side of a diff look wasteful. Not for
@@ -127,6 +127,7 @@ def _make_process_primitive(orig, core, source_info_util, jax_config):
             parts = [s.name for s in stack.stack if type(s).__name__ == "Scope"]
             text = scope_names.setdefault(stack, "/".join(parts))
         return text
+
     warm_up = _make_warm_up(core, jax_config.trace_context)
 
     def process_primitive(trace, primitive, args, params, /):
