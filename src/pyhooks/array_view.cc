@@ -168,12 +168,16 @@ bool ArrayToView(PyObject* obj, bool with_host_data, bool block, ArrayView* out)
   out->view = TensorView{};
   bool ok = false;
   // A JAX PRNG key array: its values are the uint32 array it wraps.
-  if (PyObject* base = PyObject_GetAttrString(obj, "_base_array")) {
+  if (std::strstr(Py_TYPE(obj)->tp_name, "PRNGKeyArray")) {
+    PyObject* base = PyObject_GetAttrString(obj, "_base_array");
+    if (!base) {
+      PyErr_Clear();
+      return false;
+    }
     ok = base != obj && ArrayToView(base, with_host_data, block, out);
     Py_DECREF(base);
     return ok;
   }
-  PyErr_Clear();
   if (PyObject_HasAttrString(obj, "unsafe_buffer_pointer")) {
     ok = JaxArrayToView(obj, with_host_data, block, out);
   } else if (IsNumpyArray(obj)) {
