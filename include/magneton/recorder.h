@@ -32,7 +32,9 @@ struct TensorView {
   const void* host_data = nullptr;
   // An output that aliases an input of the same op without writing it (a
   // torch view op: t, view, select). Only such a value may take the cached
-  // fingerprint of an earlier view of the same input value (--values).
+  // fingerprint of an earlier view of the same input value (--values), and
+  // one identical to its input (same storage, offset, layout, version) is
+  // that input's value, not a new one.
   bool is_view = false;
 };
 

@@ -272,8 +272,12 @@ int64_t Recorder::ResolveTensor(const TensorView& t, bool is_output, int64_t op_
   auto it = state_->tensors.find(key);
   if (it != state_->tensors.end()) {
     // An input is whatever value last lived under this key. An output is new,
-    // unless this op or one nested in it (a later id) already produced it.
+    // unless this op or one nested in it (a later id) already produced it, or
+    // it is a view identical to the input it views (view(same shape),
+    // contiguous() of a contiguous tensor): the same value, so later reads of
+    // the input do not seem to depend on the op that made the alias.
     if (!is_output || it->second.producer_op_id >= op_id) return it->second.id;
+    if (t.is_view && viewed_id != kNoId && it->second.id == viewed_id) return it->second.id;
   }
   int64_t id = NewTensor(t, is_output, op_id, &key);
   lock.unlock();
@@ -344,7 +348,7 @@ void Recorder::AddInput(int32_t slot, const TensorView& tensor) {
   PendingOp& p = ts.ops.back();
   const int64_t id = ResolveTensor(tensor, false, p.event.id);
   p.links.push_back({p.event.id, TensorRole::kInput, slot, id});
-  if (record_values_) p.input_storages.emplace_back(tensor.storage_addr, id);
+  p.input_storages.emplace_back(tensor.storage_addr, id);
 }
 
 void Recorder::AddOutput(int32_t slot, const TensorView& tensor) {

@@ -232,7 +232,7 @@ void OnOpEnd(const at::RecordFunction& fn, at::ObserverContext* raw) {
   // A recording stopped (or restarted) between start and end: drop the op.
   if (!ctx || !rec || rec != ctx->rec || rec->generation() != ctx->generation) return;
   int32_t slot = 0;
-  const bool is_view = rec->record_values() && IsViewOp(fn);
+  const bool is_view = IsViewOp(fn);
   for (const c10::IValue& iv : fn.outputs()) VisitValue(*rec, /*output=*/true, slot, iv, nullptr, is_view);
   rec->EndOp(std::move(ctx->args));
 }

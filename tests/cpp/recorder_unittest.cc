@@ -91,6 +91,35 @@ TEST(Recorder, OutputsOfRepeatedAllocationsAreDistinctValues) {
   EXPECT_NE(Output(*trace, op1), Output(*trace, op2));
 }
 
+TEST(Recorder, AViewIdenticalToItsInputIsTheSameValue) {
+  // torch's matrix_exp views its input with the same shape; later reads of
+  // the input must not depend on that call.
+  std::string path = TempPath("sameview.mtrace");
+  ASSERT_TRUE(Recorder::Start(path, RunMetadata{}).ok());
+  Recorder* rec = Recorder::Active();
+  FakeTensor x{0x3000, 0, {2, 3}, {3, 1}};
+  auto op = [&](const char* name, const FakeTensor& in, const FakeTensor* out, bool view) {
+    int64_t id = rec->BeginOp(rec->InternString(name), kNoId);
+    rec->AddInput(0, in.view());
+    if (out) {
+      TensorView v = out->view();
+      v.is_view = view;
+      rec->AddOutput(0, v);
+    }
+    rec->EndOp("");
+    return id;
+  };
+  int64_t view_op = op("aten::view", x, &x, true);
+  int64_t later = op("aten::sum", x, nullptr, false);
+  int64_t inplace = op("aten::relu_", x, &x, false);  // not a view: a new value even at the same key
+  ASSERT_TRUE(Recorder::Stop().ok());
+  auto trace = ReadTrace(path);
+  ASSERT_TRUE(trace.ok());
+  EXPECT_EQ(Output(*trace, view_op), Input(*trace, view_op));
+  EXPECT_EQ(Input(*trace, later), Input(*trace, view_op));
+  EXPECT_NE(Output(*trace, inplace), Input(*trace, inplace));
+}
+
 TEST(Recorder, ValuesAtAReusedAddressGetTheirOwnFingerprints) {
   // --values: a buffer freed and handed to a new value (same address, layout
   // and version) must be fingerprinted again; a view of one value may reuse.
