@@ -30,6 +30,12 @@ struct TensorView {
   // Address of element [0,...,0] when the values are readable from this
   // thread (host memory), else null: only then can --values fingerprint it.
   const void* host_data = nullptr;
+  // An output that aliases an input of the same op without writing it (a
+  // torch view op: t, view, select). Only such a value may take the cached
+  // fingerprint of an earlier view of the same input value (--values), and
+  // one identical to its input (same storage, offset, layout, version) is
+  // that input's value, not a new one.
+  bool is_view = false;
 };
 
 struct RecorderOptions {
@@ -104,9 +110,9 @@ class Recorder {
  private:
   struct State;
   Recorder(std::unique_ptr<TraceWriter> writer, uint64_t generation, bool record_values);
-  // may_reuse: the value may be the one cached under the same key (see .cc).
-  void FingerprintValue(int64_t tensor_id, const TensorView& t, const void* key_ptr, bool may_reuse);
-  int64_t ResolveTensor(const TensorView& t, bool is_output, int64_t op_id, bool may_reuse_fingerprint);
+  // viewed_id: for a view output, the id of the input value it aliases, else kNoId.
+  void FingerprintValue(int64_t tensor_id, const TensorView& t, int64_t viewed_id);
+  int64_t ResolveTensor(const TensorView& t, bool is_output, int64_t op_id, int64_t viewed_id = kNoId);
   // Registers a new value; state mutex held. key_ptr: the private TensorKey.
   int64_t NewTensor(const TensorView& t, bool is_output, int64_t op_id, const void* key_ptr);
 

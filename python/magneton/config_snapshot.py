@@ -59,6 +59,20 @@ def record_torch_flags() -> None:
             _set(key, f"<unavailable: {type(exc).__name__}>", "global_flag")
 
 
+def record_jax_flags() -> None:
+    """Every jax.config flag (x64, default_matmul_precision, platforms, ...)
+    and the backend, as the program set them before recording changed any."""
+    import jax
+
+    for key, value in sorted(jax.config.values.items()):
+        _set("jax.config." + key, value, "global_flag")
+    try:
+        _set("jax.default_backend", jax.default_backend(), "global_flag")
+        _set("jax.devices", [str(d) for d in jax.devices()], "global_flag")
+    except Exception as exc:  # no backend could start
+        _set("jax.default_backend", f"<unavailable: {type(exc).__name__}>", "global_flag")
+
+
 def record_model_config(scope: str, module) -> None:
     """Records a model's config object (HF ``config``) once per root module."""
     config = getattr(module, "config", None)

@@ -24,12 +24,21 @@ def _framework_versions() -> dict[str, str]:
     return versions
 
 
+def _engines() -> str:
+    """The engines whose hooks went in, e.g. "jax" or "pytorch,jax"."""
+    from magneton.recorders import jax_recorder
+
+    jax_hooked = any(isinstance(r, jax_recorder.JaxRecorder) and r.hooked for r in _recorders)
+    torch_hooked = any(getattr(r, "_hook", None) is not None for r in _recorders)
+    return ",".join(name for name, on in (("pytorch", torch_hooked or not jax_hooked), ("jax", jax_hooked)) if on)
+
+
 def start(path: str | os.PathLike, label: str | None = None, command_line: str | None = None,
           energy: bool = True, values: bool = False) -> None:
     """Starts recording every supported framework's ops into ``path``; with
     ``energy``, also samples the meters ``magneton meters`` reports; with
     ``values``, fingerprints every tensor value (for matching), never stores it."""
-    from magneton.recorders import ort_recorder, torch_recorder
+    from magneton.recorders import jax_recorder, ort_recorder, torch_recorder
 
     path = os.fspath(path)
     with _lock:
@@ -44,12 +53,10 @@ def start(path: str | os.PathLike, label: str | None = None, command_line: str |
         _core.start_recording(path, label, command_line, "pytorch", _framework_versions(), energy, values)
         try:
             config_snapshot.record_process_config()
-            rec = torch_recorder.TorchRecorder()
-            rec.install()
-            _recorders.append(rec)
-            ort = ort_recorder.OrtRecorder(values=values)
-            ort.install()
-            _recorders.append(ort)
+            for rec in (torch_recorder.TorchRecorder(), ort_recorder.OrtRecorder(values=values),
+                        jax_recorder.JaxRecorder()):
+                rec.install()
+                _recorders.append(rec)
         except BaseException:
             _core.stop_recording()
             raise
@@ -60,6 +67,7 @@ def stop() -> None:
     with _lock:
         if not _core.is_recording():
             return
+        _core.set_meta("engine", _engines())
         while _recorders:
             _recorders.pop().uninstall()
         # Versions of frameworks imported after start() are known only now.

@@ -7,6 +7,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings/ort_bindings.h"
+#include "bindings/array_ops.h"
 #include "magneton/recorder.h"
 #include "magneton/trace_reader.h"
 #include "pyhooks/python_stack.h"
@@ -78,6 +79,8 @@ NB_MODULE(_core, m) {
   m.def("set_scope_namer", [](nb::object namer) { magneton::SetScopeNamer(namer.is_none() ? nullptr : namer.ptr()); },
         "namer(parent_or_None, module) -> str names module scopes (called once per new stack).");
   m.def("clear_module_scopes", [] { magneton::ClearModuleScopes(); });
+
+  magneton::RegisterArrayOps(m);
 
   m.def("summarize", [](const std::string& path, int top) {
     auto trace = magneton::ReadTrace(path);

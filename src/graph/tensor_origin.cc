@@ -68,6 +68,27 @@ void ClassifyUnproducedTensors(const Trace& trace, std::unordered_map<int64_t, T
     // Once seen in a parameter position, a tensor stays a parameter (tied weights).
     if (!inserted && label == TensorOrigin::kParameter) it->second = TensorOrigin::kParameter;
   }
+  // A few floats next to floating data many times larger are constants of the
+  // program (thresholds, coefficients: the literal arrays inside JAX's library
+  // functions reach primitives unproduced), not data: as model inputs they
+  // would start a second main flow that joins the data everywhere downstream.
+  auto elements = [&](int64_t t) {
+    int64_t n = 1;
+    for (int64_t d : trace.tensors[t].shape) n *= d;
+    return n;
+  };
+  int64_t largest_data = 0;
+  for (const auto& [t, o] : *origin) {
+    if (o == TensorOrigin::kModelInput && !IsIntegralDtype(trace.tensors[t].dtype)) {
+      largest_data = std::max(largest_data, elements(t));
+    }
+  }
+  constexpr int64_t kMaxConstantElements = 64;
+  for (auto& [t, o] : *origin) {
+    if (o != TensorOrigin::kModelInput || IsIntegralDtype(trace.tensors[t].dtype)) continue;
+    const int64_t n = elements(t);
+    if (n <= kMaxConstantElements && n * kMaxConstantElements <= largest_data) o = TensorOrigin::kParameter;
+  }
 }
 
 }  // namespace magneton::graph_internal

@@ -46,7 +46,8 @@ struct StackCache {
   std::mutex mu;
   uint64_t generation = 0;
   std::unordered_map<uint64_t, CachedStack> stacks;
-  std::unordered_map<PyCodeObject*, bool> skip;  // code in magneton's own package
+  std::unordered_map<PyCodeObject*, bool> skip;  // code in magneton's own package or a skipped path
+  std::vector<std::string> skipped_paths;         // engine internals (jax/_src/...), see AddSkippedCodePath
   std::vector<PyObject*> kept_alive;
   std::vector<PyObject*> module_codes;  // strong references
   PyObject* namer = nullptr;            // strong reference
@@ -72,6 +73,7 @@ bool IsMagnetonCode(StackCache& cache, PyCodeObject* code) {
     std::string_view f(file);
     skip = f.find("site-packages/magneton/") != std::string_view::npos ||
            f.find("python/magneton/") != std::string_view::npos;
+    for (const std::string& path : cache.skipped_paths) skip = skip || f.find(path) != std::string_view::npos;
   } else {
     PyErr_Clear();
   }
@@ -200,6 +202,14 @@ void AddModuleCallCode(PyObject* code) {
   cache.stacks.clear();
 }
 
+void AddSkippedCodePath(std::string_view path_part) {
+  StackCache& cache = Cache();
+  std::lock_guard<std::mutex> lock(cache.mu);
+  cache.skipped_paths.emplace_back(path_part);
+  cache.skip.clear();
+  cache.stacks.clear();
+}
+
 void SetScopeNamer(PyObject* namer) {
   StackCache& cache = Cache();
   std::lock_guard<std::mutex> lock(cache.mu);
@@ -216,6 +226,7 @@ void ClearModuleScopes() {
   cache.module_codes.clear();
   Py_XDECREF(cache.namer);
   cache.namer = nullptr;
+  cache.skipped_paths.clear();
   ResetLocked(cache, 0);
 }
 

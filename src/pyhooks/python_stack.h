@@ -6,6 +6,7 @@
 #include <Python.h>
 
 #include <cstdint>
+#include <string_view>
 
 namespace magneton {
 class Recorder;
@@ -29,7 +30,13 @@ void AddModuleCallCode(PyObject* code);
 // module whose call encloses it. Requires the GIL.
 void SetScopeNamer(PyObject* namer);
 
-// Forgets module codes and the namer (when recording stops). Requires the GIL.
+// Frames whose file path contains `path_part` are left out of call paths, like
+// magneton's own: engine internals between the user's line and the op (the
+// dispatch machinery of jax/_src). Requires the GIL.
+void AddSkippedCodePath(std::string_view path_part);
+
+// Forgets module codes, the namer and skipped paths (when recording stops).
+// Requires the GIL.
 void ClearModuleScopes();
 
 }  // namespace magneton

@@ -62,7 +62,22 @@ struct PairHash {
 struct PendingOp {
   OpEvent event;
   std::vector<OpTensor> links;
-  std::vector<TensorKey> input_keys;
+  std::vector<std::pair<uint64_t, int64_t>> input_storages;  // (storage address, tensor id) per input
+};
+
+// A view of one value with one layout: the key under which a fingerprint may
+// be reused (weight.t() in every forward). Keyed by the viewed value's id, not
+// by address, because freed memory is reused at once by new values.
+struct ViewKey {
+  int64_t viewed_id;
+  int64_t storage_offset;
+  uint64_t layout_hash;
+  bool operator==(const ViewKey&) const = default;
+};
+struct ViewKeyHash {
+  size_t operator()(const ViewKey& k) const {
+    return Mix(Mix(static_cast<uint64_t>(k.viewed_id), static_cast<uint64_t>(k.storage_offset)), k.layout_hash);
+  }
 };
 
 struct ThreadState {
@@ -118,11 +133,13 @@ struct Recorder::State {
   std::unordered_map<ScopeKey, int64_t, ScopeKeyHash> scopes;
   std::unordered_map<TensorKey, TensorEntry, TensorKeyHash> tensors;
   int64_t next_tensor_id = 0;
-  // --values: encoded fingerprints by exact key (storage, offset, layout,
-  // version). Views recreated every step (weight.t() in each forward) are
-  // then fingerprinted once, not once per step.
+  // --values: encoded fingerprints of views by (viewed value, offset,
+  // layout). Views recreated every step (weight.t() in each forward) are then
+  // fingerprinted once, not once per step. Nothing else is reused: an address
+  // with the same layout and version can hold a new value (freed and
+  // reallocated memory, writes by nested ops that bump no version counter).
   std::mutex fingerprint_mu;
-  std::unordered_map<TensorKey, std::shared_ptr<const std::string>, TensorKeyHash> fingerprints;
+  std::unordered_map<ViewKey, std::shared_ptr<const std::string>, ViewKeyHash> fingerprints;
 };
 
 Recorder::Recorder(std::unique_ptr<TraceWriter> writer, uint64_t generation, bool record_values)
@@ -252,18 +269,22 @@ int64_t Recorder::BeginOp(int64_t name_id, int64_t call_path_id, int64_t scope_i
 
 size_t Recorder::OpDepth() const { return Local(generation_).ops.size(); }
 
-int64_t Recorder::ResolveTensor(const TensorView& t, bool is_output, int64_t op_id, bool may_reuse_fingerprint) {
+int64_t Recorder::ResolveTensor(const TensorView& t, bool is_output, int64_t op_id, int64_t viewed_id) {
   const TensorKey key = KeyOf(t);
   std::unique_lock<std::mutex> lock(state_->mu);
   auto it = state_->tensors.find(key);
   if (it != state_->tensors.end()) {
     // An input is whatever value last lived under this key. An output is new,
-    // unless this op or one nested in it (a later id) already produced it.
+    // unless this op or one nested in it (a later id) already produced it, or
+    // it is a view identical to the input it views (view(same shape),
+    // contiguous() of a contiguous tensor): the same value, so later reads of
+    // the input do not seem to depend on the op that made the alias.
     if (!is_output || it->second.producer_op_id >= op_id) return it->second.id;
+    if (t.is_view && viewed_id != kNoId && it->second.id == viewed_id) return it->second.id;
   }
   int64_t id = NewTensor(t, is_output, op_id, &key);
   lock.unlock();
-  if (record_values_ && t.host_data) FingerprintValue(id, t, &key, may_reuse_fingerprint);
+  if (record_values_ && t.host_data) FingerprintValue(id, t, viewed_id);
   return id;
 }
 
@@ -295,14 +316,12 @@ StatusOr<std::string> Recorder::EncodeValueFingerprint(const TensorBuffer& buffe
   return EncodeFingerprint(fp);
 }
 
-void Recorder::FingerprintValue(int64_t tensor_id, const TensorView& t, const void* key_ptr, bool may_reuse) {
-  const TensorKey& key = *static_cast<const TensorKey*>(key_ptr);
+void Recorder::FingerprintValue(int64_t tensor_id, const TensorView& t, int64_t viewed_id) {
+  const ViewKey key{viewed_id, t.storage_offset, LayoutHash(t)};
   // Reuse needs a version counter that moves on every write: inference-mode
-  // tensors have none, so their values may have changed under the same key.
-  // And it needs the storage to be the one the cached value lived in: a fresh
-  // output can land at a freed tensor's address with the same layout and
-  // version 0, so outputs reuse only when they alias an input (views).
-  if (t.version_tracked && may_reuse) {
+  // tensors have none, so their values may have changed under the same id.
+  const bool reusable = viewed_id != kNoId && t.version_tracked;
+  if (reusable) {
     std::lock_guard<std::mutex> lock(state_->fingerprint_mu);
     auto it = state_->fingerprints.find(key);
     if (it != state_->fingerprints.end()) {
@@ -323,7 +342,7 @@ void Recorder::FingerprintValue(int64_t tensor_id, const TensorView& t, const vo
   if (!fp.ok()) return;
   auto encoded = std::make_shared<const std::string>(std::move(fp).value());
   writer_->AppendFingerprint(tensor_id, std::string(kFingerprintKind), *encoded);
-  if (t.version_tracked) {
+  if (reusable) {
     std::lock_guard<std::mutex> lock(state_->fingerprint_mu);
     constexpr size_t kMaxCached = 200'000;  // bounded memory on long runs
     if (state_->fingerprints.size() >= kMaxCached) state_->fingerprints.clear();
@@ -335,28 +354,22 @@ void Recorder::AddInput(int32_t slot, const TensorView& tensor) {
   ThreadState& ts = Local(generation_);
   if (ts.ops.empty()) return;
   PendingOp& p = ts.ops.back();
-  if (record_values_) p.input_keys.push_back(KeyOf(tensor));
-  p.links.push_back({p.event.id, TensorRole::kInput, slot, ResolveTensor(tensor, false, p.event.id, true)});
+  const int64_t id = ResolveTensor(tensor, false, p.event.id);
+  p.links.push_back({p.event.id, TensorRole::kInput, slot, id});
+  p.input_storages.emplace_back(tensor.storage_addr, id);
 }
 
 void Recorder::AddOutput(int32_t slot, const TensorView& tensor) {
   ThreadState& ts = Local(generation_);
   if (ts.ops.empty()) return;
   PendingOp& p = ts.ops.back();
-  // An output aliasing one of this op's inputs is a view (or an in-place
-  // result) of a live storage; any other output is a fresh allocation.
-  // An output equal to an input key was written in place, possibly without a
-  // version bump (copy_ inside clone runs below autograd): never reused.
-  bool aliases_input = false, same_as_input = false;
-  if (record_values_) {
-    const TensorKey key = KeyOf(tensor);
-    for (const TensorKey& in : p.input_keys) {
-      aliases_input |= in.storage_addr == key.storage_addr;
-      same_as_input |= in == key;
+  int64_t viewed_id = kNoId;
+  if (tensor.is_view) {
+    for (const auto& [addr, id] : p.input_storages) {
+      if (addr == tensor.storage_addr) viewed_id = id;
     }
   }
-  p.links.push_back({p.event.id, TensorRole::kOutput, slot, ResolveTensor(tensor, true, p.event.id,
-                                                                         aliases_input && !same_as_input)});
+  p.links.push_back({p.event.id, TensorRole::kOutput, slot, ResolveTensor(tensor, true, p.event.id, viewed_id)});
 }
 
 void Recorder::EndOp(std::string args) {

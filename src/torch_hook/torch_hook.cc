@@ -5,6 +5,7 @@
 #include <ATen/record_function.h>
 #include <ATen/core/ivalue.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/ScalarType.h>
 #include <nanobind/nanobind.h>
 
@@ -84,10 +85,39 @@ std::string_view DeviceName(const c10::Device& d) {
   return it->second;
 }
 
+// Whether the op's outputs alias its inputs without writing them (schema
+// returns all "Tensor(a)", no "!"): a view op, whose output values are the
+// input's. Cached like OpNameId.
+bool IsViewOp(const at::RecordFunction& fn) {
+  struct Entry {
+    std::string text;
+    bool view;
+  };
+  thread_local std::unordered_map<const char*, Entry> cache;
+  const char* name = fn.name();
+  auto it = cache.find(name);
+  if (it != cache.end() && it->second.text == name) return it->second.view;
+  bool view = false;
+  if (auto op = fn.operator_name()) {
+    if (auto handle = c10::Dispatcher::singleton().findSchema(*op)) {
+      const auto& returns = handle->schema().returns();
+      view = !returns.empty();
+      for (const auto& r : returns) {
+        const auto* alias = r.alias_info();
+        view = view && alias != nullptr && !alias->isWrite();
+      }
+    }
+  }
+  cache[name] = {name, view};
+  return view;
+}
+
 // initialized: false for the outputs of allocation ops (aten::empty*), whose
 // values are whatever the allocator left there: never fingerprinted.
-void AddTensor(Recorder& rec, bool output, int32_t slot, const at::Tensor& t, bool initialized) {
+void AddTensor(Recorder& rec, bool output, int32_t slot, const at::Tensor& t, bool is_view = false,
+               bool initialized = true) {
   TensorView v;
+  v.is_view = is_view;
   v.dtype = DtypeName(t.scalar_type());
   v.device = DeviceName(t.device());
   if (t.is_nested()) {
@@ -125,10 +155,10 @@ void AppendInt(std::string& out, int64_t v) {
 
 // Appends a compact text of a non-tensor argument; tensors become "%".
 void VisitValue(Recorder& rec, bool output, int32_t& slot, const c10::IValue& iv, std::string* args,
-                bool initialized = true) {
+                bool is_view = false, bool initialized = true) {
   if (iv.isTensor()) {
     const at::Tensor& t = iv.toTensor();
-    if (t.defined()) AddTensor(rec, output, slot, t, initialized);
+    if (t.defined()) AddTensor(rec, output, slot, t, is_view, initialized);
     ++slot;
     if (args) args->append(t.defined() ? "%" : "None");
   } else if (iv.isList() || iv.isTuple()) {
@@ -137,7 +167,7 @@ void VisitValue(Recorder& rec, bool output, int32_t& slot, const c10::IValue& iv
     auto visit = [&](const c10::IValue& e) {
       if (args && !first) args->push_back(',');
       first = false;
-      VisitValue(rec, output, slot, e, args, initialized);
+      VisitValue(rec, output, slot, e, args, is_view, initialized);
     };
     if (iv.isList()) {
       for (const c10::IValue& e : iv.toListRef()) visit(e);
@@ -205,8 +235,11 @@ void OnOpEnd(const at::RecordFunction& fn, at::ObserverContext* raw) {
   // A recording stopped (or restarted) between start and end: drop the op.
   if (!ctx || !rec || rec != ctx->rec || rec->generation() != ctx->generation) return;
   int32_t slot = 0;
+  const bool is_view = IsViewOp(fn);
   const bool initialized = !std::string_view(fn.name()).starts_with("aten::empty");
-  for (const c10::IValue& iv : fn.outputs()) VisitValue(*rec, /*output=*/true, slot, iv, nullptr, initialized);
+  for (const c10::IValue& iv : fn.outputs()) {
+    VisitValue(*rec, /*output=*/true, slot, iv, nullptr, is_view, initialized);
+  }
   rec->EndOp(std::move(ctx->args));
 }
 

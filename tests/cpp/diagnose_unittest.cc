@@ -36,6 +36,22 @@ TEST(DiagnoseConfig, DiffListsChangedAndOneSidedKeys) {
   EXPECT_EQ(d[2].value_a, "<absent>");
 }
 
+TEST(DiagnoseConfig, FlagsOfAFrameworkOnlyOneRunUsedAreNotDifferences) {
+  Trace a, b;  // JAX vs PyTorch
+  a.config = {{"jax.config.jax_enable_x64", "False", "global_flag"}, {"env.OMP_NUM_THREADS", "1", "env"}};
+  b.config = {{"torch.get_num_threads", "1", "global_flag"}, {"env.OMP_NUM_THREADS", "2", "env"}};
+  auto d = DiffConfig(a, b);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].key, "env.OMP_NUM_THREADS");
+  // Both runs on torch: a flag only one of them recorded still counts.
+  b.config.push_back({"torch.backends.mkldnn.enabled", "True", "global_flag"});
+  a.config.push_back({"torch.get_num_threads", "1", "global_flag"});
+  d = DiffConfig(a, b);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[1].key, "torch.backends.mkldnn.enabled");
+  EXPECT_EQ(d[1].value_a, "<absent>");
+}
+
 TEST(DiagnoseDeviation, LastCommonFrame) {
   auto d = FindDeviationPoint({"main.py:1:main", "m.py:20:forward", "lib.py:5:eager"},
                               {"main.py:1:main", "m.py:20:forward", "lib.py:9:sdpa"});

@@ -113,6 +113,31 @@ TEST(GraphDominators, WeightPreprocessingIsNotInputDependent) {
   EXPECT_TRUE(g->input_dependent[1]);
 }
 
+TEST(GraphDominators, SmallFloatConstantsBesideLargeDataAreNotModelInputs) {
+  // JAX's expm: digitize(norm(x), thresholds) with a literal 2-float array.
+  SyntheticTrace st(testing::TempPath("const.mtrace"));
+  FakeTensor x = st.New({4, 16, 16}), thresholds = st.New({2});
+  FakeTensor norm = st.New({4}), c = st.New({2}), idx = st.New({4}, "int32");
+  st.Op("jax::reduce_max", {x}, {norm});
+  st.Op("jax::convert_element_type", {thresholds}, {c});
+  st.Op("jax::digitize", {norm, c}, {idx});
+  Trace trace = st.Finish();
+  auto g = BuildDataflowGraph(trace);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->origin.at(testing::TensorIdOf(trace, x)), TensorOrigin::kModelInput);
+  EXPECT_EQ(g->origin.at(testing::TensorIdOf(trace, thresholds)), TensorOrigin::kParameter);
+  EXPECT_TRUE(g->main_flow[0]);
+  EXPECT_FALSE(g->main_flow[1]);  // the constant is no second flow of data
+  // Alone (no larger data beside it), a small float array stays data.
+  SyntheticTrace small(testing::TempPath("const_alone.mtrace"));
+  FakeTensor v = small.New({2}), w = small.New({2});
+  small.Op("jax::sin", {v}, {w});
+  Trace alone = small.Finish();
+  auto ga = BuildDataflowGraph(alone);
+  ASSERT_TRUE(ga.ok());
+  EXPECT_EQ(ga->origin.at(testing::TensorIdOf(alone, v)), TensorOrigin::kModelInput);
+}
+
 TEST(GraphDominators, EmptyTraceHasSourceToSink) {
   Trace trace;
   auto g = BuildDataflowGraph(trace);

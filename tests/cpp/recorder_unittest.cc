@@ -91,6 +91,77 @@ TEST(Recorder, OutputsOfRepeatedAllocationsAreDistinctValues) {
   EXPECT_NE(Output(*trace, op1), Output(*trace, op2));
 }
 
+TEST(Recorder, AViewIdenticalToItsInputIsTheSameValue) {
+  // torch's matrix_exp views its input with the same shape; later reads of
+  // the input must not depend on that call.
+  std::string path = TempPath("sameview.mtrace");
+  ASSERT_TRUE(Recorder::Start(path, RunMetadata{}).ok());
+  Recorder* rec = Recorder::Active();
+  FakeTensor x{0x3000, 0, {2, 3}, {3, 1}};
+  auto op = [&](const char* name, const FakeTensor& in, const FakeTensor* out, bool view) {
+    int64_t id = rec->BeginOp(rec->InternString(name), kNoId);
+    rec->AddInput(0, in.view());
+    if (out) {
+      TensorView v = out->view();
+      v.is_view = view;
+      rec->AddOutput(0, v);
+    }
+    rec->EndOp("");
+    return id;
+  };
+  int64_t view_op = op("aten::view", x, &x, true);
+  int64_t later = op("aten::sum", x, nullptr, false);
+  int64_t inplace = op("aten::relu_", x, &x, false);  // not a view: a new value even at the same key
+  ASSERT_TRUE(Recorder::Stop().ok());
+  auto trace = ReadTrace(path);
+  ASSERT_TRUE(trace.ok());
+  EXPECT_EQ(Output(*trace, view_op), Input(*trace, view_op));
+  EXPECT_EQ(Input(*trace, later), Input(*trace, view_op));
+  EXPECT_NE(Output(*trace, inplace), Input(*trace, inplace));
+}
+
+TEST(Recorder, ValuesAtAReusedAddressGetTheirOwnFingerprints) {
+  // --values: a buffer freed and handed to a new value (same address, layout
+  // and version) must be fingerprinted again; a view of one value may reuse.
+  std::string path = TempPath("fpreuse.mtrace");
+  RecorderOptions options;
+  options.record_values = true;
+  ASSERT_TRUE(Recorder::Start(path, RunMetadata{}, options).ok());
+  Recorder* rec = Recorder::Active();
+  std::vector<float> buffer(6, 1.0f);
+  FakeTensor a{reinterpret_cast<uintptr_t>(buffer.data()), 0, {2, 3}, {3, 1}};
+  FakeTensor at{a.addr, 0, {3, 2}, {1, 3}};
+  auto produce = [&](const char* name, const FakeTensor* in, const FakeTensor& out, bool view) {
+    int64_t id = rec->BeginOp(rec->InternString(name), kNoId);
+    if (in) {
+      TensorView v = in->view();
+      v.host_data = buffer.data();
+      rec->AddInput(0, v);
+    }
+    TensorView v = out.view();
+    v.host_data = buffer.data();
+    v.is_view = view;
+    rec->AddOutput(0, v);
+    rec->EndOp("");
+    return id;
+  };
+  int64_t ones = produce("fill", nullptr, a, false);
+  int64_t t1 = produce("aten::t", &a, at, true);
+  for (size_t i = 0; i < buffer.size(); ++i) buffer[i] = static_cast<float>(i) - 2.5f;  // a new value, same place
+  int64_t ramp = produce("fill", nullptr, a, false);
+  int64_t t2 = produce("aten::t", &a, at, true);
+  ASSERT_TRUE(Recorder::Stop().ok());
+
+  auto trace = ReadTrace(path);
+  auto fps = LoadFingerprints(path);
+  ASSERT_TRUE(trace.ok() && fps.ok());
+  const Fingerprint& f_ones = fps->at(Output(*trace, ones));
+  const Fingerprint& f_ramp = fps->at(Output(*trace, ramp));
+  EXPECT_FALSE(Equivalent(f_ones, f_ramp, 1e-2));
+  EXPECT_TRUE(Equivalent(fps->at(Output(*trace, t1)), f_ones, 1e-2));
+  EXPECT_TRUE(Equivalent(fps->at(Output(*trace, t2)), f_ramp, 1e-2));
+}
+
 TEST(Recorder, ValuesWrittenInPlaceWithoutVersionBumpAreFingerprintedAgain) {
   // clone = empty_like + copy_, and the inner copy_ runs below autograd, so the
   // version counter stays 0: the key (address, offset, layout, version) is the

@@ -1,0 +1,163 @@
+"""JAX hooks. While recording, jit is disabled (``jax_disable_jit``), so jitted
+functions (the user's and JAX's own, e.g. ``jax.scipy.linalg.expm``) run their
+Python body and every primitive is bound on JAX's eval trace, one XLA dispatch
+each. ``EvalTrace.process_primitive`` is wrapped to announce each of those to
+the C++ recorder (``_core.begin_array_op``/``end_array_op``), which converts the
+input and output arrays, walks the Python stack for the call path and, with
+``--values``, fingerprints the buffers.
+
+What this records is JAX's op-by-op execution, not the fused program XLA
+builds under ``jit``: per-op times are eager-dispatch times (docs/JAX.md)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+from magneton import _core
+from magneton import config_snapshot
+from magneton.recorders.torch_recorder import _PostImportFinder
+
+# Call-like primitives whose eval rule re-binds the primitives of their body:
+# not ops of their own, so the body's primitives are recorded one by one.
+_TRANSPARENT = frozenset({"closed_call", "core_call", "checkpoint", "remat", "custom_jvp_call",
+                          "custom_vjp_call", "custom_vjp_call_jaxpr", "custom_lin", "custom_linear_solve",
+                          # PRNG key ops run the key implementation's primitives (threefry)
+                          "random_seed", "random_split", "random_fold_in", "random_bits", "remat2"})
+# A jitted call bound on the eval trace despite disable_jit: its jaxpr is
+# evaluated here, equation by equation, inside a scope named after it.
+_INTERPRETED = frozenset({"jit", "pjit"})
+
+
+class JaxRecorder:
+    def __init__(self):
+        self._finder = None
+        self._trace_cls = None
+        self._orig_process = None
+        self._prev_disable_jit = None
+        self.hooked = False
+
+    def install(self) -> None:
+        if "jax" in sys.modules:
+            self._install_jax()
+        else:
+            self._finder = _PostImportFinder("jax", lambda _m: self._install_jax())
+            sys.meta_path.insert(0, self._finder)
+
+    def uninstall(self) -> None:
+        if self._finder is not None and self._finder in sys.meta_path:
+            sys.meta_path.remove(self._finder)
+        self._finder = None
+        if self._orig_process is not None:
+            self._trace_cls.process_primitive = self._orig_process
+            self._orig_process = None
+        if self._prev_disable_jit is not None:
+            import jax
+
+            jax.config.update("jax_disable_jit", self._prev_disable_jit)
+            self._prev_disable_jit = None
+
+    def _install_jax(self) -> None:
+        import jax
+        import jaxlib
+        from jax._src import config as jax_config
+        from jax._src import core, source_info_util
+
+        if not _core.is_recording():
+            return
+        config_snapshot.record_jax_flags()  # before disable_jit is forced below
+        # Call paths end at the user's line, not in JAX's dispatch machinery.
+        for pkg in (jax, jaxlib):
+            _core.add_skipped_code_path(os.path.dirname(os.path.abspath(pkg.__file__)) + os.sep)
+        self._prev_disable_jit = bool(jax.config.jax_disable_jit)
+        jax.config.update("jax_disable_jit", True)
+        self._trace_cls = core.EvalTrace
+        self._orig_process = core.EvalTrace.process_primitive
+        self._trace_cls.process_primitive = _make_process_primitive(self._orig_process, core, source_info_util,
+                                                                     jax_config)
+        self.hooked = True
+
+
+def _make_warm_up(core, trace_context):
+    """Runs an eager op once, untimed, the first time each (primitive,
+    params, argument types, config context) is seen: JAX compiles a small XLA program per
+    primitive and signature, and XLA:CPU finishes compiling its kernels on
+    the first execution, so the first run costs tens of milliseconds that are
+    not the op's and must not make one side of a diff look wasteful. Not for
+    primitives that may have effects (callbacks, prints); they run once."""
+    seen: set = set()
+    get_aval = getattr(core, "typeof", None) or core.get_aval
+
+    def warm_up(primitive, args, params, run):
+        name = primitive.name
+        if "callback" in name or "print" in name:
+            return
+        try:
+            # JAX caches per config context too (an abstract mesh set inside vmap).
+            key = (primitive, tuple(params.items()), tuple(map(get_aval, args)), trace_context())
+            if key in seen:
+                return
+            seen.add(key)
+        except TypeError:  # an unhashable parameter: JAX cannot cache it either
+            return
+        try:
+            out = run()
+            for o in out if isinstance(out, (list, tuple)) else (out,):
+                getattr(o, "block_until_ready", lambda: None)()
+        except Exception:
+            pass  # the op itself will raise as it would unrecorded
+
+    return warm_up
+
+
+def _make_process_primitive(orig, core, source_info_util, jax_config):
+    local = threading.local()
+    names: dict[str, str] = {}
+    begin, end, recording = _core.begin_array_op, _core.end_array_op, _core.is_recording
+    current_name_stack = source_info_util.current_name_stack
+    scope_names: dict = {}
+
+    def scope():
+        # jax.named_scope names, outermost first ("block/attn"); transforms
+        # (vmap, jvp) are not scopes.
+        stack = current_name_stack()
+        text = scope_names.get(stack)
+        if text is None:
+            parts = [s.name for s in stack.stack if type(s).__name__ == "Scope"]
+            text = scope_names.setdefault(stack, "/".join(parts))
+        return text
+
+    warm_up = _make_warm_up(core, jax_config.trace_context)
+
+    def process_primitive(trace, primitive, args, params, /):
+        # Binds made while a recorded op runs (the single-op jit that JAX
+        # compiles for it) belong to that op.
+        if getattr(local, "busy", False) or not recording():
+            return orig(trace, primitive, args, params)
+        pname = primitive.name
+        if pname in _TRANSPARENT:
+            return orig(trace, primitive, args, params)
+        if pname in _INTERPRETED and "jaxpr" in params:
+            closed = params["jaxpr"]
+            with source_info_util.extend_name_stack(str(params.get("name", pname))):
+                return core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
+        name = names.get(pname)
+        if name is None:
+            name = names.setdefault(pname, "jax::" + pname)
+        local.busy = True
+        try:
+            warm_up(primitive, args, params, lambda: orig(trace, primitive, args, params))
+            begin(name, args, scope())
+            try:
+                outs = orig(trace, primitive, args, params)
+            except BaseException:
+                end((), None)
+                raise
+            end(outs if primitive.multiple_results else (outs,), params)
+            return outs
+        finally:
+            local.busy = False
+
+    process_primitive.__wrapped__ = orig
+    return process_primitive

@@ -1,0 +1,152 @@
+// Ops announced from Python, one call to begin and one to end each, with the
+// op's array arguments (JAX Arrays, NumPy arrays) converted here: the hook in
+// python/magneton/recorders/jax_recorder.py only passes the objects along.
+#include "bindings/array_ops.h"
+
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
+
+#include <charconv>
+#include <string>
+#include <unordered_map>
+
+#include "magneton/recorder.h"
+#include "pyhooks/array_view.h"
+#include "pyhooks/python_stack.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace magneton {
+namespace {
+
+// Interned op names and scope paths, per thread and per recording.
+struct InternCache {
+  uint64_t generation = 0;
+  std::unordered_map<std::string, int64_t> names;
+  std::unordered_map<std::string, int64_t> scopes;
+};
+thread_local InternCache t_cache;
+
+InternCache& Cache(Recorder& rec) {
+  if (t_cache.generation != rec.generation()) {
+    t_cache = InternCache{};
+    t_cache.generation = rec.generation();
+  }
+  return t_cache;
+}
+
+int64_t NameId(Recorder& rec, std::string_view name) {
+  auto& names = Cache(rec).names;
+  auto it = names.find(std::string(name));
+  if (it == names.end()) it = names.emplace(std::string(name), rec.InternString(name)).first;
+  return it->second;
+}
+
+// "outer/inner" -> nested scopes; "" -> none.
+int64_t ScopeId(Recorder& rec, std::string_view path) {
+  if (path.empty()) return kNoId;
+  auto& scopes = Cache(rec).scopes;
+  auto it = scopes.find(std::string(path));
+  if (it != scopes.end()) return it->second;
+  int64_t id = kNoId;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    if (end > start) {
+      std::string_view part = path.substr(start, end - start);
+      id = rec.InternScope(id, part, part);
+    }
+    start = end + 1;
+  }
+  scopes.emplace(std::string(path), id);
+  return id;
+}
+
+void AddArrays(Recorder& rec, nb::handle arrays, bool output) {
+  if (!arrays.is_valid() || arrays.is_none()) return;
+  PyObject* seq = PySequence_Fast(arrays.ptr(), "arrays must be a sequence");
+  if (!seq) throw nb::python_error();
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  PyObject** items = PySequence_Fast_ITEMS(seq);
+  ArrayView view;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    if (!ArrayToView(items[i], rec.record_values(), /*block=*/output, &view)) continue;
+    if (output) {
+      rec.AddOutput(static_cast<int32_t>(i), view.view);
+    } else {
+      rec.AddInput(static_cast<int32_t>(i), view.view);
+    }
+  }
+  Py_DECREF(seq);
+}
+
+// "key=value,..." for the scalar parameters of an op (axes, dtypes,
+// precision); sub-programs and other objects are left out.
+std::string ParamsText(nb::handle params) {
+  std::string out;
+  if (!params.is_valid() || !PyDict_Check(params.ptr())) return out;
+  PyObject *key, *value;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(params.ptr(), &pos, &key, &value)) {
+    bool simple = value == Py_None || PyBool_Check(value) || PyLong_Check(value) || PyFloat_Check(value) ||
+                  PyUnicode_Check(value) || PyTuple_Check(value);
+    if (!simple || !PyUnicode_Check(key)) {
+      // dtypes, enums (precision, rounding) print short; jaxprs do not.
+      PyObject* type_name = PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(value)), "__name__");
+      const char* t = type_name && PyUnicode_Check(type_name) ? PyUnicode_AsUTF8(type_name) : nullptr;
+      std::string_view tn = t ? t : "";
+      simple = tn == "dtype" || tn == "Precision" || tn == "GatherScatterMode" || tn == "RoundingMethod" ||
+               tn.find("DType") != std::string_view::npos;
+      Py_XDECREF(type_name);
+      PyErr_Clear();
+      if (!simple) continue;
+    }
+    PyObject* text = PyObject_Str(value);
+    const char* k = PyUnicode_AsUTF8(key);
+    const char* v = text ? PyUnicode_AsUTF8(text) : nullptr;
+    if (k && v && std::string_view(v).size() <= 200) {
+      if (!out.empty()) out.push_back(',');
+      out.append(k).push_back('=');
+      out.append(v);
+    }
+    Py_XDECREF(text);
+    PyErr_Clear();
+  }
+  return out;
+}
+
+}  // namespace
+
+void RegisterArrayOps(nb::module_& m) {
+  m.def("begin_array_op",
+        [](std::string_view name, nb::handle inputs, std::string_view scope) {
+          Recorder* rec = Recorder::Active();
+          if (!rec) return;
+          // Ops nested in a recorded op inherit its call path, as in torch.
+          PythonContext py{kNoId, kNoId};
+          if (rec->OpDepth() == 0) py = CurrentPythonContext(*rec);
+          int64_t scope_id = scope.empty() ? py.scope_id : ScopeId(*rec, scope);
+          rec->BeginOp(NameId(*rec, name), py.call_path_id, scope_id);
+          AddArrays(*rec, inputs, /*output=*/false);
+        },
+        "name"_a, "inputs"_a, "scope"_a = "",
+        "Begins op `name` on this thread: call path from the Python stack, scope "
+        "'outer/inner' (or none), inputs a sequence of arrays (other items are skipped "
+        "but keep their slot).");
+  m.def("end_array_op",
+        [](nb::handle outputs, nb::handle params) {
+          Recorder* rec = Recorder::Active();
+          if (!rec || rec->OpDepth() == 0) return;
+          AddArrays(*rec, outputs, /*output=*/true);
+          rec->EndOp(ParamsText(params));
+        },
+        "outputs"_a, "params"_a = nb::none(),
+        "Ends this thread's innermost op: waits for each output array, records it, "
+        "and stores the op's scalar parameters as its args.");
+  m.def("add_skipped_code_path", [](std::string_view part) { AddSkippedCodePath(part); },
+        "part"_a, "Frames whose file path contains `part` are left out of call paths.");
+}
+
+}  // namespace magneton

@@ -1,0 +1,196 @@
+#include "pyhooks/array_view.h"
+
+#include <cstring>
+
+namespace magneton {
+namespace {
+
+// A new reference to obj.name, or null with no error set.
+PyObject* Attr(PyObject* obj, const char* name) {
+  PyObject* v = PyObject_GetAttrString(obj, name);
+  if (!v) PyErr_Clear();
+  return v;
+}
+
+bool ReadShape(PyObject* shape, std::vector<int64_t>* sizes) {
+  if (!shape || !PyTuple_Check(shape)) return false;
+  Py_ssize_t n = PyTuple_GET_SIZE(shape);
+  sizes->resize(static_cast<size_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    long long d = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, i));
+    if (d == -1 && PyErr_Occurred()) {
+      PyErr_Clear();
+      return false;
+    }
+    (*sizes)[static_cast<size_t>(i)] = d;
+  }
+  return true;
+}
+
+// dtype.name and dtype.itemsize of an array's dtype.
+bool ReadDType(PyObject* obj, std::string* name, int64_t* itemsize) {
+  PyObject* dtype = Attr(obj, "dtype");
+  if (!dtype) return false;
+  PyObject* n = Attr(dtype, "name");
+  PyObject* size = Attr(dtype, "itemsize");
+  Py_DECREF(dtype);
+  bool ok = n && PyUnicode_Check(n) && size && PyLong_Check(size);
+  if (ok) {
+    const char* text = PyUnicode_AsUTF8(n);
+    ok = text != nullptr;
+    if (ok) *name = text;
+    *itemsize = PyLong_AsLongLong(size);
+  }
+  Py_XDECREF(n);
+  Py_XDECREF(size);
+  if (PyErr_Occurred()) PyErr_Clear();
+  return ok;
+}
+
+void ContiguousStrides(const std::vector<int64_t>& sizes, std::vector<int64_t>* strides) {
+  strides->resize(sizes.size());
+  int64_t step = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    (*strides)[i] = step;
+    step *= sizes[i] > 0 ? sizes[i] : 1;
+  }
+}
+
+// "cpu" for host buffers (torch's spelling, so devices compare across
+// engines), else "<platform>:<id>". Sets *host when the buffer is in host memory.
+bool ReadJaxDevice(PyObject* obj, std::string* device, bool* host) {
+  PyObject* dev = Attr(obj, "device");  // raises for arrays sharded over devices
+  if (!dev) return false;
+  PyObject* platform = Attr(dev, "platform");
+  PyObject* id = Attr(dev, "id");
+  Py_DECREF(dev);
+  const char* p = platform && PyUnicode_Check(platform) ? PyUnicode_AsUTF8(platform) : nullptr;
+  bool ok = p != nullptr;
+  if (ok) {
+    *host = std::string_view(p) == "cpu";
+    *device = *host ? std::string("cpu") : std::string(p) + ":" + std::to_string(id ? PyLong_AsLong(id) : 0);
+  }
+  Py_XDECREF(platform);
+  Py_XDECREF(id);
+  if (PyErr_Occurred()) PyErr_Clear();
+  return ok;
+}
+
+bool JaxArrayToView(PyObject* obj, bool with_host_data, bool block, ArrayView* out) {
+  if (block) {
+    PyObject* r = PyObject_CallMethod(obj, "block_until_ready", nullptr);
+    if (!r) {
+      PyErr_Clear();
+      return false;
+    }
+    Py_DECREF(r);
+  }
+  PyObject* ptr = PyObject_CallMethod(obj, "unsafe_buffer_pointer", nullptr);
+  if (!ptr) {  // deleted, sharded over devices, or an extended dtype (PRNG keys)
+    PyErr_Clear();
+    return false;
+  }
+  uint64_t addr = PyLong_AsUnsignedLongLong(ptr);
+  Py_DECREF(ptr);
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return false;
+  }
+  PyObject* shape = Attr(obj, "shape");
+  bool ok = ReadShape(shape, &out->sizes);
+  Py_XDECREF(shape);
+  int64_t itemsize = 0;
+  bool host = false;
+  ok = ok && ReadDType(obj, &out->dtype, &itemsize) && ReadJaxDevice(obj, &out->device, &host);
+  if (!ok) return false;
+  // XLA's default layout on every backend is dense row-major.
+  ContiguousStrides(out->sizes, &out->strides);
+  out->view.storage_addr = addr;
+  out->view.host_data = with_host_data && host && addr != 0 ? reinterpret_cast<const void*>(addr) : nullptr;
+  // Immutable values: a buffer address names one value until it is freed, and
+  // freed addresses are reused at once, so no fingerprint may be reused by key.
+  out->view.version_tracked = false;
+  return true;
+}
+
+bool NumpyToView(PyObject* obj, bool with_host_data, ArrayView* out) {
+  PyObject* iface = Attr(obj, "__array_interface__");
+  if (!iface) return false;
+  bool ok = PyDict_Check(iface);
+  PyObject* data = ok ? PyDict_GetItemString(iface, "data") : nullptr;  // borrowed
+  PyObject* strides = ok ? PyDict_GetItemString(iface, "strides") : nullptr;
+  ok = ok && data && PyTuple_Check(data) && PyTuple_GET_SIZE(data) >= 1 &&
+       ReadShape(PyDict_GetItemString(iface, "shape"), &out->sizes);
+  uint64_t addr = ok ? PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(data, 0)) : 0;
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    ok = false;
+  }
+  int64_t itemsize = 0;
+  ok = ok && ReadDType(obj, &out->dtype, &itemsize) && itemsize > 0;
+  if (ok && strides && strides != Py_None) {
+    std::vector<int64_t> bytes;
+    ok = ReadShape(strides, &bytes);
+    out->strides.clear();
+    for (int64_t b : bytes) {
+      ok = ok && b % itemsize == 0;
+      out->strides.push_back(b / itemsize);
+    }
+  } else if (ok) {
+    ContiguousStrides(out->sizes, &out->strides);
+  }
+  Py_DECREF(iface);
+  if (!ok) return false;
+  out->device = "cpu";
+  out->view.storage_addr = addr;
+  out->view.host_data = with_host_data && addr != 0 ? reinterpret_cast<const void*>(addr) : nullptr;
+  out->view.version_tracked = false;  // writable in place without a counter
+  return true;
+}
+
+// numpy.ndarray or a subclass (JAX wraps literals in one), found by name so
+// that magneton needs no NumPy headers.
+bool IsNumpyArray(PyObject* obj) {
+  PyObject* mro = Py_TYPE(obj)->tp_mro;
+  if (!mro || !PyTuple_Check(mro)) return false;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); ++i) {
+    if (std::strcmp(reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, i))->tp_name, "numpy.ndarray") == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool ArrayToView(PyObject* obj, bool with_host_data, bool block, ArrayView* out) {
+  if (!obj || PyFloat_Check(obj) || PyLong_Check(obj) || PyBool_Check(obj) || PyComplex_Check(obj)) return false;
+  out->view = TensorView{};
+  bool ok = false;
+  // A JAX PRNG key array: its values are the uint32 array it wraps.
+  if (std::strstr(Py_TYPE(obj)->tp_name, "PRNGKeyArray")) {
+    PyObject* base = PyObject_GetAttrString(obj, "_base_array");
+    if (!base) {
+      PyErr_Clear();
+      return false;
+    }
+    ok = base != obj && ArrayToView(base, with_host_data, block, out);
+    Py_DECREF(base);
+    return ok;
+  }
+  if (PyObject_HasAttrString(obj, "unsafe_buffer_pointer")) {
+    ok = JaxArrayToView(obj, with_host_data, block, out);
+  } else if (IsNumpyArray(obj)) {
+    // Not NumPy scalars: their __array_interface__ points into a temporary.
+    ok = NumpyToView(obj, with_host_data, out);
+  }
+  if (!ok) return false;
+  out->view.sizes = out->sizes.data();
+  out->view.strides = out->strides.data();
+  out->view.ndim = static_cast<int32_t>(out->sizes.size());
+  out->view.dtype = out->dtype;
+  out->view.device = out->device;
+  return true;
+}
+
+}  // namespace magneton
