@@ -1,5 +1,5 @@
 """Greedy generation with a tiny random-init Llama whose config keeps a long
-max_position_embeddings (2048, Llama-1's). In transformers 4.38.x, every forward
+max_position_embeddings (4096, Llama-2's). In transformers 4.38.x, every forward
 builds the 4D causal mask from a max_position_embeddings² buffer:
     self.causal_mask[None, None, :, :].repeat(batch, 1, 1, 1).to(dtype) * min_dtype
 whatever the sequence length; 4.38.1 holds that buffer as int64, 4.38.2 as bool
@@ -11,7 +11,7 @@ import torch
 import transformers
 from transformers import LlamaConfig, LlamaForCausalLM
 
-MAX_POSITIONS, PROMPT, NEW_TOKENS = 2048, 16, 8
+MAX_POSITIONS, PROMPT, NEW_TOKENS = 4096, 16, 32
 
 
 def require_version(version):
