@@ -141,7 +141,9 @@ class EvalCommand : public Command {
   // --prepare-envs: "<id> <side> <python>" per side of each selected case.
   static int PrepareEnvs(const std::vector<eval::CaseDir>& cases) {
     const std::string cache_root = eval::DefaultEnvCacheRoot();
-    const eval::Progress progress = [](const std::string& line) { std::fprintf(stderr, "magneton eval %s\n", line.c_str()); };
+    const eval::Progress progress = [](const std::string& line) {
+      std::fprintf(stderr, "magneton eval %s\n", line.c_str());
+    };
     for (const auto& c : cases) {
       for (const char* side : {"a", "b"}) {
         auto python = PythonForScript((fs::path(c.path) / (std::string(side) + ".py")).string(), cache_root, progress);

@@ -82,7 +82,9 @@ StatusOr<CaseEnv> ReadCaseEnv(const std::string& case_dir) {
       // Never let a case swap torch under the recorder: torch comes from the main environment.
       std::string name = r.get<std::string>();
       std::transform(name.begin(), name.end(), name.begin(), ::tolower);
-      if (name.rfind("torch", 0) == 0 && (name.size() == 5 || std::string("=<>!~[ ;").find(name[5]) != std::string::npos)) {
+      const bool is_torch =
+          name.rfind("torch", 0) == 0 && (name.size() == 5 || std::string("=<>!~[ ;").find(name[5]) != std::string::npos);
+      if (is_torch) {
         return InvalidArgument(p.string() + ": torch cannot be a per-side requirement (it is pinned to the main "
                                             "environment's version)");
       }
