@@ -11,6 +11,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -107,9 +108,11 @@ StatusOr<std::string> PythonForScript(const std::string& script, const std::stri
   if (!env.ok()) return env.status();
   const std::vector<std::string>& reqs = env->side(p.stem().string().empty() ? 'a' : p.stem().string()[0]);
   if (reqs.empty()) return FindPython();
-  auto base = eval::QueryBasePython(FindPython(), RunCapture);
-  if (!base.ok()) return base.status();
-  return eval::EnsureCaseEnv(reqs, *base, cache_root, RunCapture, progress);
+  // Asked once per eval (it imports torch), then the same for every case.
+  static std::optional<StatusOr<eval::BasePython>> base;
+  if (!base) base = eval::QueryBasePython(FindPython(), RunCapture);
+  if (!base->ok()) return base->status();
+  return eval::EnsureCaseEnv(reqs, **base, cache_root, RunCapture, progress);
 }
 
 class EvalCommand : public Command {
