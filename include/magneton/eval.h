@@ -121,6 +121,9 @@ struct CaseResult {
   Expected expected;
   bool ok = false;       // recorded and diffed
   std::string error;     // when not ok
+  // Why the case was not run on this machine (e.g. it needs a GPU; see
+  // eval_env.h); a skipped case counts in no score. Empty = not skipped.
+  std::string skipped;
   double record_seconds = 0, diff_seconds = 0;
   // Job energy (first op to last op) of the two recordings (the detect domain), and the saving
   // (A - B) / A.
@@ -147,7 +150,8 @@ CaseResult EvaluateRecordings(const Expected& expected, const std::string& trace
 CaseResult EvaluateTraces(const Expected& expected, const Trace& a, const FingerprintMap& fa, const Trace& b,
                           const FingerprintMap& fb, const SweepOptions& options);
 
-// Counts over cases at setting index `i` (failed cases count as FN / nothing).
+// Counts over cases at setting index `i` (failed cases count as FN / nothing;
+// skipped cases count nowhere).
 Counts CountAt(const std::vector<CaseResult>& cases, size_t i);
 
 struct Report {

@@ -4,12 +4,14 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -19,6 +21,7 @@
 #include "cli/record_child.h"
 #include "cli/subprocess.h"
 #include "magneton/eval.h"
+#include "magneton/eval_env.h"
 
 namespace magneton::cli {
 namespace {
@@ -61,12 +64,12 @@ std::string Machine() {
   return s + ", " + std::to_string(std::thread::hardware_concurrency()) + " CPU threads";
 }
 
-// Records one script with tensor values; its output goes to <trace>.log.
-Status RecordScript(const std::string& script, const std::string& trace, bool verbose) {
+// Records one script with tensor values under `python`; its output goes to <trace>.log.
+Status RecordScript(const std::string& python, const std::string& script, const std::string& trace, bool verbose) {
   RecordRequest req;
   req.output = trace;
   req.label = fs::path(script).parent_path().filename().string() + "/" + fs::path(script).filename().string();
-  req.command = {FindPython(), script};
+  req.command = {python, script};
   req.values = true;
   const std::string log = trace + ".log";
   int code;
@@ -96,6 +99,22 @@ Status RecordScript(const std::string& script, const std::string& trace, bool ve
   return Status::Ok();
 }
 
+// The interpreter for one side of a case: the main one, or the cached
+// environment with that side's requirements from the case's env.json.
+StatusOr<std::string> PythonForScript(const std::string& script, const std::string& cache_root,
+                                      const eval::Progress& progress) {
+  const fs::path p(script);
+  auto env = eval::ReadCaseEnv(p.parent_path().string());
+  if (!env.ok()) return env.status();
+  const std::vector<std::string>& reqs = env->side(p.stem().string().empty() ? 'a' : p.stem().string()[0]);
+  if (reqs.empty()) return FindPython();
+  // Asked once per eval (it imports torch), then the same for every case.
+  static std::optional<StatusOr<eval::BasePython>> base;
+  if (!base) base = eval::QueryBasePython(FindPython(), RunCapture);
+  if (!base->ok()) return base->status();
+  return eval::EnsureCaseEnv(reqs, **base, cache_root, RunCapture, progress);
+}
+
 class EvalCommand : public Command {
  public:
   CLI::App* Register(CLI::App& app) override {
@@ -115,8 +134,27 @@ class EvalCommand : public Command {
     sub->add_option("--markdown", markdown_path_,
                     "Write the results page here (default: docs/EVALUATION.md next to the cases folder, for a full "
                     "run only; a --case or --quick run writes it only when this is given)");
+    sub->add_flag("--prepare-envs", prepare_envs_,
+                  "Only create (or find) the cached environments of the cases' env.json and print each side's "
+                  "interpreter; record nothing");
     sub->add_flag("--verbose", verbose_, "Show the recorded programs' output instead of logging it");
     return sub;
+  }
+
+  // --prepare-envs: "<id> <side> <python>" per side of each selected case.
+  static int PrepareEnvs(const std::vector<eval::CaseDir>& cases) {
+    const std::string cache_root = eval::DefaultEnvCacheRoot();
+    const eval::Progress progress = [](const std::string& line) {
+      std::fprintf(stderr, "magneton eval %s\n", line.c_str());
+    };
+    for (const auto& c : cases) {
+      for (const char* side : {"a", "b"}) {
+        auto python = PythonForScript((fs::path(c.path) / (std::string(side) + ".py")).string(), cache_root, progress);
+        if (!python.ok()) return Fail(c.id + " (" + side + "): " + python.status().message());
+        std::printf("%s %s %s\n", c.id.c_str(), side, python->c_str());
+      }
+    }
+    return 0;
   }
 
   int Run() override {
@@ -136,6 +174,7 @@ class EvalCommand : public Command {
       if (!found) return Fail("no case '" + id + "' in " + cases_dir_);
     }
     const bool full = want.empty();
+    if (prepare_envs_) return PrepareEnvs(cases);
     // The folder holding the cases folder (the repository for cases/).
     const fs::path base = fs::absolute(fs::path(cases_dir_) / "..").lexically_normal();
 
@@ -153,13 +192,25 @@ class EvalCommand : public Command {
     report.date = NowUtc();
     report.machine = Machine();
     report.options = sweep_;
+    const eval::Progress progress = [](const std::string& line) {
+      std::fprintf(stderr, "magneton eval %s\n", line.c_str());
+      std::fflush(stderr);
+    };
+    // GPU cases on a machine without one: reported as skipped, never recorded.
+    std::vector<eval::CaseResult> skipped = eval::SkipCasesNeedingGpu(&cases, eval::DetectGpuHere());
+    for (const auto& c : skipped) progress(c.expected.id + ": skipped (" + c.skipped + ")");
+    const std::string cache_root = eval::DefaultEnvCacheRoot();
     report.cases = eval::RunSuite(
         cases, options,
-        [verbose](const std::string& script, const std::string& trace) { return RecordScript(script, trace, verbose); },
-        [](const std::string& line) {
-          std::fprintf(stderr, "magneton eval %s\n", line.c_str());
-          std::fflush(stderr);
-        });
+        [verbose, &cache_root, &progress](const std::string& script, const std::string& trace) -> Status {
+          auto python = PythonForScript(script, cache_root, progress);
+          if (!python.ok()) return python.status();
+          return RecordScript(*python, script, trace, verbose);
+        },
+        progress);
+    for (auto& c : skipped) report.cases.push_back(std::move(c));
+    std::sort(report.cases.begin(), report.cases.end(),
+              [](const eval::CaseResult& x, const eval::CaseResult& y) { return x.expected.id < y.expected.id; });
     report.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
     std::fputs(eval::RenderTable(report).c_str(), stdout);
@@ -176,7 +227,7 @@ class EvalCommand : public Command {
       std::fprintf(stderr, "magneton eval: wrote %s\n", json_path_.c_str());
     }
     int failed = 0;
-    for (const auto& c : report.cases) failed += !c.ok;
+    for (const auto& c : report.cases) failed += !c.ok && c.skipped.empty();
     if (failed) return Fail(std::to_string(failed) + " case(s) could not be run; see above");
     return 0;
   }
@@ -184,7 +235,7 @@ class EvalCommand : public Command {
  private:
   std::string cases_dir_, work_dir_, json_path_, markdown_path_;
   std::vector<std::string> case_ids_;
-  bool quick_ = false, reuse_ = false, verbose_ = false;
+  bool quick_ = false, reuse_ = false, verbose_ = false, prepare_envs_ = false;
   eval::SweepOptions sweep_;
 };
 

@@ -97,6 +97,41 @@ std::optional<std::string> CaptureOutput(const std::vector<std::string>& argv) {
   return out;
 }
 
+int RunCapture(const std::vector<std::string>& argv, std::string* output) {
+  if (output) output->clear();
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
+  std::vector<std::string> args = argv;
+  auto cargs = CArgs(args);
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, cargs[0], &actions, nullptr, cargs.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    if (output) *output = "cannot start '" + argv[0] + "': " + std::strerror(rc);
+    return -1;
+  }
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof(buf))) > 0) {
+    if (output) output->append(buf, n);
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) break;
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
 std::string FindPython() {
   if (const char* p = std::getenv("MAGNETON_PYTHON")) return p;
   std::error_code ec;

@@ -23,6 +23,10 @@ std::optional<std::string> FindBootstrapDir(const std::string& python, std::stri
 // Runs a command and captures its stdout (for small queries).
 std::optional<std::string> CaptureOutput(const std::vector<std::string>& argv);
 
+// Runs a command to completion with its stdout and stderr merged into
+// `output` (when given); returns its exit code, -1 if it could not start.
+int RunCapture(const std::vector<std::string>& argv, std::string* output);
+
 std::string ShellQuote(const std::vector<std::string>& argv);
 
 }  // namespace magneton::cli

@@ -39,13 +39,14 @@ std::string Escape(std::string s) {
 
 // Detection verdict of one case at the headline setting.
 std::string DetectedCell(const CaseResult& c) {
+  if (!c.skipped.empty()) return "skipped";
   if (!c.ok) return "FAILED";
   if (c.expected.is_control()) return c.headline.false_positive ? "FALSE POSITIVE" : "no (correct)";
   return Yes(c.headline.detected);
 }
 
 std::string RootCell(const CaseResult& c) {
-  if (!c.ok) return "-";
+  if (!c.ok || !c.skipped.empty()) return "-";
   if (c.expected.is_control()) return "n/a";
   return Yes(c.headline.root_cause_right);
 }
@@ -69,6 +70,12 @@ std::string SweepTable(const Report& r, const std::string& title, F metric) {
   return s;
 }
 
+// The note column: why a case was skipped or failed, else the scoring note.
+std::string NoteCell(const CaseResult& c) {
+  if (!c.skipped.empty()) return c.skipped;
+  return c.ok ? c.headline.note : c.error;
+}
+
 }  // namespace
 
 std::string RenderTable(const Report& r) {
@@ -81,7 +88,7 @@ std::string RenderTable(const Report& r) {
                    "saving A-B (job)", "note");
   for (const CaseResult& c : r.cases) {
     s += fmt::format("  {:<16} {:<8} {:<15} {:<11} {:<22} {}\n", c.expected.id, c.expected.category, DetectedCell(c),
-                     RootCell(c), Saving(c), c.ok ? c.headline.note : c.error);
+                     RootCell(c), Saving(c), NoteCell(c));
   }
   s += "\nF1 of detection (rows epsilon, columns tau):\n";
   s += fmt::format("  {:>8}", "");
@@ -105,7 +112,12 @@ std::string RenderMarkdown(const Report& r) {
   const size_t hi = HeadlineIndex(r);
   const Counts h = CountAt(r.cases, hi);
   int positives = 0, controls = 0, detected = 0, root = 0, fp = 0, failed = 0;
+  int skipped = 0;
   for (const CaseResult& c : r.cases) {
+    if (!c.skipped.empty()) {
+      ++skipped;
+      continue;
+    }
     if (!c.ok) ++failed;
     if (c.expected.is_control()) {
       ++controls;
@@ -147,6 +159,7 @@ std::string RenderMarkdown(const Report& r) {
   s += fmt::format(" Best F1 over the sweep: {:.2f} at ε = {}, τ = {} (precision {:.2f}, recall {:.2f}).", best_f1,
                    Num(o.epsilons[best / o.taus.size()]), Num(o.taus[best % o.taus.size()]), b.precision(), b.recall());
   if (failed) s += fmt::format(" {} case(s) failed to run (see below).", failed);
+  if (skipped) s += fmt::format(" {} case(s) skipped on this machine (see below; they count in no score).", skipped);
   s += "\n\n";
 
   s += "## How it is scored\n\n";
@@ -166,7 +179,10 @@ std::string RenderMarkdown(const Report& r) {
        "other load), so a case near a threshold can flip between runs; compare two runs before reading much into "
        "one case.\n";
   s += "- **Precision / recall / F1**: positives are the non-control cases (TP if detected, FN if not); each control "
-       "with any waste finding is a FP. A case that failed to run counts as FN (or as no FP).\n\n";
+       "with any waste finding is a FP. A case that failed to run counts as FN (or as no FP).\n";
+  s += "- A case with `\"needs_gpu\": true` is skipped when no NVIDIA GPU is visible (driver files, "
+       "`CUDA_VISIBLE_DEVICES`); a skipped case counts in no score. A case with an `env.json` records each side "
+       "with that side's library versions, installed into a cached virtual environment on top of the main one.\n\n";
 
   s += "## Per case\n\n";
   s += fmt::format("At ε = {}, τ = {}.\n\n", Num(o.headline.epsilon), Num(o.headline.tau));
@@ -189,7 +205,7 @@ std::string RenderMarkdown(const Report& r) {
     }
     s += "| " + c.expected.id + " | " + c.expected.category + " | " + DetectedCell(c) + " | " + RootCell(c) + " | " +
          Saving(c) + " | " + ea + " | " + eb + " | " + Escape(top) + " | " +
-         Escape(c.ok ? c.headline.note : c.error) + " |\n";
+         Escape(NoteCell(c)) + " |\n";
   }
   s += "\nDiagnosis sentence of the top waste finding:\n\n";
   for (const CaseResult& c : r.cases) {
@@ -210,7 +226,7 @@ std::string RenderMarkdown(const Report& r) {
        std::to_string(o.epsilons.size() * o.taus.size()) + ") | waste findings at the headline setting | note |\n";
   s += "|---|---|---|---|---|\n";
   for (const CaseResult& c : r.cases) {
-    if (!c.expected.is_control()) continue;
+    if (!c.expected.is_control() || !c.skipped.empty()) continue;
     int n = 0;
     for (const CaseScore& sc : c.scores) n += sc.false_positive;
     s += "| " + c.expected.id + " | " + (c.ok ? Yes(c.headline.false_positive) : "FAILED") + " | " +
@@ -241,6 +257,7 @@ nlohmann::json ToJson(const Report& r) {
   for (const CaseResult& c : r.cases) {
     nlohmann::json cj = {{"id", c.expected.id},         {"category", c.expected.category},
                          {"ok", c.ok},                  {"error", c.error},
+                         {"skipped", c.skipped.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.skipped)},
                          {"record_seconds", c.record_seconds}, {"diff_seconds", c.diff_seconds},
                          {"ops_a", c.ops_a},            {"ops_b", c.ops_b}};
     if (c.ok) {

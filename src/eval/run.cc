@@ -141,6 +141,7 @@ CaseResult EvaluateRecordings(const Expected& expected, const std::string& trace
 Counts CountAt(const std::vector<CaseResult>& cases, size_t i) {
   Counts c;
   for (const CaseResult& r : cases) {
+    if (!r.skipped.empty()) continue;
     const bool have = r.ok && i < r.scores.size();
     if (r.expected.is_control()) {
       if (have && r.scores[i].false_positive) ++c.fp;

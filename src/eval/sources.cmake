@@ -4,4 +4,6 @@ set(MAGNETON_EVAL_SOURCES
   eval/score.cc
   eval/run.cc
   eval/render.cc
+  eval/gpu.cc
+  eval/case_env.cc
 )

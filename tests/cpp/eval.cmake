@@ -1,2 +1,3 @@
 # Eval stage tests: scoring on synthetic diff results.
 magneton_test(eval_score_unittest)
+magneton_test(eval_env_unittest)

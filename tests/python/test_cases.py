@@ -1,8 +1,11 @@
 """The known-case suite: every case folder is complete, and its two runs are
-plain scripts (no magneton) that compute the same result."""
+plain scripts (no magneton) that compute the same result. GPU cases (expected.json
+"needs_gpu") must say so and exit 77 on a machine without a CUDA GPU; cases with
+their own library versions (env.json) run in tests/python/test_case_env.py."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -13,6 +16,24 @@ from conftest import REPO, require
 CASES = os.path.join(REPO, "cases")
 IDS = sorted(d for d in os.listdir(CASES) if os.path.isdir(os.path.join(CASES, d)))
 FIELDS = {"id", "category", "waste_side", "region", "root_cause", "fix", "upstream", "needs_gpu"}
+NEEDS_GPU_EXIT = 77  # the scripts' exit code for "needs a CUDA GPU"
+EXTRA_FRAMEWORK = {"diffusers-12131": "diffusers"}  # beyond torch and transformers
+
+
+def expected(case):
+    return json.load(open(os.path.join(CASES, case, "expected.json")))
+
+
+def has_env(case):
+    return os.path.exists(os.path.join(CASES, case, "env.json"))
+
+
+def cuda_available():
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
 
 
 @pytest.mark.parametrize("case", IDS)
@@ -20,29 +41,56 @@ def test_case_folder_is_complete(case):
     folder = os.path.join(CASES, case)
     for name in ("a.py", "b.py", "expected.json", "README.md"):
         assert os.path.exists(os.path.join(folder, name)), name
-    expected = json.load(open(os.path.join(folder, "expected.json")))
-    assert FIELDS <= set(expected), FIELDS - set(expected)
-    assert expected["id"] == case
-    assert expected["category"] in {"M", "A", "R", "control"}
-    if expected["category"] != "control":
-        assert expected["waste_side"] in {"a", "b"}
-        assert expected["root_cause"]["variable"]
+    e = expected(case)
+    assert FIELDS <= set(e), FIELDS - set(e)
+    assert e["id"] == case
+    assert e["category"] in {"M", "A", "R", "control"}
+    assert isinstance(e["needs_gpu"], bool)
+    if e["category"] != "control":
+        assert e["waste_side"] in {"a", "b"}
+        assert e["root_cause"]["variable"]
     for script in ("a.py", "b.py"):
         assert "magneton" not in open(os.path.join(folder, script)).read()
+    if has_env(case):
+        env = json.load(open(os.path.join(folder, "env.json")))
+        assert set(env) <= {"a", "b"} and env, env
+        for reqs in env.values():
+            # torch always comes from the main environment (eval pins it; env.json may not name it).
+            assert all(isinstance(r, str) and r and not re.match(r"torch($|[=<>!~\[ ;])", r) for r in reqs), reqs
+
+
+def run_script(case, script):
+    return subprocess.run([sys.executable, os.path.join(CASES, case, script)], capture_output=True, text=True,
+                          timeout=600, env=dict(os.environ, HF_HUB_OFFLINE="1"))
 
 
 @pytest.mark.parametrize("case", IDS)
 def test_both_runs_compute_the_same_result(case):
     require("torch")
-    require("transformers")
-    if any("import jax" in open(os.path.join(CASES, case, s)).read() for s in ("a.py", "b.py")):
-        require("jax")
+    if has_env(case):
+        pytest.skip("runs with its own library versions (env.json): tests/python/test_case_env.py, "
+                    "MAGNETON_SLOW_TESTS=1")
+    gpu_case = expected(case)["needs_gpu"]
+    if not gpu_case:
+        require("transformers")
+        if case in EXTRA_FRAMEWORK:
+            require(EXTRA_FRAMEWORK[case])
+        if any("import jax" in open(os.path.join(CASES, case, s)).read() for s in ("a.py", "b.py")):
+            require("jax")
     outputs = []
     for script in ("a.py", "b.py"):
-        r = subprocess.run([sys.executable, os.path.join(CASES, case, script)], capture_output=True, text=True,
-                           timeout=600, env=dict(os.environ, HF_HUB_OFFLINE="1"))
+        r = run_script(case, script)
+        if gpu_case and not cuda_available():
+            # Without a GPU the script must stop early and say why, not fail or fake a result.
+            assert r.returncode == NEEDS_GPU_EXIT, (r.returncode, r.stderr[-2000:])
+            assert "needs a CUDA GPU: " in r.stderr, r.stderr[-2000:]
+            continue
+        if gpu_case and r.returncode == NEEDS_GPU_EXIT:
+            pytest.skip(f"{case}/{script} cannot run on this GPU machine: {r.stderr.strip()[-300:]}")
         assert r.returncode == 0, r.stderr[-2000:]
         outputs.append(r.stdout.strip().splitlines()[-1])
+    if not outputs:
+        return  # a GPU case on a machine without one: checked above
     a, b = outputs
     try:
         assert float(a) == pytest.approx(float(b), rel=1e-3, abs=1e-4)
