@@ -1,0 +1,50 @@
+// The line-level result feeds the candidates: the config entry the origin
+// maps to is the one --confirm flips, ahead of the static source search.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "magneton/line_diagnosis.h"
+
+namespace magneton::diagnose {
+
+void ApplyLineDiagnosis(LineDiagnosis line, const std::vector<ConfigDifference>& diffs, Diagnosis* d) {
+  ConfigDifference mapped;
+  if (line.found && MapOriginToConfig(line.origin, diffs, &mapped)) {
+    line.config_key = mapped.key;
+    auto it = std::find_if(d->candidates.begin(), d->candidates.end(),
+                           [&](const Candidate& c) { return c.config.key == mapped.key; });
+    Candidate c;
+    if (it != d->candidates.end()) {
+      c = *it;
+      d->candidates.erase(it);
+    } else {
+      c.config = mapped;
+      c.name = line.origin.name;
+    }
+    c.frame_distance = 0;
+    c.evidence = fmt::format("{}:{}: {} (line trace)", line.origin.file, line.origin.line,
+                             line.chain.empty() ? line.branch_text : line.chain.back().text);
+    d->candidates.insert(d->candidates.begin(), std::move(c));
+  }
+  if (line.found) {
+    const LineDivergence& v = line.divergence;
+    std::string s = fmt::format(
+        " Line trace: in {} (call {}), after line {} `{}`, A ran line {} and B ran line {}; ", line.function,
+        v.call + 1, v.branch_line, line.branch_text, v.line_a < 0 ? std::string("(return)") : std::to_string(v.line_a),
+        v.line_b < 0 ? std::string("(return)") : std::to_string(v.line_b));
+    if (line.origin.kind != OriginKind::kUnknown) {
+      s += fmt::format("the condition's `{}` comes from {} `{}` ({}:{}), A: {}, B: {}.",
+                       line.key_variables.empty() ? line.origin.name : line.key_variables.front(),
+                       OriginKindName(line.origin.kind), line.origin.name, line.origin.file, line.origin.line,
+                       line.origin.value_a.empty() ? "?" : line.origin.value_a,
+                       line.origin.value_b.empty() ? "?" : line.origin.value_b);
+    } else {
+      s += fmt::format("the condition `{}` could not be traced to a config entry.", line.condition);
+    }
+    d->sentence += s;
+  }
+  d->line = std::make_shared<const LineDiagnosis>(std::move(line));
+}
+
+}  // namespace magneton::diagnose
