@@ -20,6 +20,7 @@ import sys
 _MAX_CALLS = 512          # per target: generate calls a function per step
 _MAX_EVENTS = 20000       # per call
 _MAX_REPR = 80
+_MAX_DICT_ITEMS = 32
 
 _targets: list[dict] = []
 _calls: list[tuple] = []  # (target index, [line, ...], [(event index, expr, repr), ...])
@@ -129,6 +130,14 @@ def _on_line(call, frame, line: int) -> None:
         for expr, compiled in watch:
             value = _evaluate(compiled, frame)
             values.append((event, expr, "<unbound>" if value is _MISSING else _short(value)))
+            if type(value) is dict:
+                # Options travel in dicts (generate's model_kwargs): their
+                # entries are what differs, not the dict's short repr.
+                for n, (key, item) in enumerate(value.items()):
+                    if n == _MAX_DICT_ITEMS:
+                        break
+                    if type(key) is str:
+                        values.append((event, f'{expr}["{key}"]', _short(item)))
     lines.append(line)
 
 

@@ -84,23 +84,32 @@ class DiffCommand : public Command {
   // deviation point: one re-run of each side, so the cost stays bounded.
   void TraceLines(const Trace& a, const Trace& b, std::vector<diagnose::Diagnosis>* diagnoses) {
     if (a.meta.command_line.empty() || b.meta.command_line.empty()) return;
+    // A branch inside one function (the paths differ in the same function)
+    // is where a line trace finds something; identical paths down to the
+    // innermost frame differ only in tensor sizes.
+    diagnose::Diagnosis* chosen = nullptr;
     for (diagnose::Diagnosis& d : *diagnoses) {
       if (!d.deviation.found) continue;
-      std::error_code ec;
-      const std::string prefix = std::filesystem::absolute(path_a_, ec).string();
-      std::fprintf(stderr, "magneton: re-running A and B with %s traced line by line (--no-rerun skips this)\n",
-                   d.deviation.frame_a.c_str());
-      auto line = RunLineDiagnosis(a, b, d.deviation, prefix);
-      if (!line.ok()) {
-        std::fprintf(stderr, "magneton: no line-level diagnosis: %s\n", line.status().message().c_str());
-        diagnose::LineDiagnosis failed;
-        failed.note = line.status().message();
-        d.line = std::make_shared<const diagnose::LineDiagnosis>(std::move(failed));
-        return;
+      if (chosen == nullptr) chosen = &d;
+      if (d.deviation.frame_a != d.deviation.frame_b) {
+        chosen = &d;
+        break;
       }
-      diagnose::ApplyLineDiagnosis(std::move(*line), diagnose::DiffConfig(a, b), &d);
+    }
+    if (chosen == nullptr) return;
+    std::error_code ec;
+    const std::string prefix = std::filesystem::absolute(path_a_, ec).string();
+    std::fprintf(stderr, "magneton: re-running A and B with %s traced line by line (--no-rerun skips this)\n",
+                 chosen->deviation.frame_a.c_str());
+    auto line = RunLineDiagnosis(a, b, chosen->deviation, prefix);
+    if (!line.ok()) {
+      std::fprintf(stderr, "magneton: no line-level diagnosis: %s\n", line.status().message().c_str());
+      diagnose::LineDiagnosis failed;
+      failed.note = line.status().message();
+      chosen->line = std::make_shared<const diagnose::LineDiagnosis>(std::move(failed));
       return;
     }
+    diagnose::ApplyLineDiagnosis(std::move(*line), diagnose::DiffConfig(a, b), chosen);
   }
 
   int Confirm(const Trace& a, const Trace& b, const detect::DetectResult& result,

@@ -70,11 +70,23 @@ class Walker {
       const std::string* vb = b_.Value(eb, r);
       if (va && vb) {
         if (*va != *vb) differ.push_back(r);
+        else DifferingEntries(r, ea, eb, &differ);
       } else {
         unknown.push_back(r);
       }
     }
     return differ.empty() ? unknown : differ;
+  }
+
+  // A dict's entries (recorded as `d["k"]` next to `d`) that differ, when
+  // the dict's own short repr does not.
+  void DifferingEntries(const std::string& r, size_t ea, size_t eb, std::vector<std::string>* out) const {
+    const std::string prefix = r + "[\"";
+    for (const WatchedValue& v : a_.call->values) {
+      if (v.event != ea || v.expr.rfind(prefix, 0) != 0) continue;
+      const std::string* vb = b_.Value(eb, v.expr);
+      if (vb != nullptr && *vb != v.value) out->push_back(v.expr);
+    }
   }
 
   // Explains why `var`, read by `use` at events ea / eb, differs.
@@ -86,15 +98,16 @@ class Walker {
     }
     if (IsConfigField(var)) return Finish(OriginKind::kConfigField, var, use.first_line, va, vb);
     const std::string root = RootOf(var);
-    if (!fn_.var_keyword.empty() && root == fn_.var_keyword && var != root) {
-      // kwargs["use_cache"]: an argument passed by keyword.
-      return Finish(OriginKind::kArgument, LastComponent(var), fn_.def_line, va, vb);
-    }
-    if (root == "self" && var != root) return Finish(OriginKind::kAttribute, var, use.first_line, va, vb);
-
     // The last assignment to the root name before the use, on each side.
     const PyStatement* sa = LastAssignment(*a_.call, ea, root);
     const PyStatement* sb = LastAssignment(*b_.call, eb, root);
+    if (sa == nullptr && sb == nullptr && var != root) {
+      if (!fn_.var_keyword.empty() && root == fn_.var_keyword) {
+        // kwargs["use_cache"]: an argument passed by keyword.
+        return Finish(OriginKind::kArgument, LastComponent(var), fn_.def_line, va, vb);
+      }
+      if (root == "self") return Finish(OriginKind::kAttribute, var, use.first_line, va, vb);
+    }
     if (sa != nullptr && sa == sb) {
       const size_t ka = EventOfStatement(*a_.call, LastEventOf(*a_.call, ea, *sa), *sa);
       const size_t kb = EventOfStatement(*b_.call, LastEventOf(*b_.call, eb, *sb), *sb);

@@ -143,22 +143,19 @@ void References(const std::vector<Token>& t, size_t begin, size_t end, std::vect
     if (called && string_arg &&
         (chain == "os.environ.get" || chain == "environ.get" || chain == "os.getenv" || chain == "getenv")) {
       add("env:" + Unquote(t[j + 1].text));
-      i = j;  // the call's arguments (the default) are read further on
+      i = j - 1;  // the call's arguments (the default) are read further on
       continue;
     }
     if (called) {
       // d.get("k") / d.pop("k", default): a lookup of d["k"].
       if (string_arg && parts.size() >= 2 && (parts.back() == "get" || parts.back() == "pop")) {
         add(chain.substr(0, chain.rfind('.')) + "[\"" + Unquote(t[j + 1].text) + "\"]");
-        i = j;
+        i = j - 1;
         continue;
       }
       // A method call reads its object; a plain call reads nothing by name.
-      if (parts.size() >= 2) {
-        add(chain.substr(0, chain.rfind('.')));
-      } else if (!IsBuiltin(tok.text)) {
-        // Calling a local or global function: not an operand.
-      }
+      // (Calling a plain function, local or global, reads nothing by name.)
+      if (parts.size() >= 2) add(chain.substr(0, chain.rfind('.')));
       i = j - 1;
       continue;
     }

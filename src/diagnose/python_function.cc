@@ -63,7 +63,6 @@ std::vector<Logical> LogicalLines(const std::vector<std::string>& lines, int64_t
         const size_t close = line.find(q, i + 3);
         if (close == std::string::npos) {
           in_triple = q;
-          cur.text += line.substr(i) + " ";
           break;
         }
         i = close + 2;
