@@ -121,6 +121,11 @@ struct Origin {
 
 struct LineDiagnosis {
   bool found = false;
+  // "branch": the runs executed different lines (the usual case);
+  // "values": the same lines, but an operand of the statement at the
+  // deviation point's line (or, failing that, of the first statement where
+  // any watched value differs) has different values: a ternary, a shape.
+  std::string mode;
   std::string note;  // why not, or caveats
   std::string function;  // "file:function"
   std::string file;
@@ -134,8 +139,10 @@ struct LineDiagnosis {
   std::string config_key;  // the config-snapshot key the origin maps to ("" if none)
 };
 
-// The analysis over both sides' traces of one function.
-LineDiagnosis AnalyzeLineTraces(const PyFunction& fn, const LineTrace& a, const LineTrace& b, int target = 0);
+// The analysis over both sides' traces of one function; `focus_line` is the
+// deviation point's line in it (0: none), used when the lines are the same.
+LineDiagnosis AnalyzeLineTraces(const PyFunction& fn, const LineTrace& a, const LineTrace& b, int64_t focus_line = 0,
+                                int target = 0);
 
 // The config-snapshot entry the origin corresponds to, by identifier and
 // source (argument -> call_arg, config field -> model_config, env var -> env,

@@ -33,9 +33,10 @@ std::string LineRootCause(const std::string& json_path) {
     const auto& l = d["line_diagnosis"];
     if (!l.value("found", false)) return "";
     const auto& o = l["origin"];
-    return fmt::format("Line-level root cause: `{}` (line {} of {}) takes a different branch because {} `{}` "
-                       "({}:{}) is {} in A and {} in B.",
+    return fmt::format("Line-level root cause: `{}` (line {} of {}) {} because {} `{}` ({}:{}) is {} in A and {} "
+                       "in B.",
                        l.value("branch_text", ""), l.value("branch_line", 0), l.value("function", ""),
+                       l.value("mode", "") == "values" ? "gets different values" : "takes a different branch",
                        o.value("kind", ""), o.value("name", ""), o.value("file", ""), o.value("line", 0),
                        o.value("value_a", "?"), o.value("value_b", "?"));
   }

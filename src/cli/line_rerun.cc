@@ -55,7 +55,7 @@ StatusOr<diagnose::LineDiagnosis> RunLineDiagnosis(const Trace& a, const Trace& 
     MAGNETON_RETURN_IF_ERROR(RunTraced(s == 0 ? a : b, side, request.dump(), work_prefix + ".lines." + side + ".log"));
     MAGNETON_ASSIGN_OR_RETURN(traces[s], diagnose::ReadLineTrace(out));
   }
-  return diagnose::AnalyzeLineTraces(fn, traces[0], traces[1]);
+  return diagnose::AnalyzeLineTraces(fn, traces[0], traces[1], frame.line);
 }
 
 }  // namespace magneton::cli

@@ -29,12 +29,19 @@ void ApplyLineDiagnosis(LineDiagnosis line, const std::vector<ConfigDifference>&
   }
   if (line.found) {
     const LineDivergence& v = line.divergence;
-    std::string s = fmt::format(
-        " Line trace: in {} (call {}), after line {} `{}`, A ran line {} and B ran line {}; ", line.function,
-        v.call + 1, v.branch_line, line.branch_text, v.line_a < 0 ? std::string("(return)") : std::to_string(v.line_a),
-        v.line_b < 0 ? std::string("(return)") : std::to_string(v.line_b));
+    std::string s;
+    if (line.mode == "values") {
+      s = fmt::format(" Line trace: {} ran the same lines on both sides; at line {} `{}` (call {}) `{}` differs; ",
+                      line.function, v.branch_line, line.branch_text, v.call + 1,
+                      line.key_variables.empty() ? std::string("?") : line.key_variables.front());
+    } else {
+      s = fmt::format(" Line trace: in {} (call {}), after line {} `{}`, A ran line {} and B ran line {}; ",
+                      line.function, v.call + 1, v.branch_line, line.branch_text,
+                      v.line_a < 0 ? std::string("(return)") : std::to_string(v.line_a),
+                      v.line_b < 0 ? std::string("(return)") : std::to_string(v.line_b));
+    }
     if (line.origin.kind != OriginKind::kUnknown) {
-      s += fmt::format("the condition's `{}` comes from {} `{}` ({}:{}), A: {}, B: {}.",
+      s += fmt::format("`{}` comes from {} `{}` ({}:{}), A: {}, B: {}.",
                        line.key_variables.empty() ? line.origin.name : line.key_variables.front(),
                        OriginKindName(line.origin.kind), line.origin.name, line.origin.file, line.origin.line,
                        line.origin.value_a.empty() ? "?" : line.origin.value_a,

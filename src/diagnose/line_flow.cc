@@ -75,6 +75,12 @@ class Walker {
         unknown.push_back(r);
       }
     }
+    // Other values watched there (the arguments, at the first statement).
+    for (const WatchedValue& v : a_.call->values) {
+      if (v.event != ea || std::find(differ.begin(), differ.end(), v.expr) != differ.end()) continue;
+      const std::string* vb = b_.Value(eb, v.expr);
+      if (vb != nullptr && *vb != v.value) differ.push_back(v.expr);
+    }
     return differ.empty() ? unknown : differ;
   }
 
@@ -91,7 +97,7 @@ class Walker {
 
   // Explains why `var`, read by `use` at events ea / eb, differs.
   void Walk(const std::string& var, const PyStatement& use, size_t ea, size_t eb, int depth) {
-    if (depth > kMaxDepth || !seen_.insert(var + "@" + std::to_string(use.first_line)).second) return;
+    if (depth > kMaxDepth || !seen_.insert(var + "@" + std::to_string(ea) + "/" + std::to_string(eb)).second) return;
     const std::string va = ValueOr(a_, ea, var), vb = ValueOr(b_, eb, var);
     if (var.rfind("env:", 0) == 0) {
       return Finish(OriginKind::kEnvVar, var.substr(4), use.first_line, va, vb);
@@ -111,12 +117,20 @@ class Walker {
     if (sa != nullptr && sa == sb) {
       const size_t ka = EventOfStatement(*a_.call, LastEventOf(*a_.call, ea, *sa), *sa);
       const size_t kb = EventOfStatement(*b_.call, LastEventOf(*b_.call, eb, *sb), *sb);
-      out_->chain.push_back({var, sa->first_line, sa->text, "assigned", va, vb});
-      std::vector<std::string> next = Differing(*sa, ka, kb);
-      next.erase(std::remove(next.begin(), next.end(), root), next.end());
-      if (sa->augmented || next.empty()) {
-        if (next.empty()) return Finish(OriginKind::kUnknown, root, sa->first_line, va, vb);
+      // One step per statement: a loop's `x = update(x, ...)` repeats.
+      if (out_->chain.empty() || out_->chain.back().line != sa->first_line) {
+        out_->chain.push_back({var, sa->first_line, sa->text, "assigned", va, vb});
       }
+      std::vector<std::string> next = Differing(*sa, ka, kb);
+      if (next.empty()) return Finish(OriginKind::kUnknown, root, sa->first_line, va, vb);
+      // `x = update(x, ...)` where x's own entry differs: x came in already
+      // different; follow it to the assignment before (events strictly
+      // decrease, so this ends).
+      for (const std::string& n : next) {
+        if (RootOf(n) == root && ka < ea && kb < eb) return Walk(n, *sa, ka, kb, depth);
+      }
+      next.erase(std::remove(next.begin(), next.end(), root), next.end());
+      if (next.empty()) return Finish(OriginKind::kUnknown, root, sa->first_line, va, vb);
       return Walk(next.front(), *sa, ka, kb, depth + 1);
     }
     if (sa != nullptr || sb != nullptr) {
@@ -232,48 +246,83 @@ const char* OriginKindName(OriginKind kind) {
   return "unknown";
 }
 
-LineDiagnosis AnalyzeLineTraces(const PyFunction& fn, const LineTrace& a, const LineTrace& b, int target) {
+LineDiagnosis AnalyzeLineTraces(const PyFunction& fn, const LineTrace& a, const LineTrace& b, int64_t focus_line,
+                                int target) {
   LineDiagnosis d;
   d.file = fn.file;
   d.function = fn.file + ":" + fn.name;
   std::vector<const LineCall*> ca, cb;
   for (const LineCall& c : a.calls) if (c.target == target) ca.push_back(&c);
   for (const LineCall& c : b.calls) if (c.target == target) cb.push_back(&c);
-  d.divergence = FirstDifferingLine(ca, cb);
-  if (!d.divergence.found) {
-    d.note = "the traced function ran the same lines on both sides (" + std::to_string(ca.size()) + " vs " +
+  if (ca.empty() || cb.empty()) {
+    d.note = "the re-runs did not call the traced function (" + std::to_string(ca.size()) + " vs " +
              std::to_string(cb.size()) + " calls)";
     return d;
   }
-  const LineDivergence& div = d.divergence;
-  d.text_a = TextOf(fn, div.line_a);
-  d.text_b = TextOf(fn, div.line_b);
-  const PyStatement* branch = div.branch_line > 0 ? fn.StatementAt(div.branch_line) : nullptr;
-  if (branch == nullptr) {
-    d.note = "the runs differ at the function's first line";
-    return d;
+  d.divergence = FirstDifferingLine(ca, cb);
+  const PyStatement* decider = nullptr;  // the branch, or the statement whose values differ
+  size_t call = 0, event = 0;
+  if (d.divergence.found) {
+    const LineDivergence& div = d.divergence;
+    d.mode = "branch";
+    d.text_a = TextOf(fn, div.line_a);
+    d.text_b = TextOf(fn, div.line_b);
+    decider = div.branch_line > 0 ? fn.StatementAt(div.branch_line) : nullptr;
+    if (decider == nullptr) {
+      d.note = "the runs differ at the function's first line";
+      return d;
+    }
+    call = div.call;
+    event = EventOfStatement(*ca[call], div.event - 1, *decider);
+    if (decider->kind != StatementKind::kIf && decider->kind != StatementKind::kElif &&
+        decider->kind != StatementKind::kWhile && decider->kind != StatementKind::kFor && !decider->short_circuit) {
+      d.note = "the last common line is not a branch: it raised, returned or called code that decided";
+    }
+  } else {
+    // Same lines: the first statement (at the deviation point's line first)
+    // whose watched operands differ, in the first call where one does.
+    const PyStatement* focus = focus_line > 0 ? fn.StatementAt(focus_line) : nullptr;
+    for (int pass = focus ? 0 : 1; pass < 2 && decider == nullptr; ++pass) {
+      for (size_t c = 0; c < std::min(ca.size(), cb.size()) && decider == nullptr; ++c) {
+        for (size_t k = 0; k < ca[c]->lines.size() && decider == nullptr; ++k) {
+          const PyStatement* s = fn.StatementAt(ca[c]->lines[k]);
+          if (s == nullptr || ca[c]->lines[k] != s->first_line || (pass == 0 && s != focus)) continue;
+          bool differs = false;
+          for (const WatchedValue& v : ca[c]->values) {
+            if (v.event != k) continue;
+            const std::string* vb = Side{cb[c]}.Value(k, v.expr);
+            if (vb != nullptr && *vb != v.value) differs = true;
+          }
+          if (differs) decider = s, call = c, event = k;
+        }
+      }
+    }
+    if (decider == nullptr) {
+      d.note = "the traced function ran the same lines with the same watched values on both sides (" +
+               std::to_string(ca.size()) + " vs " + std::to_string(cb.size()) + " calls)";
+      return d;
+    }
+    d.mode = "values";
+    d.divergence.call = call;
+    d.divergence.event = event;
+    d.divergence.line_a = d.divergence.line_b = d.divergence.branch_line = decider->first_line;
+    d.text_a = d.text_b = decider->text;
   }
   d.found = true;
-  d.branch_text = branch->text;
-  d.condition = branch->condition.empty() ? branch->text : branch->condition;
-  if (branch->kind != StatementKind::kIf && branch->kind != StatementKind::kElif &&
-      branch->kind != StatementKind::kWhile && branch->kind != StatementKind::kFor && !branch->short_circuit) {
-    d.note = "the last common line is not a branch: the line before the divergence raised, returned or called "
-             "code that decided";
-  }
-  Side sa{ca[div.call]}, sb{cb[div.call]};
+  d.branch_text = decider->text;
+  d.condition = decider->condition.empty() ? decider->text : decider->condition;
+  Side sa{ca[call]}, sb{cb[call]};
   Walker walker(fn, sa, sb, &d);
-  const size_t event = EventOfStatement(*sa.call, div.event - 1, *branch);
-  d.key_variables = walker.Differing(*branch, event, event);
+  d.key_variables = walker.Differing(*decider, event, event);
   if (d.key_variables.empty()) {
-    d.note = "the branch condition reads no variable this analysis follows";
+    d.note = "the statement reads no variable this analysis follows";
     return d;
   }
   const std::string* va = sa.Value(event, d.key_variables.front());
   const std::string* vb = sb.Value(event, d.key_variables.front());
-  d.chain.push_back({d.key_variables.front(), branch->first_line, branch->text, "branch", va ? *va : "",
-                     vb ? *vb : ""});
-  walker.Walk(d.key_variables.front(), *branch, event, event, 0);
+  d.chain.push_back({d.key_variables.front(), decider->first_line, decider->text,
+                     d.mode == "branch" ? "branch" : "differs", va ? *va : "", vb ? *vb : ""});
+  walker.Walk(d.key_variables.front(), *decider, event, event, 0);
   return d;
 }
 

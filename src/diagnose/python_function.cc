@@ -77,7 +77,8 @@ std::vector<Logical> LogicalLines(const std::vector<std::string>& lines, int64_t
       if (c == '(' || c == '[' || c == '{') ++depth;
       if (c == ')' || c == ']' || c == '}') depth = std::max(0, depth - 1);
     }
-    std::string body = line;
+    // Continuation lines lose their indentation: one statement, one line of text.
+    std::string body = cur.text.empty() ? line : line.substr(std::min(line.size(), Indent(line)));
     // The comment is dropped from the text (quotes inside it do not matter here).
     if (in_triple.empty()) {
       const size_t hash = body.find(" #");
@@ -159,38 +160,30 @@ StatusOr<PyFunction> ParsePyFunction(const std::vector<std::string>& lines, int6
     return InvalidArgument("line " + std::to_string(line_inside) + " is outside the source");
   }
   const std::regex def_re("^\\s*(async\\s+)?def\\s+" + name + "\\s*\\(");
-  size_t inside_indent = Indent(lines[static_cast<size_t>(k_inside)]);
-  int64_t k_def = -1;
-  for (int64_t k = k_inside; k >= 0; --k) {
-    const std::string& line = lines[static_cast<size_t>(k)];
-    if (Blank(line)) continue;
-    if (std::regex_search(line, def_re) && (Indent(line) < inside_indent || k == k_inside)) {
-      k_def = k;
-      break;
+  // The nearest def of that name above the line whose body holds it (a
+  // nested or earlier function of the same name does not).
+  for (int64_t k_def = k_inside; k_def >= 0; --k_def) {
+    const std::string& def = lines[static_cast<size_t>(k_def)];
+    if (!std::regex_search(def, def_re)) continue;
+    PyFunction fn;
+    fn.name = name;
+    fn.def_line = first_line + k_def;
+    const size_t def_indent = Indent(def);
+    std::vector<Logical> logical = LogicalLines(lines, first_line, static_cast<size_t>(k_def), lines.size());
+    if (logical.empty()) continue;
+    fn.params = Params(logical[0].text, &fn.var_keyword);
+    fn.end_line = logical[0].last_line;
+    for (size_t i = 1; i < logical.size(); ++i) {
+      if (logical[i].indent <= def_indent) break;
+      PyStatement st = ParseStatement(logical[i].text);
+      st.first_line = logical[i].first_line;
+      st.last_line = logical[i].last_line;
+      fn.end_line = st.last_line;
+      fn.statements.push_back(std::move(st));
     }
-    // Keep the indentation of the innermost block seen so far: a def above
-    // must enclose every line between it and line_inside.
-    inside_indent = std::min(inside_indent, Indent(line) == 0 ? inside_indent : Indent(line));
+    if (line_inside <= fn.end_line) return fn;
   }
-  if (k_def < 0) return NotFound("no `def " + name + "` encloses line " + std::to_string(line_inside));
-  PyFunction fn;
-  fn.name = name;
-  fn.def_line = first_line + k_def;
-  const size_t def_indent = Indent(lines[static_cast<size_t>(k_def)]);
-  std::vector<Logical> logical = LogicalLines(lines, first_line, static_cast<size_t>(k_def), lines.size());
-  if (logical.empty()) return NotFound("empty function");
-  fn.params = Params(logical[0].text, &fn.var_keyword);
-  fn.end_line = logical[0].last_line;
-  for (size_t i = 1; i < logical.size(); ++i) {
-    if (logical[i].indent <= def_indent) break;
-    PyStatement s = ParseStatement(logical[i].text);
-    s.first_line = logical[i].first_line;
-    s.last_line = logical[i].last_line;
-    fn.end_line = s.last_line;
-    fn.statements.push_back(std::move(s));
-  }
-  if (line_inside > fn.end_line) return NotFound("line " + std::to_string(line_inside) + " is after the function");
-  return fn;
+  return NotFound("no `def " + name + "` encloses line " + std::to_string(line_inside));
 }
 
 StatusOr<PyFunction> ReadPyFunction(const std::string& file, int64_t line_inside, const std::string& function) {
@@ -220,7 +213,12 @@ std::map<int64_t, std::vector<std::string>> WatchList(const PyFunction& fn) {
   const PyStatement* first_run = nullptr;
   for (const PyStatement& s : fn.statements) {
     // A docstring is a constant: the first line event is the statement after it.
-    if (s.text.empty() || s.text.front() == '"' || s.text.front() == '\'') continue;
+    const size_t quote = s.text.find_first_of("\"'");
+    if (s.text.empty() || (quote != std::string::npos && quote <= 2 &&
+                           std::all_of(s.text.begin(), s.text.begin() + static_cast<std::ptrdiff_t>(quote),
+                                       [](char c) { return std::isalpha(static_cast<unsigned char>(c)); }))) {
+      continue;
+    }
     first_run = &s;
     break;
   }

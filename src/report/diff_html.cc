@@ -142,10 +142,16 @@ std::string RenderDiffHtml(const DiffReportInput& in) {
     if (d->line && d->line->found) {
       const diagnose::LineDiagnosis& l = *d->line;
       const auto line_no = [](int64_t n) { return n < 0 ? std::string("(return)") : std::to_string(n); };
-      h += fmt::format("<p>Line trace of <code>{}</code> (call {}): after line {} <code>{}</code>, A ran line {} "
-                       "<code>{}</code>, B ran line {} <code>{}</code>.</p>",
-                       Esc(l.function), l.divergence.call + 1, l.divergence.branch_line, Esc(l.branch_text),
-                       line_no(l.divergence.line_a), Esc(l.text_a), line_no(l.divergence.line_b), Esc(l.text_b));
+      if (l.mode == "values") {
+        h += fmt::format("<p>Line trace of <code>{}</code> (call {}): both ran the same lines; at line {} "
+                         "<code>{}</code> the values differ.</p>",
+                         Esc(l.function), l.divergence.call + 1, l.divergence.branch_line, Esc(l.branch_text));
+      } else {
+        h += fmt::format("<p>Line trace of <code>{}</code> (call {}): after line {} <code>{}</code>, A ran line {} "
+                         "<code>{}</code>, B ran line {} <code>{}</code>.</p>",
+                         Esc(l.function), l.divergence.call + 1, l.divergence.branch_line, Esc(l.branch_text),
+                         line_no(l.divergence.line_a), Esc(l.text_a), line_no(l.divergence.line_b), Esc(l.text_b));
+      }
       h += "<table><tr><th>step</th><th>line</th><th>source</th><th>variable</th><th>A</th><th>B</th></tr>";
       for (const auto& s : l.chain) {
         h += fmt::format("<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td>"

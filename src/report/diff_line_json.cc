@@ -15,6 +15,7 @@ nlohmann::json LineDiagnosisJson(const diagnose::Diagnosis& d) {
   }
   const auto& v = l.divergence;
   return {{"found", l.found},
+          {"mode", l.mode},
           {"note", l.note},
           {"function", l.function},
           {"file", l.file},

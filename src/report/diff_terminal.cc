@@ -120,13 +120,16 @@ std::string RenderDiffTerminal(const DiffReportInput& in) {
     if (d->line && d->line->found) {
       const diagnose::LineDiagnosis& l = *d->line;
       const auto line_no = [](int64_t n) { return n < 0 ? std::string("(return)") : std::to_string(n); };
-      out += fmt::format("    line trace: {} (call {} of {} / {})\n", l.function, l.divergence.call + 1,
-                         l.divergence.calls_a, l.divergence.calls_b);
-      out += fmt::format("      branch  {}: {}\n", l.divergence.branch_line, l.branch_text);
-      out += fmt::format("      A next  {}: {}\n", line_no(l.divergence.line_a), l.text_a);
-      out += fmt::format("      B next  {}: {}\n", line_no(l.divergence.line_b), l.text_b);
+      out += fmt::format("    line trace: {} (call {} of {} / {}{})\n", l.function, l.divergence.call + 1,
+                         l.divergence.calls_a, l.divergence.calls_b,
+                         l.mode == "values" ? "; the same lines ran, values differ" : "");
+      if (l.mode != "values") {
+        out += fmt::format("      branch  {}: {}\n", l.divergence.branch_line, l.branch_text);
+        out += fmt::format("      A next  {}: {}\n", line_no(l.divergence.line_a), l.text_a);
+        out += fmt::format("      B next  {}: {}\n", line_no(l.divergence.line_b), l.text_b);
+      }
       for (const auto& s : l.chain) {
-        out += fmt::format("      {:<8}{}: {}{}\n", s.how == "branch" ? "reads" : s.how == "assigned" ? "from" : s.how,
+        out += fmt::format("      {:<8}{}: {}{}\n", s.how == "assigned" ? "from" : s.how,
                            s.line, s.text,
                            s.value_a.empty() && s.value_b.empty()
                                ? ""

@@ -229,6 +229,50 @@ TEST(LineFlow, ModuleFlagReadFromTheEnvironment) {
   EXPECT_EQ(mapped.source, "env");
 }
 
+TEST(LineFlow, SameLinesDifferentValuesThroughALoop) {
+  // generate's decode loop: the lines are the same on both sides; what
+  // differs is the input shape at the deviation line, decided by a ternary on
+  // an option carried in **kw and rewritten every step.
+  const Strings src = {
+      "def step(self, ids, **kw):",                   // 1
+      "    for i in range(3):",                         // 2
+      "        n = 1 if kw[\"use_cache\"] else None",   // 3
+      "        inputs = prep(ids, n=n)",                // 4
+      "        out = run(inputs)",                      // 5
+      "        kw = update(out, kw)",                   // 6
+      "    return out",                                 // 7
+  };
+  auto fn = ParsePyFunction(src, 1, 5, "Loop.step");
+  ASSERT_TRUE(fn.ok()) << fn.status().message();
+  EXPECT_EQ(fn->var_keyword, "kw");
+  const std::vector<int64_t> lines = {2, 3, 4, 5, 6, 2, 3, 4, 5, 6, 7};
+  auto values = [](const char* flag, const char* n, const char* shape) {
+    std::vector<WatchedValue> v = {{1, "kw", "<dict>"}, {1, "kw[\"use_cache\"]", flag}, {2, "ids", "<T (1, 8)>"},
+                                   {2, "n", "None"},    {3, "inputs", "<dict>"},           {4, "out", "<O>"},
+                                   {4, "kw", "<dict>"}, {4, "kw[\"use_cache\"]", flag},   {6, "kw", "<dict>"},
+                                   {6, "kw[\"use_cache\"]", flag}, {7, "ids", "<T (1, 8)>"}, {7, "n", n},
+                                   {8, "inputs", shape}};
+    return v;
+  };
+  LineTrace a, b;
+  a.calls.push_back(Call(lines, values("False", "None", "(1, 9)")));
+  b.calls.push_back(Call(lines, values("True", "1", "(1, 1)")));
+  LineDiagnosis d = AnalyzeLineTraces(*fn, a, b, /*focus_line=*/5);
+  ASSERT_TRUE(d.found) << d.note;
+  EXPECT_EQ(d.mode, "values");
+  EXPECT_EQ(d.divergence.line_a, 5);
+  EXPECT_EQ(d.divergence.event, 8u);
+  EXPECT_EQ(d.key_variables, (Strings{"inputs"}));
+  std::vector<int64_t> steps;
+  for (const FlowStep& s : d.chain) steps.push_back(s.line);
+  EXPECT_EQ(steps, (std::vector<int64_t>{5, 4, 3, 6}));  // the loop's rewrite appears once
+  EXPECT_EQ(d.origin.kind, OriginKind::kArgument);
+  EXPECT_EQ(d.origin.name, "use_cache");
+  EXPECT_EQ(d.origin.line, 1);
+  EXPECT_EQ(d.origin.value_a, "False");
+  EXPECT_EQ(d.origin.value_b, "True");
+}
+
 TEST(LineTraceIo, RoundTrip) {
   LineTrace t;
   t.targets.push_back({"/a.py", "Model.forward", 12});
