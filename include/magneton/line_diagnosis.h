@@ -137,12 +137,28 @@ struct LineDiagnosis {
   std::vector<FlowStep> chain;  // from the branch back to the origin
   Origin origin;
   std::string config_key;  // the config-snapshot key the origin maps to ("" if none)
+  int frame_distance = 0;  // 0: the deviation-point function; k: its k-th caller
+  int frames_traced = 0;
 };
 
 // The analysis over both sides' traces of one function; `focus_line` is the
 // deviation point's line in it (0: none), used when the lines are the same.
 LineDiagnosis AnalyzeLineTraces(const PyFunction& fn, const LineTrace& a, const LineTrace& b, int64_t focus_line = 0,
                                 int target = 0);
+
+// One function on the call path to the deviation point, as traced.
+struct TracedFrame {
+  PyFunction fn;
+  int64_t focus_line = 0;  // the recorded frame's line: the call into the next frame (or the op)
+  int target = 0;          // its index in the line traces' targets
+};
+// Analyses the deviation-point function (frames[0]) and, while the variable
+// that differs comes in as an argument that no config entry names, its
+// callers outwards (frames[1], ...): the first result whose origin is a config
+// field, a global flag, an environment variable or an argument that maps to a
+// config entry; else the innermost result found.
+LineDiagnosis AnalyzeCallPath(const std::vector<TracedFrame>& frames, const LineTrace& a, const LineTrace& b,
+                              const std::vector<ConfigDifference>& diffs);
 
 // The config-snapshot entry the origin corresponds to, by identifier and
 // source (argument -> call_arg, config field -> model_config, env var -> env,

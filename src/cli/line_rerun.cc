@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -38,24 +39,43 @@ StatusOr<diagnose::LineDiagnosis> RunLineDiagnosis(const Trace& a, const Trace& 
                                                    const diagnose::DeviationPoint& deviation,
                                                    const std::string& work_prefix) {
   if (!deviation.found) return NotFound("no deviation point to trace");
-  const diagnose::FrameRef frame = diagnose::ParseFrame(deviation.frame_a);
-  MAGNETON_ASSIGN_OR_RETURN(diagnose::PyFunction fn,
-                            diagnose::ReadPyFunction(frame.file, frame.line, frame.function));
-  nlohmann::json watch = nlohmann::json::object();
-  for (const auto& [line, exprs] : diagnose::WatchList(fn)) watch[std::to_string(line)] = exprs;
+  // The deviation-point function, then its callers on the recorded path,
+  // nearest first; one target per distinct function.
+  constexpr size_t kMaxFrames = 16;
+  std::vector<std::string> path{deviation.frame_a};
+  for (size_t k = deviation.common_path.size(); k-- > 0 && path.size() < kMaxFrames;) {
+    if (k + 1 == deviation.common_path.size() && deviation.common_path[k] == deviation.frame_a) continue;
+    path.push_back(deviation.common_path[k]);
+  }
+  std::vector<diagnose::TracedFrame> frames;
+  nlohmann::json targets = nlohmann::json::array();
+  std::map<std::pair<std::string, std::string>, int> target_of;
+  for (const std::string& text : path) {
+    const diagnose::FrameRef frame = diagnose::ParseFrame(text);
+    auto fn = diagnose::ReadPyFunction(frame.file, frame.line, frame.function);
+    if (!fn.ok()) {
+      if (frames.empty()) return fn.status();  // the deviation point itself cannot be traced
+      break;  // the walk cannot cross a frame it cannot read (a module body, a lambda)
+    }
+    auto [it, inserted] = target_of.try_emplace({frame.file, frame.function}, static_cast<int>(targets.size()));
+    if (inserted) {
+      nlohmann::json watch = nlohmann::json::object();
+      for (const auto& [line, exprs] : diagnose::WatchList(*fn)) watch[std::to_string(line)] = exprs;
+      targets.push_back({{"file", frame.file}, {"function", frame.function}, {"line", frame.line}, {"watch", watch}});
+    }
+    frames.push_back({std::move(*fn), frame.line, it->second});
+  }
   diagnose::LineTrace traces[2];
   for (int s = 0; s < 2; ++s) {
     const char side = s == 0 ? 'A' : 'B';
     const std::string out = work_prefix + ".lines." + side + ".json";
     std::error_code ec;
     std::filesystem::remove(out, ec);  // never read an old re-run's lines
-    nlohmann::json request = {
-        {"out", std::filesystem::absolute(out, ec).string()},
-        {"targets", {{{"file", frame.file}, {"function", frame.function}, {"line", frame.line}, {"watch", watch}}}}};
+    nlohmann::json request = {{"out", out}, {"targets", targets}};
     MAGNETON_RETURN_IF_ERROR(RunTraced(s == 0 ? a : b, side, request.dump(), work_prefix + ".lines." + side + ".log"));
     MAGNETON_ASSIGN_OR_RETURN(traces[s], diagnose::ReadLineTrace(out));
   }
-  return diagnose::AnalyzeLineTraces(fn, traces[0], traces[1], frame.line);
+  return diagnose::AnalyzeCallPath(frames, traces[0], traces[1], diagnose::DiffConfig(a, b));
 }
 
 }  // namespace magneton::cli

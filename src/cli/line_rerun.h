@@ -13,7 +13,8 @@
 namespace magneton::cli {
 
 // Re-runs A's and B's commands (meta command_line and cwd) with the function
-// of `deviation` traced; side files go next to `work_prefix`.
+// of `deviation` and its callers on the recorded path traced; side files go
+// next to `work_prefix` (an absolute path).
 StatusOr<diagnose::LineDiagnosis> RunLineDiagnosis(const Trace& a, const Trace& b,
                                                    const diagnose::DeviationPoint& deviation,
                                                    const std::string& work_prefix);

@@ -12,5 +12,6 @@ set(MAGNETON_DIAGNOSE_SOURCES
   diagnose/line_trace_io.cc
   diagnose/line_align.cc
   diagnose/line_flow.cc
+  diagnose/line_call_path.cc
   diagnose/line_candidates.cc
 )

@@ -18,6 +18,8 @@ nlohmann::json LineDiagnosisJson(const diagnose::Diagnosis& d) {
           {"mode", l.mode},
           {"note", l.note},
           {"function", l.function},
+          {"frame_distance", l.frame_distance},
+          {"frames_traced", l.frames_traced},
           {"file", l.file},
           {"call", v.call},
           {"calls_a", v.calls_a},

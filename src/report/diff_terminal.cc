@@ -120,8 +120,10 @@ std::string RenderDiffTerminal(const DiffReportInput& in) {
     if (d->line && d->line->found) {
       const diagnose::LineDiagnosis& l = *d->line;
       const auto line_no = [](int64_t n) { return n < 0 ? std::string("(return)") : std::to_string(n); };
-      out += fmt::format("    line trace: {} (call {} of {} / {}{})\n", l.function, l.divergence.call + 1,
-                         l.divergence.calls_a, l.divergence.calls_b,
+      out += fmt::format("    line trace: {}{} (call {} of {} / {}{})\n", l.function,
+                         l.frame_distance > 0 ? fmt::format(", {} frame(s) above the deviation point", l.frame_distance)
+                                              : std::string(),
+                         l.divergence.call + 1, l.divergence.calls_a, l.divergence.calls_b,
                          l.mode == "values" ? "; the same lines ran, values differ" : "");
       if (l.mode != "values") {
         out += fmt::format("      branch  {}: {}\n", l.divergence.branch_line, l.branch_text);
