@@ -70,6 +70,7 @@ struct PyFunction {
   int64_t def_line = 0;
   int64_t end_line = 0;
   std::vector<std::string> params;  // without * and **, in order
+  std::string var_positional;       // the *args parameter, "" if none
   std::string var_keyword;          // the **kwargs parameter, "" if none
   std::vector<PyStatement> statements;  // the body, in source order
   // The statement covering a line, or nullptr.

@@ -12,6 +12,15 @@ LineDiagnosis AnalyzeCallPath(const std::vector<TracedFrame>& frames, const Line
   bool have_first = false;
   std::string notes;
   for (size_t k = 0; k < frames.size(); ++k) {
+    // Wrappers that forward their own `*args, **kwargs` (nn.Module.__call__,
+    // decorators) pass the same values on: the reason is further out.
+    const PyFunction& fn = frames[k].fn;
+    const PyStatement* call = fn.StatementAt(frames[k].focus_line);
+    if (k > 0 && call != nullptr && !fn.var_positional.empty() && !fn.var_keyword.empty() &&
+        call->text.find("*" + fn.var_positional) != std::string::npos &&
+        call->text.find("**" + fn.var_keyword) != std::string::npos) {
+      continue;
+    }
     LineDiagnosis d = AnalyzeLineTraces(frames[k].fn, a, b, frames[k].focus_line, frames[k].target);
     d.frame_distance = static_cast<int>(k);
     d.frames_traced = static_cast<int>(frames.size());

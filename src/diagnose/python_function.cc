@@ -103,7 +103,7 @@ std::vector<Logical> LogicalLines(const std::vector<std::string>& lines, int64_t
   return out;
 }
 
-std::vector<std::string> Params(const std::string& def_text, std::string* var_keyword) {
+std::vector<std::string> Params(const std::string& def_text, std::string* var_positional, std::string* var_keyword) {
   std::vector<std::string> out;
   const size_t open = def_text.find('(');
   if (open == std::string::npos) return out;
@@ -113,13 +113,15 @@ std::vector<std::string> Params(const std::string& def_text, std::string* var_ke
     std::string p = cur;
     cur.clear();
     p.erase(0, p.find_first_not_of(" \t"));
-    bool kw = p.rfind("**", 0) == 0;
+    const bool kw = p.rfind("**", 0) == 0;
+    const bool positional = !kw && p.rfind("*", 0) == 0;
     while (!p.empty() && p.front() == '*') p.erase(p.begin());
     size_t end = 0;
     while (end < p.size() && (std::isalnum(static_cast<unsigned char>(p[end])) || p[end] == '_')) ++end;
     p = p.substr(0, end);
     if (p.empty()) return;
     if (kw) *var_keyword = p;
+    if (positional) *var_positional = p;
     out.push_back(p);
   };
   for (size_t i = open + 1; i < def_text.size(); ++i) {
@@ -171,7 +173,7 @@ StatusOr<PyFunction> ParsePyFunction(const std::vector<std::string>& lines, int6
     const size_t def_indent = Indent(def);
     std::vector<Logical> logical = LogicalLines(lines, first_line, static_cast<size_t>(k_def), lines.size());
     if (logical.empty()) continue;
-    fn.params = Params(logical[0].text, &fn.var_keyword);
+    fn.params = Params(logical[0].text, &fn.var_positional, &fn.var_keyword);
     fn.end_line = logical[0].last_line;
     for (size_t i = 1; i < logical.size(); ++i) {
       if (logical[i].indent <= def_indent) break;

@@ -104,6 +104,7 @@ TEST(PythonFunction, ExtentParamsAndStatements) {
   EXPECT_EQ(fn->end_line, 16);
   EXPECT_EQ(fn->params, (Strings{"self", "x", "use_cache", "kwargs"}));
   EXPECT_EQ(fn->var_keyword, "kwargs");
+  EXPECT_EQ(fn->var_positional, "");
   ASSERT_NE(fn->StatementAt(12), nullptr);
   EXPECT_EQ(fn->StatementAt(12)->first_line, 11);
   EXPECT_EQ(fn->StatementAt(12)->kind, StatementKind::kIf);
@@ -271,6 +272,47 @@ TEST(LineFlow, SameLinesDifferentValuesThroughALoop) {
   EXPECT_EQ(d.origin.line, 1);
   EXPECT_EQ(d.origin.value_a, "False");
   EXPECT_EQ(d.origin.value_b, "True");
+}
+
+TEST(LineFlow, CallPathFollowsAnArgumentToTheCallerThatBranched) {
+  const Strings src = {
+      "def inner(self, x):",                  // 1
+      "    return self.proj(x)",              // 2
+      "def wrapper(*args, **kwargs):",        // 3
+      "    return inner(*args, **kwargs)",    // 4
+      "def outer(self, ids, use_cache=None):",  // 5
+      "    if use_cache:",                    // 6
+      "        ids = ids[:, -1:]",            // 7
+      "    return wrapper(self, ids)",        // 8
+  };
+  auto inner = ParsePyFunction(src, 1, 2, "inner");
+  auto wrapper = ParsePyFunction(src, 1, 4, "wrapper");
+  auto outer = ParsePyFunction(src, 1, 8, "Model.outer");
+  ASSERT_TRUE(inner.ok() && wrapper.ok() && outer.ok());
+  EXPECT_EQ(wrapper->var_positional, "args");
+  std::vector<TracedFrame> frames = {{*inner, 2, 0}, {*wrapper, 4, 1}, {*outer, 8, 2}};
+  LineTrace a, b;
+  auto side = [](LineTrace* t, const char* shape, const char* flag, std::vector<int64_t> outer_lines) {
+    t->calls.push_back({2, std::move(outer_lines), {{0, "use_cache", flag}, {0, "ids", shape}}});
+    t->calls.push_back({1, {4}, {{0, "args", "<tuple>"}, {0, "kwargs", "<dict>"}}});
+    t->calls.push_back({0, {2}, {{0, "self", "<M>"}, {0, "x", shape}}});
+  };
+  side(&a, "<Tensor shape=(1, 9)>", "False", {6, 8});
+  side(&b, "<Tensor shape=(1, 1)>", "True", {6, 7, 8});
+  std::vector<ConfigDifference> diffs = {{"call.generate.use_cache", "False", "True", "call_arg"}};
+  LineDiagnosis d = AnalyzeCallPath(frames, a, b, diffs);
+  ASSERT_TRUE(d.found) << d.note;
+  EXPECT_EQ(d.frame_distance, 2);  // inner's `x` names no config entry; the wrapper only forwards
+  EXPECT_EQ(d.mode, "branch");
+  EXPECT_EQ(d.divergence.branch_line, 6);
+  EXPECT_EQ(d.origin.kind, OriginKind::kArgument);
+  EXPECT_EQ(d.origin.name, "use_cache");
+  EXPECT_EQ(d.origin.value_b, "True");
+  // Without a config entry to map to, the innermost result stands.
+  d = AnalyzeCallPath(frames, a, b, {});
+  ASSERT_TRUE(d.found);
+  EXPECT_EQ(d.frame_distance, 0);
+  EXPECT_EQ(d.origin.name, "x");
 }
 
 TEST(LineTraceIo, RoundTrip) {
