@@ -23,8 +23,7 @@ void ApplyLineDiagnosis(LineDiagnosis line, const std::vector<ConfigDifference>&
       c.name = line.origin.name;
     }
     c.frame_distance = 0;
-    c.evidence = fmt::format("{}:{}: {} (line trace)", line.origin.file, line.origin.line,
-                             line.chain.empty() ? line.branch_text : line.chain.back().text);
+    c.evidence = fmt::format("{}:{}: {} (line trace)", line.file, line.divergence.branch_line, line.branch_text);
     d->candidates.insert(d->candidates.begin(), std::move(c));
   }
   if (line.found) {

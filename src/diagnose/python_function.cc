@@ -183,7 +183,10 @@ StatusOr<PyFunction> ParsePyFunction(const std::vector<std::string>& lines, int6
       fn.end_line = st.last_line;
       fn.statements.push_back(std::move(st));
     }
-    if (line_inside <= fn.end_line) return fn;
+    if (line_inside <= fn.end_line) {
+      fn.name = function;  // the qualname, as frames and reports name it
+      return fn;
+    }
   }
   return NotFound("no `def " + name + "` encloses line " + std::to_string(line_inside));
 }

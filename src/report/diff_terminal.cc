@@ -131,7 +131,7 @@ std::string RenderDiffTerminal(const DiffReportInput& in) {
         out += fmt::format("      B next  {}: {}\n", line_no(l.divergence.line_b), l.text_b);
       }
       for (const auto& s : l.chain) {
-        out += fmt::format("      {:<8}{}: {}{}\n", s.how == "assigned" ? "from" : s.how,
+        out += fmt::format("      {:<8}{}: {}{}\n", s.how == "branch" ? "reads" : s.how == "assigned" ? "from" : s.how,
                            s.line, s.text,
                            s.value_a.empty() && s.value_b.empty()
                                ? ""
