@@ -66,7 +66,7 @@ def test_env_var_branch_is_traced_to_its_origin(tmp_path):
     assert line["origin"]["file"] == str(script) and line["origin"]["line"] == 7
     assert line["config_key"] == "env.MY_FAST_PATH"
     # The candidate --confirm would flip is the variable, with its values.
-    top = flagged[0]["diagnosis"]["candidates"][0]
+    top = next(f for f in flagged if f["diagnosis"]["line_diagnosis"])["diagnosis"]["candidates"][0]
     assert (top["key"], top["value_a"], top["value_b"], top["source"]) == ("env.MY_FAST_PATH", "0", "1", "env")
     assert "line trace:" in r.stdout and "env_var `MY_FAST_PATH`" in r.stdout
     # --no-rerun leaves it out.
