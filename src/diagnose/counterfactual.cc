@@ -5,15 +5,28 @@
 #include <nlohmann/json.hpp>
 
 #include "magneton/energy_attribution.h"
+#include "magneton/line_diagnosis.h"
 
 namespace magneton::diagnose {
 
 StatusOr<Counterfactual> PlanCounterfactual(const Trace& a, const Trace& b, const detect::DetectResult& result,
                                             const std::vector<Diagnosis>& diagnoses) {
+  // The finding whose cause the line-level re-run established comes first
+  // (its top candidate is that cause), then the top waste finding.
+  std::vector<const Diagnosis*> order;
   for (const Diagnosis& d : diagnoses) {
+    if (d.line && d.line->found && !d.line->config_key.empty()) order.push_back(&d);
+  }
+  for (const Diagnosis& d : diagnoses) order.push_back(&d);
+  for (const Diagnosis* dp : order) {
+    const Diagnosis& d = *dp;
     if (d.finding_index >= result.findings.size()) continue;
     const detect::Finding& f = result.findings[d.finding_index];
-    if (f.verdict != detect::Verdict::kWaste || d.candidates.empty()) continue;
+    const bool line_cause = d.line && d.line->found && !d.line->config_key.empty();
+    if ((f.verdict != detect::Verdict::kWaste && !(line_cause && f.verdict == detect::Verdict::kTradeOff)) ||
+        d.candidates.empty()) {
+      continue;
+    }
     Counterfactual plan;
     plan.finding_index = d.finding_index;
     plan.rerun_side = f.wasteful_side == 'B' ? 'B' : 'A';
