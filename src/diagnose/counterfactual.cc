@@ -44,7 +44,18 @@ StatusOr<Counterfactual> PlanCounterfactual(const Trace& a, const Trace& b, cons
     overrides.push_back({{"key", plan.variable.key}, {"value", plan.new_value}, {"source", plan.variable.source}});
     plan.environment.emplace_back("MAGNETON_OVERRIDES", overrides.dump());
     if (plan.variable.source == "env" && plan.variable.key.rfind("env.", 0) == 0) {
-      plan.environment.emplace_back(plan.variable.key.substr(4), plan.new_value);
+      const std::string name = plan.variable.key.substr(4);
+      plan.environment.emplace_back(name, plan.new_value);
+      // A command that sets the variable itself (`env NAME=0 python ...`)
+      // would override ours: set it there instead.
+      const std::string old_value = rerun_a ? plan.variable.value_a : plan.variable.value_b;
+      const std::string from = name + "=" + old_value;
+      const size_t pos = plan.command_line.find(from);
+      const size_t end = pos + from.size();
+      if (pos != std::string::npos && (pos == 0 || plan.command_line[pos - 1] == ' ') &&
+          (end == plan.command_line.size() || plan.command_line[end] == ' ')) {
+        plan.command_line.replace(pos, from.size(), name + "=" + plan.new_value);
+      }
     }
     return plan;
   }

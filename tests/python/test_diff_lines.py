@@ -7,7 +7,7 @@ import json
 import sys
 import textwrap
 
-from conftest import require, run_cli
+from conftest import TraceDB, require, run_cli
 
 require("torch")
 
@@ -69,6 +69,12 @@ def test_env_var_branch_is_traced_to_its_origin(tmp_path):
     top = next(f for f in flagged if f["diagnosis"]["line_diagnosis"])["diagnosis"]["candidates"][0]
     assert (top["key"], top["value_a"], top["value_b"], top["source"]) == ("env.MY_FAST_PATH", "0", "1", "env")
     assert "line trace:" in r.stdout and "env_var `MY_FAST_PATH`" in r.stdout
+    # --confirm flips that variable in A's command and re-records: the row-at-a-time
+    # path (one aten::stack per call) is gone.
+    r = run_cli("diff", a, b, "--min-share", "0.01", "--confirm")
+    assert r.returncode == 0, r.stderr
+    assert "--confirm: re-running A (env MY_FAST_PATH=1 " in r.stdout, r.stdout
+    assert TraceDB(a).count("aten::stack") == 3 and TraceDB(a + ".confirm.mtrace").count("aten::stack") == 0
     # --no-rerun leaves it out.
     r = run_cli("diff", a, b, "--json", report_path, "--min-share", "0.01", "--no-rerun")
     assert r.returncode == 0, r.stderr
