@@ -173,7 +173,7 @@ def _install_monitoring() -> None:
         index = _target_of(code)
         if index < 0:
             return mon.DISABLE
-        mon.set_local_events(tool, code, mon.events.LINE | mon.events.PY_RETURN | mon.events.PY_UNWIND)
+        mon.set_local_events(tool, code, mon.events.LINE | mon.events.PY_RETURN)
         call = _new_call(index)
         stacks.setdefault(code, []).append(call)
         return None
@@ -193,7 +193,8 @@ def _install_monitoring() -> None:
     mon.register_callback(tool, mon.events.LINE, on_line)
     mon.register_callback(tool, mon.events.PY_RETURN, on_return)
     mon.register_callback(tool, mon.events.PY_UNWIND, on_return)
-    mon.set_events(tool, mon.events.PY_START)
+    # PY_UNWIND (a call left by an exception) is a global event only.
+    mon.set_events(tool, mon.events.PY_START | mon.events.PY_UNWIND)
 
 
 def _write() -> None:
