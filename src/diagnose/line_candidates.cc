@@ -7,6 +7,52 @@
 #include "magneton/line_diagnosis.h"
 
 namespace magneton::diagnose {
+namespace {
+
+// "call.generate.use_cache" / "self.config.use_cache" -> "use_cache"; `kw["x"]` -> "x".
+std::string LastComponent(const std::string& chain) {
+  if (!chain.empty() && chain.back() == ']') {
+    const size_t open = chain.rfind("[\"");
+    return open == std::string::npos ? chain : chain.substr(open + 2, chain.size() - open - 4);
+  }
+  const size_t dot = chain.rfind('.');
+  return dot == std::string::npos ? chain : chain.substr(dot + 1);
+}
+
+}  // namespace
+
+bool MapOriginToConfig(const Origin& origin, const std::vector<ConfigDifference>& diffs, ConfigDifference* out) {
+  if (origin.name.empty() || origin.kind == OriginKind::kUnknown) return false;
+  const std::string ident = LastComponent(origin.name);
+  const char* want = origin.kind == OriginKind::kArgument      ? "call_arg"
+                     : origin.kind == OriginKind::kConfigField ? "model_config"
+                     : origin.kind == OriginKind::kEnvVar      ? "env"
+                     : origin.kind == OriginKind::kGlobalFlag  ? "global_flag"
+                                                               : "";
+  const ConfigDifference* best = nullptr;
+  for (const ConfigDifference& d : diffs) {
+    if (LastComponent(d.key) != ident) continue;
+    // Same identifier: prefer the entry of the matching source (an argument
+    // of generate and the model config field may share a name).
+    if (best == nullptr || (d.source == want && best->source != want)) best = &d;
+  }
+  if (best != nullptr) {
+    *out = *best;
+    return true;
+  }
+  if (origin.kind == OriginKind::kEnvVar) {
+    // The snapshot keeps only framework variables; the traced values stand in.
+    auto unquote = [](std::string v) {
+      if (v.size() >= 2 && (v.front() == '\'' || v.front() == '"') && v.back() == v.front()) v = v.substr(1, v.size() - 2);
+      if (v == "<unbound>" || v.empty()) v = "<absent>";
+      return v;
+    };
+    *out = {"env." + origin.name, unquote(origin.value_a), unquote(origin.value_b), "env"};
+    return true;
+  }
+  return false;
+}
+
 
 void ApplyLineDiagnosis(LineDiagnosis line, const std::vector<ConfigDifference>& diffs, Diagnosis* d) {
   ConfigDifference mapped;
