@@ -25,8 +25,10 @@ struct Counterfactual {
   std::vector<std::pair<std::string, std::string>> environment;
 };
 
-// The experiment for the top-ranked waste finding's top candidate. Fails
-// with a reason when there is no waste, no candidate, or no command line.
+// The experiment for the top candidate of the finding whose cause the
+// line-level re-run established (Diagnosis::line with a config key; a waste
+// or trade-off finding), else of the top-ranked waste finding. Fails with a
+// reason when there is no such finding, no candidate, or no command line.
 StatusOr<Counterfactual> PlanCounterfactual(const Trace& a, const Trace& b, const detect::DetectResult& result,
                                             const std::vector<Diagnosis>& diagnoses);
 

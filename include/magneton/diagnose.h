@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,8 @@ struct Candidate {
 std::vector<Candidate> RankCandidates(const std::vector<ConfigDifference>& diffs, const DeviationPoint& deviation,
                                       int window_lines = 60);
 
+struct LineDiagnosis;  // magneton/line_diagnosis.h
+
 enum class Kind { kDifferentOps, kSameOpsDifferentCost, kOutsideOps };
 const char* KindName(Kind kind);  // "different_ops", "same_ops_different_cost", "outside_ops"
 
@@ -89,6 +92,9 @@ struct Diagnosis {
   DeviationPoint deviation;
   std::vector<Candidate> candidates;
   std::string sentence;
+  // The line-level re-run's result (magneton/line_diagnosis.h), when diff
+  // re-ran both programs; null otherwise.
+  std::shared_ptr<const LineDiagnosis> line;
 };
 
 struct Options {

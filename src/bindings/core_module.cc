@@ -4,10 +4,12 @@
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include "bindings/ort_bindings.h"
 #include "bindings/array_ops.h"
+#include "magneton/line_diagnosis.h"
 #include "magneton/recorder.h"
 #include "magneton/trace_reader.h"
 #include "pyhooks/python_stack.h"
@@ -94,4 +96,19 @@ NB_MODULE(_core, m) {
   }, "path"_a, "Reads and validates a trace; returns its op count or raises.");
 
   magneton::RegisterOrtBindings(m);
+  // Line tracing for `magneton diff` re-runs (python/magneton/line_trace.py).
+  using Watched = std::tuple<size_t, std::string, std::string>;
+  using Call = std::tuple<int, std::vector<int64_t>, std::vector<Watched>>;
+  m.def("write_line_trace", [](const std::string& path,
+                               const std::vector<std::tuple<std::string, std::string, int64_t>>& targets,
+                               const std::vector<Call>& calls) {
+    magneton::diagnose::LineTrace t;
+    for (const auto& [file, function, line] : targets) t.targets.push_back({file, function, line});
+    for (const auto& [target, lines, values] : calls) {
+      magneton::diagnose::LineCall c{target, lines, {}};
+      for (const auto& [event, expr, value] : values) c.values.push_back({event, expr, value});
+      t.calls.push_back(std::move(c));
+    }
+    ThrowIfError(magneton::diagnose::WriteLineTrace(path, t));
+  }, "path"_a, "targets"_a, "calls"_a);
 }

@@ -1,12 +1,17 @@
 // magneton demo: the main job on an embedded default. Records two real
 // configurations of a tiny random-init HF GPT-2 generate() — use_cache=False
 // (A) and use_cache=True (B), same weights and prompt — diffs them, prints
-// the findings and the saving, and writes the HTML and JSON reports.
+// the findings and the saving, and writes the HTML and JSON reports. The diff
+// re-runs both configurations once with the deviation-point function traced
+// line by line (docs/DIFF.md), and the demo closes with that root cause.
 #include <cstdio>
 #include <filesystem>
 #include <set>
 
 #include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "cli/record_child.h"
@@ -16,6 +21,27 @@
 
 namespace magneton::cli {
 namespace {
+
+// The line-level root cause from the diff's JSON report, as one line ("" if none).
+std::string LineRootCause(const std::string& json_path) {
+  std::ifstream in(json_path);
+  nlohmann::json report = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (report.is_discarded() || !report.contains("findings")) return "";
+  for (const auto& f : report["findings"]) {
+    const auto& d = f.value("diagnosis", nlohmann::json());
+    if (!d.is_object() || !d.contains("line_diagnosis") || !d["line_diagnosis"].is_object()) continue;
+    const auto& l = d["line_diagnosis"];
+    if (!l.value("found", false)) return "";
+    const auto& o = l["origin"];
+    return fmt::format("Line-level root cause: `{}` (line {} of {}) {} because {} `{}` ({}:{}) is {} in A and {} "
+                       "in B.",
+                       l.value("branch_text", ""), l.value("branch_line", 0), l.value("function", ""),
+                       l.value("mode", "") == "values" ? "gets different values" : "takes a different branch",
+                       o.value("kind", ""), o.value("name", ""), o.value("file", ""), o.value("line", 0),
+                       o.value("value_a", "?"), o.value("value_b", "?"));
+  }
+  return "";
+}
 
 struct RunEnergy {
   double total_uj = 0;
@@ -92,6 +118,7 @@ class DemoCommand : public Command {
           ea.total_uj / 1e6, eb.total_uj / 1e6, prov, ea.domain.c_str(), (ea.total_uj - eb.total_uj) / 1e6,
           100.0 * (ea.total_uj - eb.total_uj) / ea.total_uj);
     }
+    if (const std::string cause = LineRootCause(json); !cause.empty()) std::printf("%s\n", cause.c_str());
     std::printf("reports: %s  %s\ntraces:  %s  %s\n", html.c_str(), json.c_str(), a.c_str(), b.c_str());
     return 0;
   }

@@ -1,10 +1,12 @@
 // magneton diff a.mtrace b.mtrace: where one run spends more energy than the
 // other for the same results, and why (method.md sections 6 and 7).
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "cli/command.h"
 #include "cli/text_file.h"
+#include "cli/line_rerun.h"
 #include "cli/record_child.h"
 #include "magneton/counterfactual.h"
 #include "magneton/detect.h"
@@ -38,6 +40,9 @@ class DiffCommand : public Command {
     sub->add_flag("--confirm", confirm_,
                   "Re-run the wasteful side with the top suspected variable set to the other side's value, "
                   "and report the measured saving (or that the hypothesis failed)");
+    sub->add_flag("--no-rerun", no_rerun_,
+                  "Do not re-run the two recorded commands with the deviation-point function traced line by line "
+                  "(by default diff does, once, for the top finding, when both traces carry a command line)");
     sub->add_option("--confirm-min-saving", confirm_min_saving_, "Relative saving that confirms")->default_val(0.05);
     return sub;
   }
@@ -59,7 +64,8 @@ class DiffCommand : public Command {
     }
     auto result = detect::Detect(*a, *fa, *b, *fb, options_);
     if (!result.ok()) return Fail(result.status().message());
-    const std::vector<diagnose::Diagnosis> diagnoses = diagnose::Diagnose(*a, *b, *result);
+    std::vector<diagnose::Diagnosis> diagnoses = diagnose::Diagnose(*a, *b, *result);
+    if (!no_rerun_) TraceLines(*a, *b, &diagnoses);
     report::DiffReportInput in{path_a_, path_b_, &*a, &*b, &*result, &diagnoses};
     std::fputs(report::RenderDiffTerminal(in).c_str(), stdout);
     if (!json_path_.empty()) {
@@ -72,6 +78,38 @@ class DiffCommand : public Command {
     }
     if (confirm_) return Confirm(*a, *b, *result, diagnoses);
     return 0;
+  }
+
+  // The line-level step (docs/DIFF.md) for the first flagged finding with a
+  // deviation point: one re-run of each side, so the cost stays bounded.
+  void TraceLines(const Trace& a, const Trace& b, std::vector<diagnose::Diagnosis>* diagnoses) {
+    if (a.meta.command_line.empty() || b.meta.command_line.empty()) return;
+    // A branch inside one function (the paths differ in the same function)
+    // is where a line trace finds something; identical paths down to the
+    // innermost frame differ only in tensor sizes.
+    diagnose::Diagnosis* chosen = nullptr;
+    for (diagnose::Diagnosis& d : *diagnoses) {
+      if (!d.deviation.found) continue;
+      if (chosen == nullptr) chosen = &d;
+      if (d.deviation.frame_a != d.deviation.frame_b) {
+        chosen = &d;
+        break;
+      }
+    }
+    if (chosen == nullptr) return;
+    std::error_code ec;
+    const std::string prefix = std::filesystem::absolute(path_a_, ec).string();
+    std::fprintf(stderr, "magneton: re-running A and B with %s traced line by line (--no-rerun skips this)\n",
+                 chosen->deviation.frame_a.c_str());
+    auto line = RunLineDiagnosis(a, b, chosen->deviation, prefix);
+    if (!line.ok()) {
+      std::fprintf(stderr, "magneton: no line-level diagnosis: %s\n", line.status().message().c_str());
+      diagnose::LineDiagnosis failed;
+      failed.note = line.status().message();
+      chosen->line = std::make_shared<const diagnose::LineDiagnosis>(std::move(failed));
+      return;
+    }
+    diagnose::ApplyLineDiagnosis(std::move(*line), diagnose::DiffConfig(a, b), chosen);
   }
 
   int Confirm(const Trace& a, const Trace& b, const detect::DetectResult& result,
@@ -105,6 +143,7 @@ class DiffCommand : public Command {
  private:
   std::string path_a_, path_b_, json_path_, html_path_;
   bool confirm_ = false;
+  bool no_rerun_ = false;
   double confirm_min_saving_ = 0.05;
   detect::Options options_;
 };

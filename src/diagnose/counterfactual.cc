@@ -5,15 +5,28 @@
 #include <nlohmann/json.hpp>
 
 #include "magneton/energy_attribution.h"
+#include "magneton/line_diagnosis.h"
 
 namespace magneton::diagnose {
 
 StatusOr<Counterfactual> PlanCounterfactual(const Trace& a, const Trace& b, const detect::DetectResult& result,
                                             const std::vector<Diagnosis>& diagnoses) {
+  // The finding whose cause the line-level re-run established comes first
+  // (its top candidate is that cause), then the top waste finding.
+  std::vector<const Diagnosis*> order;
   for (const Diagnosis& d : diagnoses) {
+    if (d.line && d.line->found && !d.line->config_key.empty()) order.push_back(&d);
+  }
+  for (const Diagnosis& d : diagnoses) order.push_back(&d);
+  for (const Diagnosis* dp : order) {
+    const Diagnosis& d = *dp;
     if (d.finding_index >= result.findings.size()) continue;
     const detect::Finding& f = result.findings[d.finding_index];
-    if (f.verdict != detect::Verdict::kWaste || d.candidates.empty()) continue;
+    const bool line_cause = d.line && d.line->found && !d.line->config_key.empty();
+    if ((f.verdict != detect::Verdict::kWaste && !(line_cause && f.verdict == detect::Verdict::kTradeOff)) ||
+        d.candidates.empty()) {
+      continue;
+    }
     Counterfactual plan;
     plan.finding_index = d.finding_index;
     plan.rerun_side = f.wasteful_side == 'B' ? 'B' : 'A';
@@ -31,7 +44,18 @@ StatusOr<Counterfactual> PlanCounterfactual(const Trace& a, const Trace& b, cons
     overrides.push_back({{"key", plan.variable.key}, {"value", plan.new_value}, {"source", plan.variable.source}});
     plan.environment.emplace_back("MAGNETON_OVERRIDES", overrides.dump());
     if (plan.variable.source == "env" && plan.variable.key.rfind("env.", 0) == 0) {
-      plan.environment.emplace_back(plan.variable.key.substr(4), plan.new_value);
+      const std::string name = plan.variable.key.substr(4);
+      plan.environment.emplace_back(name, plan.new_value);
+      // A command that sets the variable itself (`env NAME=0 python ...`)
+      // would override ours: set it there instead.
+      const std::string old_value = rerun_a ? plan.variable.value_a : plan.variable.value_b;
+      const std::string from = name + "=" + old_value;
+      const size_t pos = plan.command_line.find(from);
+      const size_t end = pos + from.size();
+      if (pos != std::string::npos && (pos == 0 || plan.command_line[pos - 1] == ' ') &&
+          (end == plan.command_line.size() || plan.command_line[end] == ' ')) {
+        plan.command_line.replace(pos, from.size(), name + "=" + plan.new_value);
+      }
     }
     return plan;
   }

@@ -7,4 +7,11 @@ set(MAGNETON_DIAGNOSE_SOURCES
   diagnose/candidates.cc
   diagnose/diagnose.cc
   diagnose/counterfactual.cc
+  diagnose/python_expr.cc
+  diagnose/python_function.cc
+  diagnose/line_trace_io.cc
+  diagnose/line_align.cc
+  diagnose/line_flow.cc
+  diagnose/line_call_path.cc
+  diagnose/line_candidates.cc
 )

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "magneton/line_diagnosis.h"
 #include "report/diff_report.h"
 
 namespace magneton::report {
@@ -139,6 +140,33 @@ std::string RenderDiffHtml(const DiffReportInput& in) {
       h += fmt::format("<p>Deviation point: A <code>{}</code> · B <code>{}</code></p>", Esc(d->deviation.frame_a),
                        Esc(d->deviation.frame_b));
       h += Snippet(d->deviation.snippet);
+    }
+    if (d->line && d->line->found) {
+      const diagnose::LineDiagnosis& l = *d->line;
+      const auto line_no = [](int64_t n) { return n < 0 ? std::string("(return)") : std::to_string(n); };
+      if (l.mode == "values") {
+        h += fmt::format("<p>Line trace of <code>{}</code> (call {}): both ran the same lines; at line {} "
+                         "<code>{}</code> the values differ.</p>",
+                         Esc(l.function), l.divergence.call + 1, l.divergence.branch_line, Esc(l.branch_text));
+      } else {
+        h += fmt::format("<p>Line trace of <code>{}</code> (call {}): after line {} <code>{}</code>, A ran line {} "
+                         "<code>{}</code>, B ran line {} <code>{}</code>.</p>",
+                         Esc(l.function), l.divergence.call + 1, l.divergence.branch_line, Esc(l.branch_text),
+                         line_no(l.divergence.line_a), Esc(l.text_a), line_no(l.divergence.line_b), Esc(l.text_b));
+      }
+      h += "<table><tr><th>step</th><th>line</th><th>source</th><th>variable</th><th>A</th><th>B</th></tr>";
+      for (const auto& s : l.chain) {
+        h += fmt::format("<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td>"
+                         "<td><code>{}</code></td><td><code>{}</code></td></tr>",
+                         Esc(s.how), s.line, Esc(s.text), Esc(s.variable), Esc(s.value_a), Esc(s.value_b));
+      }
+      h += fmt::format("</table><p>Origin: {} <code>{}</code> at <code>{}:{}</code> — A <code>{}</code>, B "
+                       "<code>{}</code>{}</p>",
+                       Esc(diagnose::OriginKindName(l.origin.kind)), Esc(l.origin.name), Esc(l.origin.file),
+                       l.origin.line, Esc(l.origin.value_a), Esc(l.origin.value_b),
+                       l.config_key.empty() ? "" : " (config <code>" + Esc(l.config_key) + "</code>)");
+    } else if (d->line) {
+      h += "<p>Line trace: none (" + Esc(d->line->note) + ")</p>";
     }
     if (!d->candidates.empty()) {
       h += "<table><tr><th>candidate</th><th>A</th><th>B</th><th>source</th><th>named in code</th></tr>";

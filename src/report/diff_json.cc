@@ -59,7 +59,8 @@ json DiagnosisJson(const diagnose::Diagnosis& d) {
           {"sites_costly", SourceSites(d.sites_costly)},
           {"sites_efficient", SourceSites(d.sites_efficient)},
           {"deviation_point", deviation},
-          {"candidates", candidates}};
+          {"candidates", candidates},
+          {"line_diagnosis", LineDiagnosisJson(d)}};
 }
 
 }  // namespace

@@ -26,6 +26,9 @@ const diagnose::Diagnosis* DiagnosisFor(const DiffReportInput& in, size_t index)
 // The end-to-end energy that waste findings could save, per costlier side.
 double WasteSavingUj(const detect::DetectResult& r);
 
+// Diagnosis::line as JSON, or null (src/report/diff_line_json.cc).
+nlohmann::json LineDiagnosisJson(const diagnose::Diagnosis& d);
+
 std::string RenderDiffTerminal(const DiffReportInput& in);
 nlohmann::json DiffToJson(const DiffReportInput& in);
 std::string RenderDiffHtml(const DiffReportInput& in);

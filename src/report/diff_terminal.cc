@@ -2,6 +2,7 @@
 // flagged finding's diagnosis.
 #include <fmt/format.h>
 
+#include "magneton/line_diagnosis.h"
 #include "report/diff_report.h"
 
 namespace magneton::report {
@@ -119,6 +120,32 @@ std::string RenderDiffTerminal(const DiffReportInput& in) {
     }
     if (d->deviation.found) {
       out += fmt::format("    deviation point: A {}  |  B {}\n", d->deviation.frame_a, d->deviation.frame_b);
+    }
+    if (d->line && d->line->found) {
+      const diagnose::LineDiagnosis& l = *d->line;
+      const auto line_no = [](int64_t n) { return n < 0 ? std::string("(return)") : std::to_string(n); };
+      out += fmt::format("    line trace: {}{} (call {} of {} / {}{})\n", l.function,
+                         l.frame_distance > 0 ? fmt::format(", {} frame(s) above the deviation point", l.frame_distance)
+                                              : std::string(),
+                         l.divergence.call + 1, l.divergence.calls_a, l.divergence.calls_b,
+                         l.mode == "values" ? "; the same lines ran, values differ" : "");
+      if (l.mode != "values") {
+        out += fmt::format("      branch  {}: {}\n", l.divergence.branch_line, l.branch_text);
+        out += fmt::format("      A next  {}: {}\n", line_no(l.divergence.line_a), l.text_a);
+        out += fmt::format("      B next  {}: {}\n", line_no(l.divergence.line_b), l.text_b);
+      }
+      for (const auto& s : l.chain) {
+        out += fmt::format("      {:<8}{}: {}{}\n", s.how == "branch" ? "reads" : s.how == "assigned" ? "from" : s.how,
+                           s.line, s.text,
+                           s.value_a.empty() && s.value_b.empty()
+                               ? ""
+                               : fmt::format("   [{}: A {} | B {}]", s.variable, s.value_a, s.value_b));
+      }
+      out += fmt::format("      origin: {} `{}` at {}:{}  A: {}  B: {}{}\n", diagnose::OriginKindName(l.origin.kind),
+                         l.origin.name, l.origin.file, l.origin.line, l.origin.value_a, l.origin.value_b,
+                         l.config_key.empty() ? "" : "  -> config " + l.config_key);
+    } else if (d->line) {
+      out += "    line trace: none (" + d->line->note + ")\n";
     }
     for (size_t c = 0; c < d->candidates.size() && c < 3; ++c) {
       const auto& cand = d->candidates[c];

@@ -15,6 +15,7 @@
 #include "magneton/detect.h"
 #include "magneton/diagnose.h"
 #include "magneton/energy_attribution.h"
+#include "magneton/line_diagnosis.h"
 #include "magneton/recorder.h"
 #include "magneton/trace_reader.h"
 #include "report/diff_report.h"
@@ -228,6 +229,48 @@ TEST(ReportDiff, HtmlEscapesEverythingFromTraces) {
   EXPECT_EQ(html.find("https://"), std::string::npos);
   std::ofstream(testing::TempPath("evil.html")) << html;
   if (const char* out = std::getenv("MAGNETON_HTML_OUT")) std::ofstream(out) << html;  // for a manual look
+}
+
+// A line-level result (as `diff` attaches after its re-runs) in all three
+// renderings; its source text comes from someone's program, so HTML escapes it.
+TEST(ReportDiff, LineDiagnosisInEveryRendering) {
+  Side a = Record("fused.mtrace", true, false), b = Record("decomposed.mtrace", false, false);
+  Report r = RunDiff(a, b);
+  ASSERT_FALSE(r.diagnoses.empty());
+  diagnose::LineDiagnosis l;
+  l.found = true;
+  l.mode = "branch";
+  l.function = "/src/net.py:Net.forward";
+  l.file = "/src/net.py";
+  l.divergence = {true, 0, 3, 11, 13, 10, 2, 2};
+  l.text_a = "y = fused(x)";
+  l.text_b = "y = mm(x) + b";
+  l.branch_text = "if self.config.fuse_linear and \"<script>\":";
+  l.condition = "self.config.fuse_linear";
+  l.key_variables = {"self.config.fuse_linear"};
+  l.chain = {{"self.config.fuse_linear", 10, l.branch_text, "branch", "True", "False"}};
+  l.origin = {diagnose::OriginKind::kConfigField, "self.config.fuse_linear", "/src/net.py", 10, "True", "False"};
+  diagnose::ApplyLineDiagnosis(l, diagnose::DiffConfig(a.trace, b.trace), &r.diagnoses[0]);
+  const diagnose::Diagnosis& d = r.diagnoses[0];
+  ASSERT_TRUE(d.line);
+  EXPECT_EQ(d.line->config_key, "model_config.Net.fuse_linear");
+  EXPECT_EQ(d.candidates.front().config.key, "model_config.Net.fuse_linear");
+  EXPECT_NE(d.candidates.front().evidence.find("(line trace)"), std::string::npos);
+  EXPECT_NE(d.sentence.find("Line trace:"), std::string::npos);
+  DiffReportInput in{"a", "b", &a.trace, &b.trace, &r.result, &r.diagnoses};
+  const nlohmann::json j = DiffToJson(in)["findings"][0]["diagnosis"]["line_diagnosis"];
+  EXPECT_EQ(j["mode"], "branch");
+  EXPECT_EQ(j["branch_line"], 10);
+  EXPECT_EQ(j["line_a"], 11);
+  EXPECT_EQ(j["origin"]["kind"], "config_field");
+  EXPECT_EQ(j["origin"]["value_b"], "False");
+  EXPECT_EQ(j["config_key"], "model_config.Net.fuse_linear");
+  const std::string text = RenderDiffTerminal(in);
+  EXPECT_NE(text.find("A next  11: y = fused(x)"), std::string::npos) << text;
+  EXPECT_NE(text.find("origin: config_field `self.config.fuse_linear`"), std::string::npos) << text;
+  const std::string html = RenderDiffHtml(in);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_NE(html.find("Origin: config_field"), std::string::npos);
 }
 
 }  // namespace

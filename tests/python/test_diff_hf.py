@@ -62,7 +62,7 @@ def flagged(report):
 
 
 def test_use_cache_is_the_top_candidate(record):
-    report, text = diff(record("nocache", False, "sdpa"), record("cache", True, "sdpa"))
+    report, text = diff(record("nocache", False, "sdpa"), record("cache", True, "sdpa"), "--no-rerun")
     assert report["energy"]["provenance"] in ("estimated", "measured")
     assert "estimated" in text or "measured" in text
     found = flagged(report)
@@ -76,8 +76,35 @@ def test_use_cache_is_the_top_candidate(record):
     assert report["a"]["total_uj"] > report["b"]["total_uj"]
 
 
+def test_line_trace_names_use_cache_with_its_origin_and_values(record):
+    """diff re-runs both recorded commands with the deviation-point function
+    traced line by line: the first differing line (or, when the same lines ran,
+    the first differing operand at the deviation line) is followed back to the
+    `use_cache` argument, with False / True on the two sides."""
+    report, text = diff(record("nocache", False, "sdpa"), record("cache", True, "sdpa"))
+    lines = [f["diagnosis"]["line_diagnosis"] for f in flagged(report) if f["diagnosis"]["line_diagnosis"]]
+    assert len(lines) == 1, text
+    line = lines[0]
+    assert line["found"], line
+    assert "/transformers/" in line["file"] and line["branch_line"] > 0 and line["branch_text"], line
+    # Without the cache, _sample runs the same lines with longer inputs (values
+    # mode); a transformers version that branches on it shows a branch instead.
+    assert line["mode"] in ("branch", "values"), line
+    assert (line["line_a"] != line["line_b"]) == (line["mode"] == "branch"), line
+    assert line["chain"] and line["key_variables"], line
+    origin = line["origin"]
+    assert origin["kind"] in ("argument", "config_field"), line
+    assert origin["name"].split(".")[-1] == "use_cache", line
+    assert (origin["value_a"], origin["value_b"]) == ("False", "True"), line
+    assert "/transformers/" in origin["file"] and origin["line"] > 0
+    assert line["config_key"] == "call.generate.use_cache"
+    top = next(f for f in flagged(report) if f["diagnosis"]["line_diagnosis"])["diagnosis"]["candidates"][0]
+    assert top["key"] == "call.generate.use_cache" and top["evidence"].endswith("(line trace)")
+    assert "line trace:" in text and "use_cache" in text
+
+
 def test_attn_implementation_is_the_top_candidate(record):
-    report, text = diff(record("eager", True, "eager"), record("cache", True, "sdpa"))
+    report, text = diff(record("eager", True, "eager"), record("cache", True, "sdpa"), "--no-rerun")
     found = flagged(report)
     assert found, text
     for f in found:
@@ -95,10 +122,10 @@ def test_same_run_twice_has_no_waste(record):
     # end-to-end noise floor (--min-share) so microsecond regions cannot win.
     a = record("cache", True, "sdpa")
     b = record("cache_again", True, "sdpa")
-    report, text = diff(a, b, "--tau", "0.5", "--min-share", "0.05")
+    report, text = diff(a, b, "--tau", "0.5", "--min-share", "0.05", "--no-rerun")
     assert [f for f in report["findings"] if f["verdict"] == "waste"] == [], text
     # The same settings still catch the real waste.
-    report, text = diff(record("nocache", False, "sdpa"), a, "--tau", "0.5", "--min-share", "0.05")
+    report, text = diff(record("nocache", False, "sdpa"), a, "--tau", "0.5", "--min-share", "0.05", "--no-rerun")
     assert flagged(report), text
 
 
@@ -120,7 +147,7 @@ def test_confirm_reruns_the_wasteful_side_with_the_cause_flipped(tmp_path):
     for out, mode in ((a, "nocache"), (b, "cache")):
         r = run_cli("record", "--values", "-o", out, "--", sys.executable, str(script), mode)
         assert r.returncode == 0, r.stderr
-    r = run_cli("diff", a, b, "--min-share", "0.01", "--confirm")
+    r = run_cli("diff", a, b, "--min-share", "0.01", "--confirm", "--no-rerun")
     assert r.returncode == 0, r.stderr
     assert "--confirm: re-running A" in r.stdout and "call.generate.use_cache = True" in r.stdout
     rerun = a + ".confirm.mtrace"

@@ -25,6 +25,10 @@ def _chain_to_next_sitecustomize():
 
 
 def _start():
+    if os.environ.get("MAGNETON_LINE_TRACE"):  # a `magneton diff` re-run (docs/DIFF.md)
+        from magneton import line_trace
+
+        line_trace.activate()
     path = os.environ.pop("MAGNETON_RECORD_PATH", None)
     if not path:
         return
