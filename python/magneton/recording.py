@@ -29,7 +29,7 @@ def start(path: str | os.PathLike, label: str | None = None, command_line: str |
     """Starts recording every supported framework's ops into ``path``; with
     ``energy``, also samples the meters ``magneton meters`` reports; with
     ``values``, fingerprints every tensor value (for matching), never stores it."""
-    from magneton.recorders import torch_recorder
+    from magneton.recorders import llama_recorder, torch_recorder
 
     path = os.fspath(path)
     with _lock:
@@ -44,9 +44,9 @@ def start(path: str | os.PathLike, label: str | None = None, command_line: str |
         _core.start_recording(path, label, command_line, "pytorch", _framework_versions(), energy, values)
         try:
             config_snapshot.record_process_config()
-            rec = torch_recorder.TorchRecorder()
-            rec.install()
-            _recorders.append(rec)
+            for rec in (torch_recorder.TorchRecorder(), llama_recorder.LlamaRecorder()):
+                rec.install()
+                _recorders.append(rec)
         except BaseException:
             _core.stop_recording()
             raise

@@ -1,0 +1,144 @@
+// ggml's scheduler calls the eval callback twice per node when asked to:
+// ask=true before computing ("do you want this tensor?") and, if we said
+// yes, ask=false once the node and everything before it has been computed
+// and synchronised. Saying yes to every node makes the scheduler run each
+// node as its own one-node graph, so [ask=true returns, ask=false arrives]
+// is that node's compute (plus one graph launch and backend sync). Inputs
+// are resolved on ask=true, before the node can overwrite them in place;
+// outputs (and their fingerprints) on ask=false, after the end time is read.
+#include "ggml_hook/ggml_hook.h"
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "ggml_hook/ggml_api.h"
+#include "ggml_hook/ggml_layout.h"
+#include "ggml_hook/ggml_node.h"
+#include "magneton/c_api.h"
+
+namespace {
+
+using magneton::ggml_hook::GgmlApi;
+using magneton::ggml_hook::TensorDesc;
+
+GgmlApi g_api;
+std::atomic<bool> g_bound{false};
+std::string g_bind_error = "magneton_ggml_bind was not called";
+std::atomic<long long> g_nodes{0};
+
+struct Chain {
+  ggml_backend_sched_eval_callback previous;
+  void* previous_user_data;
+};
+
+// The node between its two callbacks, per scheduler thread.
+struct PendingNode {
+  const ggml_tensor* node = nullptr;
+  int64_t start_ns = 0;
+  bool previous_asked = false;
+  std::string args;
+};
+thread_local PendingNode t_pending;
+
+std::string ScopeOf(const ggml_tensor* t) {
+  const int layer = magneton::ggml_hook::LayerOfNodeName(t->name);
+  if (layer >= 0) return "blk." + std::to_string(layer);
+  return magneton::ggml_hook::BaseNodeName(t->name);
+}
+
+// Begins the op and resolves its inputs. Magneton's argument slots put
+// activations before parameters (aten::linear(x, W, b)); ggml's mul_mat
+// takes the weight first, so weights are moved after the other sources and
+// `src=` in args keeps ggml's order.
+void BeginNode(const ggml_tensor* t) {
+  const std::string scope = ScopeOf(t);
+  if (!scope.empty()) magneton_push_scope(scope.c_str(), "llama.cpp");
+  magneton_begin_op(("ggml::" + std::string(g_api.op_desc(t))).c_str());
+  if (!scope.empty()) magneton_pop_scope();  // the op has its scope; the thread keeps none
+
+  std::vector<int> order;
+  std::vector<TensorDesc> descs(GGML_MAX_SRC);
+  std::vector<bool> ok(GGML_MAX_SRC, false);
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int i = 0; i < GGML_MAX_SRC; ++i) {
+      if (t->src[i] == nullptr) continue;
+      if (pass == 0) ok[i] = magneton::ggml_hook::DescribeTensor(t->src[i], g_api, &descs[i]);
+      if (ok[i] && descs[i].is_weight == (pass == 1)) order.push_back(i);
+    }
+  }
+  std::string src;
+  for (size_t slot = 0; slot < order.size(); ++slot) {
+    magneton_tensor c = magneton::ggml_hook::ToCTensor(descs[order[slot]]);
+    magneton_add_input(static_cast<int32_t>(slot), &c);
+    src += (slot ? "," : "") + std::to_string(order[slot]);
+  }
+  t_pending.args = "name=" + std::string(t->name) + " src=" + src;
+}
+
+void EndNode(const ggml_tensor* t, int64_t start_ns, int64_t end_ns) {
+  TensorDesc out;
+  if (magneton::ggml_hook::DescribeTensor(t, g_api, &out)) {
+    magneton_tensor c = magneton::ggml_hook::ToCTensor(out);
+    magneton_add_output(0, &c);
+  }
+  magneton_end_op_at(t_pending.args.c_str(), start_ns, end_ns);
+  g_nodes.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+extern "C" {
+
+int magneton_ggml_bind(const char* ggml_base_path) {
+  if (ggml_base_path == nullptr) {
+    g_bind_error = "magneton_ggml_bind: path is NULL";
+    return 1;
+  }
+  magneton::Status st = magneton::ggml_hook::BindGgml(ggml_base_path, &g_api);
+  g_bind_error = st.message();
+  g_bound.store(st.ok(), std::memory_order_release);
+  return st.ok() ? 0 : 1;
+}
+
+const char* magneton_ggml_error(void) { return g_bind_error.c_str(); }
+
+void* magneton_ggml_chain(ggml_backend_sched_eval_callback previous, void* previous_user_data) {
+  return new Chain{previous, previous_user_data};  // one per context, kept for the process
+}
+
+const char* magneton_ggml_type_name(int type) {
+  if (!g_bound.load(std::memory_order_acquire) || type < 0 || type >= GGML_TYPE_COUNT) return "unknown";
+  return g_api.type_name(static_cast<ggml_type>(type));
+}
+
+long long magneton_ggml_nodes_recorded(void) { return g_nodes.load(std::memory_order_relaxed); }
+
+bool magneton_ggml_eval_callback(struct ggml_tensor* t, bool ask, void* user_data) {
+  const Chain* chain = static_cast<const Chain*>(user_data);
+  PendingNode& p = t_pending;
+  if (ask) {
+    const bool previous = chain != nullptr && chain->previous(t, true, chain->previous_user_data);
+    if (p.node != nullptr) magneton_end_op_at("aborted", p.start_ns, magneton_now_ns());  // never answered
+    p.node = nullptr;
+    p.previous_asked = previous;
+    const bool ours = g_bound.load(std::memory_order_acquire) && magneton_is_recording();
+    if (ours) {
+      BeginNode(t);
+      p.node = t;
+      p.start_ns = magneton_now_ns();  // after input resolution: the interval is the compute
+    }
+    return ours || previous;
+  }
+  const int64_t end_ns = magneton_now_ns();
+  bool keep_going = true;
+  if (p.node == t) {
+    p.node = nullptr;
+    EndNode(t, p.start_ns, end_ns);
+  }
+  if (chain != nullptr && p.previous_asked) keep_going = chain->previous(t, false, chain->previous_user_data);
+  p.previous_asked = false;
+  return keep_going;
+}
+
+}  // extern "C"
