@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ggml_hook/ggml_api.h"
@@ -41,10 +42,40 @@ struct PendingNode {
 };
 thread_local PendingNode t_pending;
 
+// Names ggml made up for unnamed nodes ("node_28"), or none at all.
+bool IsAutoName(std::string_view name) {
+  if (name.empty()) return true;
+  if (name.rfind("node_", 0) != 0 || name.size() == 5) return false;
+  return name.find_first_not_of("0123456789", 5) == std::string_view::npos;
+}
+
+// "blk.<layer>" for a layer's nodes, the base name for others; an unnamed
+// node (llama.cpp's attention output projection has none) takes the scope of
+// the first named tensor up its src[0] chain.
 std::string ScopeOf(const ggml_tensor* t) {
-  const int layer = magneton::ggml_hook::LayerOfNodeName(t->name);
-  if (layer >= 0) return "blk." + std::to_string(layer);
-  return magneton::ggml_hook::BaseNodeName(t->name);
+  for (int depth = 0; t != nullptr && depth < 16; ++depth, t = t->src[0]) {
+    if (IsAutoName(t->name)) continue;
+    const int layer = magneton::ggml_hook::LayerOfNodeName(t->name);
+    if (layer >= 0) return "blk." + std::to_string(layer);
+    return magneton::ggml_hook::BaseNodeName(t->name);
+  }
+  return "";
+}
+
+// Nodes that only re-describe memory; every other node writes its output.
+bool IsViewOp(ggml_op op) {
+  return op == GGML_OP_NONE || op == GGML_OP_VIEW || op == GGML_OP_RESHAPE || op == GGML_OP_PERMUTE ||
+         op == GGML_OP_TRANSPOSE;
+}
+
+bool SameTensor(const TensorDesc& a, const TensorDesc& b) {
+  const auto& x = a.layout;
+  const auto& y = b.layout;
+  if (x.storage_addr != y.storage_addr || x.storage_offset != y.storage_offset || x.ndim != y.ndim) return false;
+  for (int i = 0; i < x.ndim; ++i) {
+    if (x.sizes[i] != y.sizes[i] || x.strides[i] != y.strides[i]) return false;
+  }
+  return a.dtype == b.dtype;
 }
 
 // Begins the op and resolves its inputs. Magneton's argument slots put
@@ -76,11 +107,22 @@ void BeginNode(const ggml_tensor* t) {
   t_pending.args = "name=" + std::string(t->name) + " src=" + src;
 }
 
+// A node that writes through a view (SET_ROWS into the KV cache, CPY into a
+// slice) changes its root tensor, which later nodes read through other views
+// of the root: the root's new value is a second output, so those reads get
+// an edge from the writer instead of looking like an external input.
 void EndNode(const ggml_tensor* t, int64_t start_ns, int64_t end_ns) {
   TensorDesc out;
-  if (magneton::ggml_hook::DescribeTensor(t, g_api, &out)) {
+  const bool described = magneton::ggml_hook::DescribeTensor(t, g_api, &out);
+  if (described) {
     magneton_tensor c = magneton::ggml_hook::ToCTensor(out);
     magneton_add_output(0, &c);
+  }
+  TensorDesc root;
+  if (t->view_src != nullptr && !IsViewOp(t->op) && magneton::ggml_hook::DescribeTensor(t->view_src, g_api, &root) &&
+      !(described && SameTensor(out, root))) {
+    magneton_tensor c = magneton::ggml_hook::ToCTensor(root);
+    magneton_add_output(1, &c);
   }
   magneton_end_op_at(t_pending.args.c_str(), start_ns, end_ns);
   g_nodes.fetch_add(1, std::memory_order_relaxed);

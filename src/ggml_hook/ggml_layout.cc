@@ -70,6 +70,13 @@ std::string BaseNodeName(std::string_view name) {
 }
 
 int LayerOfNodeName(std::string_view name) {
+  // Weights are named after their GGUF tensor: "blk.<il>.attn_output.weight".
+  if (name.rfind("blk.", 0) == 0) {
+    size_t end = 4;
+    while (end < name.size() && end < 10 && std::isdigit(static_cast<unsigned char>(name[end]))) ++end;
+    if (end > 4 && end < name.size() && name[end] == '.') return std::stoi(std::string(name.substr(4, end - 4)));
+    return -1;
+  }
   if (size_t paren = name.find(" ("); paren != std::string_view::npos) name = name.substr(0, paren);
   size_t digits = name.size();
   while (digits > 0 && std::isdigit(static_cast<unsigned char>(name[digits - 1]))) --digits;

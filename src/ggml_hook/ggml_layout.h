@@ -46,7 +46,8 @@ bool ToTensorLayout(const GgmlLayoutIn& in, TensorLayout* out);
 std::string DtypeName(std::string_view ggml_type_name);
 
 // The layer a llama.cpp node belongs to, from the name llama.cpp's graph
-// callback gives it: "attn_norm-3" and "cache_k_l3 (view)" are layer 3;
+// callback gives it: "attn_norm-3", "cache_k_l3 (view)" and the weight
+// "blk.3.attn_output.weight" are layer 3;
 // ggml's " (view)", " (permuted)", " (copy of ...)" suffixes are ignored.
 // -1 for nodes outside the layers ("inp_embd", "result_output").
 int LayerOfNodeName(std::string_view name);

@@ -123,6 +123,8 @@ TEST(GgmlLayout, LayerScopesFromNodeNames) {
   EXPECT_EQ(LayerOfNodeName("Qcur-1 (view) (permuted)"), 1);
   EXPECT_EQ(LayerOfNodeName("cache_k_l3 (view)"), 3);
   EXPECT_EQ(LayerOfNodeName("cache_k_l0 (view) (copy of Kcur-0)"), 0);
+  EXPECT_EQ(LayerOfNodeName("blk.7.attn_output.weight"), 7);
+  EXPECT_EQ(LayerOfNodeName("blk.x.weight"), -1);
   EXPECT_EQ(LayerOfNodeName("inp_embd"), -1);
   EXPECT_EQ(LayerOfNodeName("result_output"), -1);
   EXPECT_EQ(LayerOfNodeName("node_17"), -1);

@@ -116,14 +116,24 @@ def write_gguf(model, path: str) -> str:
 
 def tiny_gpt2(layers: int = 2, embd: int = 64, heads: int = 2, positions: int = 64, vocab: int = 300,
               seed: int = 0):
-    """A random-init GPT-2 from a config (never downloaded), in eval mode."""
+    """A random-init GPT-2 from a config (never downloaded), in eval mode.
+    GPT-2's init leaves biases at 0 and LayerNorm at (1, 0), which makes the
+    bias adds and the norm's affine part identities; they are drawn at random
+    too, so that every op changes the values it is given."""
     import torch
     import transformers
 
     torch.manual_seed(seed)
     cfg = transformers.GPT2Config(n_layer=layers, n_embd=embd, n_head=heads, n_positions=positions,
                                   vocab_size=vocab, bos_token_id=vocab - 1, eos_token_id=vocab - 1)
-    return transformers.GPT2LMHeadModel(cfg).eval()
+    model = transformers.GPT2LMHeadModel(cfg).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith(".bias"):
+                p.normal_(0.0, 0.1)
+            elif ".ln_" in name:
+                p.normal_(1.0, 0.1)
+    return model
 
 
 def main(argv=None) -> None:
