@@ -8,6 +8,7 @@
 // outputs (and their fingerprints) on ask=false, after the end time is read.
 #include "ggml_hook/ggml_hook.h"
 
+#include <array>
 #include <atomic>
 #include <string>
 #include <string_view>
@@ -56,7 +57,7 @@ std::string ScopeOf(const ggml_tensor* t) {
   for (int depth = 0; t != nullptr && depth < 16; ++depth, t = t->src[0]) {
     if (IsAutoName(t->name)) continue;
     const int layer = magneton::ggml_hook::LayerOfNodeName(t->name);
-    if (layer >= 0) return "blk." + std::to_string(layer);
+    if (layer >= 0) return std::string("blk.").append(std::to_string(layer));
     return magneton::ggml_hook::BaseNodeName(t->name);
   }
   return "";
@@ -85,12 +86,14 @@ bool SameTensor(const TensorDesc& a, const TensorDesc& b) {
 void BeginNode(const ggml_tensor* t) {
   const std::string scope = ScopeOf(t);
   if (!scope.empty()) magneton_push_scope(scope.c_str(), "llama.cpp");
-  magneton_begin_op(("ggml::" + std::string(g_api.op_desc(t))).c_str());
+  std::string op_name = "ggml::";
+  op_name += g_api.op_desc(t);
+  magneton_begin_op(op_name.c_str());
   if (!scope.empty()) magneton_pop_scope();  // the op has its scope; the thread keeps none
 
   std::vector<int> order;
-  std::vector<TensorDesc> descs(GGML_MAX_SRC);
-  std::vector<bool> ok(GGML_MAX_SRC, false);
+  std::array<TensorDesc, GGML_MAX_SRC> descs;
+  std::array<bool, GGML_MAX_SRC> ok{};
   for (int pass = 0; pass < 2; ++pass) {
     for (int i = 0; i < GGML_MAX_SRC; ++i) {
       if (t->src[i] == nullptr) continue;
@@ -102,9 +105,10 @@ void BeginNode(const ggml_tensor* t) {
   for (size_t slot = 0; slot < order.size(); ++slot) {
     magneton_tensor c = magneton::ggml_hook::ToCTensor(descs[order[slot]]);
     magneton_add_input(static_cast<int32_t>(slot), &c);
-    src += (slot ? "," : "") + std::to_string(order[slot]);
+    if (slot) src += ',';
+    src += std::to_string(order[slot]);
   }
-  t_pending.args = "name=" + std::string(t->name) + " src=" + src;
+  t_pending.args = std::string("name=").append(t->name).append(" src=").append(src);
 }
 
 // A node that writes through a view (SET_ROWS into the KV cache, CPY into a
