@@ -223,3 +223,39 @@ def test_diff_reports_region_by_region(traces, workdir):
         assert f["b"]["ops"] and all(op.startswith("ggml::") for op in f["b"]["ops"])
     assert report["energy"]["provenance"] in ("estimated", "measured")
     assert "estimated" in r.stdout or "measured" in r.stdout
+
+
+TWO_STEP_SCRIPT = textwrap.dedent("""
+    import sys, llama_cpp
+    llm = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=64, n_batch=64, n_threads=1, n_threads_batch=1,
+                          logits_all=True, verbose=False)
+    llm.eval({prompt})
+    llm.eval({step})
+""").format(prompt=IDS[:8], step=IDS[8:])
+
+
+def test_kv_cache_flows_from_one_eval_to_the_next(workdir, gguf_path):
+    (workdir / "two_step.py").write_text(TWO_STEP_SCRIPT)
+    path = str(workdir / "two_step.mtrace")
+    r = run_cli("record", "-o", path, "--", sys.executable, str(workdir / "two_step.py"), gguf_path)
+    assert r.returncode == 0, r.stderr
+    db = TraceDB(path)
+    writes = [(i, a) for i, n, _, a, *_ in op_rows(db) if n == "ggml::SET_ROWS" and "cache_k_l0" in a]
+    assert len(writes) == 2  # one KV-cache write of layer 0's K per eval call
+    (first, _), (second, _) = writes
+    # The second call's write reads the cache the first call wrote (ggml's
+    # set_rows lists the destination last), and its attention reads the result.
+    dest = db.tensors(second, 0)[-1]
+    assert db.query("SELECT producer_op_id FROM tensors WHERE id = ?", dest)[0][0] == first
+    written = db.tensors(second, 1)[0]
+    readers = db.query("SELECT op_id FROM op_tensors WHERE tensor_id = ? AND role = 0", written)
+    assert readers and all(op > second for (op,) in readers)
+    # V is written through a reshaped view of the cache and read through
+    # another view of it: the read still has the write as its producer.
+    ops = op_rows(db)
+    v_writes = [i for i, n, _, a, *_ in ops if n == "ggml::SET_ROWS" and "cache_v_l0" in a]
+    v_reads = [i for i, n, _, a, *_ in ops if n == "ggml::VIEW" and node_name(a) == "cache_v_l0 (view)"]
+    assert len(v_writes) == len(v_reads) == 2
+    for write, read in zip(v_writes, v_reads):
+        source = db.tensors(read, 0)[0]
+        assert db.query("SELECT producer_op_id FROM tensors WHERE id = ?", source)[0][0] == write
