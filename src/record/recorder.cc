@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -61,6 +62,7 @@ struct PairHash {
 struct PendingOp {
   OpEvent event;
   std::vector<OpTensor> links;
+  std::vector<uint64_t> input_storages;  // --values: outputs on other storages are fresh memory
 };
 
 struct ThreadState {
@@ -117,8 +119,17 @@ struct Recorder::State {
   // --values: encoded fingerprints by exact key (storage, offset, layout,
   // version). Views recreated every step (weight.t() in each forward) are
   // then fingerprinted once, not once per step.
+  // A cached fingerprint is only valid while its storage holds the same
+  // allocation: an output written to a storage none of its op's inputs live
+  // on is fresh memory (an allocator reusing a freed address, version 0
+  // again), which bumps the storage's generation and retires its entries.
   std::mutex fingerprint_mu;
-  std::unordered_map<TensorKey, std::shared_ptr<const std::string>, TensorKeyHash> fingerprints;
+  struct CachedFingerprint {
+    std::shared_ptr<const std::string> encoded;
+    uint64_t storage_generation;
+  };
+  std::unordered_map<TensorKey, CachedFingerprint, TensorKeyHash> fingerprints;
+  std::unordered_map<uint64_t, uint64_t> storage_generation;  // storage_addr -> generation
 };
 
 Recorder::Recorder(std::unique_ptr<TraceWriter> writer, uint64_t generation, bool record_values)
@@ -288,8 +299,9 @@ void Recorder::FingerprintValue(int64_t tensor_id, const TensorView& t, const vo
   if (t.version_tracked) {
     std::lock_guard<std::mutex> lock(state_->fingerprint_mu);
     auto it = state_->fingerprints.find(key);
-    if (it != state_->fingerprints.end()) {
-      writer_->AppendFingerprint(tensor_id, std::string(kFingerprintKind), *it->second);
+    if (it != state_->fingerprints.end() &&
+        it->second.storage_generation == state_->storage_generation[key.storage_addr]) {
+      writer_->AppendFingerprint(tensor_id, std::string(kFingerprintKind), *it->second.encoded);
       return;
     }
   }
@@ -314,8 +326,11 @@ void Recorder::FingerprintValue(int64_t tensor_id, const TensorView& t, const vo
   if (t.version_tracked) {
     std::lock_guard<std::mutex> lock(state_->fingerprint_mu);
     constexpr size_t kMaxCached = 200'000;  // bounded memory on long runs
-    if (state_->fingerprints.size() >= kMaxCached) state_->fingerprints.clear();
-    state_->fingerprints[key] = std::move(encoded);
+    if (state_->fingerprints.size() >= kMaxCached) {
+      state_->fingerprints.clear();
+      state_->storage_generation.clear();  // nothing left to validate
+    }
+    state_->fingerprints[key] = {std::move(encoded), state_->storage_generation[key.storage_addr]};
   }
 }
 
@@ -323,6 +338,7 @@ void Recorder::AddInput(int32_t slot, const TensorView& tensor) {
   ThreadState& ts = Local(generation_);
   if (ts.ops.empty()) return;
   PendingOp& p = ts.ops.back();
+  if (record_values_) p.input_storages.push_back(tensor.storage_addr);
   p.links.push_back({p.event.id, TensorRole::kInput, slot, ResolveTensor(tensor, false, p.event.id)});
 }
 
@@ -330,6 +346,11 @@ void Recorder::AddOutput(int32_t slot, const TensorView& tensor) {
   ThreadState& ts = Local(generation_);
   if (ts.ops.empty()) return;
   PendingOp& p = ts.ops.back();
+  if (record_values_ && std::find(p.input_storages.begin(), p.input_storages.end(), tensor.storage_addr) ==
+                            p.input_storages.end()) {
+    std::lock_guard<std::mutex> lock(state_->fingerprint_mu);
+    ++state_->storage_generation[tensor.storage_addr];
+  }
   p.links.push_back({p.event.id, TensorRole::kOutput, slot, ResolveTensor(tensor, true, p.event.id)});
 }
 
