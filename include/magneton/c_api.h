@@ -19,7 +19,8 @@ typedef struct magneton_tensor {
   const int64_t* strides;  /* ndim entries in elements, or NULL for contiguous */
   const char* dtype;       /* "float32", "float16", "bfloat16", "int32", ... */
   const char* device;      /* "cpu", "cuda:0", ... */
-  int64_t version;         /* bump on every in-place write; 0 if unknown */
+  int64_t version;         /* bump on every in-place write; 0 if unknown (values are
+                              then never assumed unchanged under the same address) */
   const void* host_data;   /* element [0,...,0] when readable here (for --values), else NULL */
 } magneton_tensor;
 
@@ -37,6 +38,12 @@ int64_t magneton_begin_op(const char* name);
 void magneton_add_input(int32_t slot, const magneton_tensor* tensor);
 void magneton_add_output(int32_t slot, const magneton_tensor* tensor);
 void magneton_end_op(const char* args);
+/* Ends the op with the interval the engine measured itself on
+ * magneton_now_ns()'s clock, e.g. a node's compute without the hook's own
+ * bookkeeping around it. */
+void magneton_end_op_at(const char* args, int64_t start_ns, int64_t end_ns);
+/* CLOCK_MONOTONIC in ns: the clock of every op and energy sample. */
+int64_t magneton_now_ns(void);
 
 /* Module-like scopes on the calling thread ("blk.0/attn"). */
 void magneton_push_scope(const char* name, const char* type);

@@ -75,6 +75,8 @@ class Recorder {
   void AddInput(int32_t slot, const TensorView& tensor);
   void AddOutput(int32_t slot, const TensorView& tensor);
   void EndOp(std::string args);
+  // Same, with the interval the engine measured (MonotonicNowNs clock).
+  void EndOp(std::string args, int64_t start_ns, int64_t end_ns);
   // Depth of the current thread's op stack (0: not inside a recorded op).
   size_t OpDepth() const;
 

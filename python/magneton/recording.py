@@ -38,7 +38,7 @@ def start(path: str | os.PathLike, label: str | None = None, command_line: str |
     """Starts recording every supported framework's ops into ``path``; with
     ``energy``, also samples the meters ``magneton meters`` reports; with
     ``values``, fingerprints every tensor value (for matching), never stores it."""
-    from magneton.recorders import jax_recorder, ort_recorder, torch_recorder
+    from magneton.recorders import jax_recorder, llama_recorder, ort_recorder, torch_recorder
 
     path = os.fspath(path)
     with _lock:
@@ -54,7 +54,7 @@ def start(path: str | os.PathLike, label: str | None = None, command_line: str |
         try:
             config_snapshot.record_process_config()
             for rec in (torch_recorder.TorchRecorder(), ort_recorder.OrtRecorder(values=values),
-                        jax_recorder.JaxRecorder()):
+                        jax_recorder.JaxRecorder(), llama_recorder.LlamaRecorder()):
                 rec.install()
                 _recorders.append(rec)
         except BaseException:

@@ -25,6 +25,9 @@ magneton::TensorView ToView(const magneton_tensor* t) {
   v.dtype = t->dtype ? t->dtype : "unknown";
   v.device = t->device ? t->device : "cpu";
   v.version = t->version;
+  // Without a version counter the same address may hold new values: a
+  // fingerprint cached under it cannot be reused.
+  v.version_tracked = t->version != 0;
   v.host_data = t->host_data;
   return v;
 }
@@ -67,6 +70,12 @@ void magneton_add_output(int32_t slot, const magneton_tensor* tensor) {
 void magneton_end_op(const char* args) {
   if (magneton::Recorder* rec = magneton::Recorder::Active()) rec->EndOp(args ? args : "");
 }
+
+void magneton_end_op_at(const char* args, int64_t start_ns, int64_t end_ns) {
+  if (magneton::Recorder* rec = magneton::Recorder::Active()) rec->EndOp(args ? args : "", start_ns, end_ns);
+}
+
+int64_t magneton_now_ns(void) { return magneton::MonotonicNowNs(); }
 
 void magneton_push_scope(const char* name, const char* type) {
   if (magneton::Recorder* rec = magneton::Recorder::Active(); rec && name) rec->PushScope(name, type ? type : name);

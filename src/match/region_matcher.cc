@@ -97,10 +97,17 @@ class Matcher {
     std::vector<int32_t> topo(static_cast<size_t>(k) + 1);
     for (int32_t l = 0; l <= k; ++l) topo[l] = l;
     const DominatorTree tree = ComputeDominatorsDag(k + 1, topo, preds);
-    // The exit: the latest dead end, i.e. the value this region computes last.
+    // The exit: the dead end with the longest chain of computation behind
+    // it, the latest among equals. Not simply the latest dead end: an engine
+    // that selects output rows on the residual branch too (llama.cpp's
+    // get_rows(inpL, out_ids) in its last layer) leaves a one-op pass-through
+    // branch that ends after the attention branch, and taking it as the
+    // exit would leave the attention off the dominator path.
+    std::vector<int32_t> depth(static_cast<size_t>(k) + 1, 0);
     int32_t exit = -1;
-    for (int32_t l = k; l >= 1 && exit < 0; --l) {
-      if (!has_succ[l]) exit = l;
+    for (int32_t l = 1; l <= k; ++l) {
+      for (int32_t p : preds[l]) depth[l] = std::max(depth[l], depth[p] + 1);
+      if (!has_succ[l] && (exit < 0 || depth[l] >= depth[exit])) exit = l;
     }
     Dominance d;
     std::vector<int32_t> pos_of_local(static_cast<size_t>(k) + 1, -1);

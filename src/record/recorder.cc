@@ -372,11 +372,14 @@ void Recorder::AddOutput(int32_t slot, const TensorView& tensor) {
   p.links.push_back({p.event.id, TensorRole::kOutput, slot, ResolveTensor(tensor, true, p.event.id, viewed_id)});
 }
 
-void Recorder::EndOp(std::string args) {
+void Recorder::EndOp(std::string args) { EndOp(std::move(args), 0, MonotonicNowNs()); }
+
+void Recorder::EndOp(std::string args, int64_t start_ns, int64_t end_ns) {
   ThreadState& ts = Local(generation_);
   if (ts.ops.empty()) return;
   PendingOp& p = ts.ops.back();
-  p.event.end_ns = MonotonicNowNs();
+  if (start_ns > 0) p.event.start_ns = start_ns;
+  p.event.end_ns = end_ns;
   p.event.args = std::move(args);
   writer_->AppendOp(std::move(p.event), p.links);
   ts.ops.pop_back();

@@ -1,0 +1,1 @@
+"""Model converters used to run the same weights on other engines."""
