@@ -141,7 +141,16 @@ struct CaseResult {
   Evidence headline_evidence;
   std::string headline_sentence;  // the top waste finding's diagnosis sentence
   int expected_waste_rank = 0;    // ExpectedWasteRank at the headline setting
+  // Recorded pairs behind this result (RunOptions::repeats) and how many of
+  // them detected the case (controls: reported waste) at the headline setting.
+  int repeats = 1;
+  int headline_votes = 0;
 };
+
+// One result from the same case recorded `pairs.size()` times: each setting is
+// detected (or a false positive) when most pairs say so; energies are medians;
+// the headline evidence comes from a pair that agrees with the majority.
+CaseResult CombineRepeats(std::vector<CaseResult> pairs);
 
 // Diffs two recordings over the sweep and scores them.
 CaseResult EvaluateRecordings(const Expected& expected, const std::string& trace_a, const std::string& trace_b,
@@ -171,6 +180,7 @@ using Progress = std::function<void(const std::string& line)>;
 struct RunOptions {
   std::string work_dir;  // traces go to <work_dir>/<id>/{a,b}.mtrace
   bool reuse = false;    // keep traces newer than their scripts
+  int repeats = 1;       // recorded pairs per case, interleaved A B A B ... (CombineRepeats)
   SweepOptions sweep;
 };
 std::vector<CaseResult> RunSuite(const std::vector<CaseDir>& cases, const RunOptions& options,

@@ -125,6 +125,11 @@ class EvalCommand : public Command {
                   "Only the CI subset (hf-34570, topk-sort, identical, pytorch-141822; a few minutes on 2 cores)");
     sub->add_option("--work-dir", work_dir_, "Where recordings go (default: build/eval-runs next to the cases folder)");
     sub->add_flag("--reuse", reuse_, "Reuse recordings newer than their scripts instead of recording again");
+    sub->add_option("--repeats", repeats_,
+                    "Record each case this many times (pairs interleaved A B A B); a setting counts as detected or "
+                    "as a false positive when most pairs say so (estimated energy varies from run to run)")
+        ->default_val(1)
+        ->check(CLI::Range(1, 20));
     sub->add_option("--epsilons", sweep_.epsilons, "Tensor tolerances to sweep")->delimiter(',');
     sub->add_option("--taus", sweep_.taus, "Energy thresholds to sweep")->delimiter(',');
     sub->add_option("--min-share", sweep_.min_share, "Noise floor: findings saving less than this share are equal")
@@ -181,11 +186,12 @@ class EvalCommand : public Command {
     eval::RunOptions options;
     options.work_dir = work_dir_.empty() ? (base / "build" / "eval-runs").string() : work_dir_;
     options.reuse = reuse_;
+    options.repeats = repeats_;
     options.sweep = sweep_;
     if (!std::getenv("HF_HUB_OFFLINE")) setenv("HF_HUB_OFFLINE", "1", 0);  // the cases download nothing
 
-    std::fprintf(stderr, "magneton eval: %zu case(s), %zu x %zu (epsilon, tau) settings, recordings in %s\n",
-                 cases.size(), sweep_.epsilons.size(), sweep_.taus.size(), options.work_dir.c_str());
+    std::fprintf(stderr, "magneton eval: %zu case(s) x %d pair(s), %zu x %zu (epsilon, tau) settings, recordings in %s\n",
+                 cases.size(), repeats_, sweep_.epsilons.size(), sweep_.taus.size(), options.work_dir.c_str());
     const bool verbose = verbose_;
     eval::Report report;
     report.command = CommandLine("magneton eval " + cases_dir_);
@@ -236,6 +242,7 @@ class EvalCommand : public Command {
   std::string cases_dir_, work_dir_, json_path_, markdown_path_;
   std::vector<std::string> case_ids_;
   bool quick_ = false, reuse_ = false, verbose_ = false, prepare_envs_ = false;
+  int repeats_ = 1;
   eval::SweepOptions sweep_;
 };
 

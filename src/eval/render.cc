@@ -1,6 +1,8 @@
 // The results table, docs/EVALUATION.md and the JSON file.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "magneton/eval.h"
 
 namespace magneton::eval {
@@ -41,8 +43,11 @@ std::string Escape(std::string s) {
 std::string DetectedCell(const CaseResult& c) {
   if (!c.skipped.empty()) return "skipped";
   if (!c.ok) return "FAILED";
-  if (c.expected.is_control()) return c.headline.false_positive ? "FALSE POSITIVE" : "no (correct)";
-  return Yes(c.headline.detected);
+  // With repeated pairs, how many of them said so: "yes (2/3)".
+  const std::string votes =
+      c.repeats > 1 ? fmt::format(" ({}/{})", c.headline_votes, c.repeats) : std::string();
+  if (c.expected.is_control()) return (c.headline.false_positive ? "FALSE POSITIVE" : "no (correct)") + votes;
+  return Yes(c.headline.detected) + votes;
 }
 
 std::string RootCell(const CaseResult& c) {
@@ -175,9 +180,21 @@ std::string RenderMarkdown(const Report& r) {
                    "deviation point).\n",
                    kTopCandidates);
   s += "- **Saving**: job energy (first op to last op; interpreter start-up and imports excluded) (A − B) / A of the two recordings, in the detect domain.\n";
-  s += "- One recording per side and case: estimated energy of short runs varies from run to run (CPU time under "
-       "other load), so a case near a threshold can flip between runs; compare two runs before reading much into "
-       "one case.\n";
+  const int repeats = r.cases.empty() ? 1 : std::max_element(r.cases.begin(), r.cases.end(),
+                                                                  [](const CaseResult& x, const CaseResult& y) {
+                                                                    return x.repeats < y.repeats;
+                                                                  })->repeats;
+  if (repeats > 1) {
+    s += fmt::format("- {} recorded pairs per case, interleaved (A B A B ...): estimated energy of short runs varies "
+                     "from run to run, so each pair is scored on its own and a setting counts as detected (controls: "
+                     "as a false positive) when most pairs say so; the detected column shows the votes at the "
+                     "headline setting, energies are medians.\n",
+                     repeats);
+  } else {
+    s += "- One recording per side and case (`--repeats N` records N pairs and takes the majority): estimated energy "
+         "of short runs varies from run to run (CPU time under other load), so a case near a threshold can flip "
+         "between runs; compare two runs before reading much into one case.\n";
+  }
   s += "- **Precision / recall / F1**: positives are the non-control cases (TP if detected, FN if not); each control "
        "with any waste finding is a FP. A case that failed to run counts as FN (or as no FP).\n";
   s += "- A case with `\"needs_gpu\": true` is skipped when no NVIDIA GPU is visible (driver files, "
@@ -267,6 +284,8 @@ nlohmann::json ToJson(const Report& r) {
                       {"b_uj", c.energy_b_uj},
                       {"saving_share", c.saving_share()}};
       const Evidence& e = c.headline_evidence;
+      cj["repeats"] = c.repeats;
+      cj["headline_votes"] = c.headline_votes;
       cj["headline"] = {{"detected", c.headline.detected},
                         {"root_cause_right", c.headline.root_cause_right},
                         {"false_positive", c.headline.false_positive},

@@ -178,40 +178,57 @@ std::vector<CaseResult> RunSuite(const std::vector<CaseDir>& cases, const RunOpt
     const fs::path dir = fs::path(options.work_dir) / c.id;
     std::error_code ec;
     fs::create_directories(dir, ec);
-    const auto t0 = std::chrono::steady_clock::now();
-    Status st = Status::Ok();
-    for (const char* side : {"a", "b"}) {
-      const fs::path script = fs::path(c.path) / (std::string(side) + ".py");
-      const fs::path trace = dir / (std::string(side) + ".mtrace");
-      if (options.reuse && fs::exists(trace, ec) && fs::last_write_time(trace, ec) > fs::last_write_time(script, ec)) {
-        progress(tag + "reusing " + trace.string());
-        continue;
+    // Pairs interleaved (A B A B ...): slow drift of the machine's load then
+    // hits both sides alike. Pair 1 keeps the names a/b.mtrace.
+    const int repeats = std::max(1, options.repeats);
+    std::vector<CaseResult> pairs;
+    for (int rep = 0; rep < repeats; ++rep) {
+      const std::string suffix = rep == 0 ? "" : ".r" + std::to_string(rep + 1);
+      const std::string pair_tag = repeats > 1 ? tag + "pair " + std::to_string(rep + 1) + "/" +
+                                                     std::to_string(repeats) + ": "
+                                               : tag;
+      const auto t0 = std::chrono::steady_clock::now();
+      Status st = Status::Ok();
+      for (const char* side : {"a", "b"}) {
+        const fs::path script = fs::path(c.path) / (std::string(side) + ".py");
+        const fs::path trace = dir / (std::string(side) + suffix + ".mtrace");
+        if (options.reuse && fs::exists(trace, ec) &&
+            fs::last_write_time(trace, ec) > fs::last_write_time(script, ec)) {
+          progress(pair_tag + "reusing " + trace.string());
+          continue;
+        }
+        progress(pair_tag + "recording " + side + ".py");
+        st = record(script.string(), trace.string());
+        if (!st.ok()) break;
       }
-      progress(tag + "recording " + side + ".py");
-      st = record(script.string(), trace.string());
-      if (!st.ok()) break;
+      const double record_s = Seconds(t0);
+      if (!st.ok()) {
+        CaseResult failed;
+        failed.expected = *expected;
+        failed.error = st.message();
+        failed.record_seconds = record_s;
+        pairs.push_back(std::move(failed));
+        break;  // a script that fails once fails again: no point in more pairs
+      }
+      progress(pair_tag + "diffing over " + std::to_string(options.sweep.epsilons.size()) + " epsilon x " +
+               std::to_string(options.sweep.taus.size()) + " tau settings");
+      const auto t1 = std::chrono::steady_clock::now();
+      CaseResult one = EvaluateRecordings(*expected, (dir / ("a" + suffix + ".mtrace")).string(),
+                                          (dir / ("b" + suffix + ".mtrace")).string(), options.sweep);
+      one.record_seconds = record_s;
+      one.diff_seconds = Seconds(t1);
+      pairs.push_back(std::move(one));
     }
-    const double record_s = Seconds(t0);
-    if (!st.ok()) {
-      r.error = st.message();
-      r.record_seconds = record_s;
-      progress(tag + "FAILED: " + r.error);
-      out.push_back(std::move(r));
-      continue;
-    }
-    progress(tag + "diffing over " + std::to_string(options.sweep.epsilons.size()) + " epsilon x " +
-             std::to_string(options.sweep.taus.size()) + " tau settings");
-    const auto t1 = std::chrono::steady_clock::now();
-    r = EvaluateRecordings(*expected, (dir / "a.mtrace").string(), (dir / "b.mtrace").string(), options.sweep);
-    r.record_seconds = record_s;
-    r.diff_seconds = Seconds(t1);
+    r = CombineRepeats(std::move(pairs));
+    const std::string votes =
+        r.repeats > 1 ? ", " + std::to_string(r.headline_votes) + "/" + std::to_string(r.repeats) + " pairs" : "";
     if (!r.ok) {
       progress(tag + "FAILED: " + r.error);
     } else if (r.expected.is_control()) {
-      progress(tag + (r.headline.false_positive ? "false positive" : "no waste") + " at the headline setting (" +
-               r.headline.note + ")");
+      progress(tag + (r.headline.false_positive ? "false positive" : "no waste") + " at the headline setting" + votes +
+               " (" + r.headline.note + ")");
     } else {
-      progress(tag + (r.headline.detected ? "detected" : "missed") + ", root cause " +
+      progress(tag + (r.headline.detected ? "detected" : "missed") + votes + ", root cause " +
                (r.headline.root_cause_right ? "right" : "not named") + " (" + r.headline.note + ")");
     }
     out.push_back(std::move(r));

@@ -6,4 +6,5 @@ set(MAGNETON_EVAL_SOURCES
   eval/render.cc
   eval/gpu.cc
   eval/case_env.cc
+  eval/repeats.cc
 )

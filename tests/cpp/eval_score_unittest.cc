@@ -212,6 +212,51 @@ TEST(EvalCounts, PrecisionRecallF1) {
   EXPECT_EQ(Counts{}.f1(), 0.0);
 }
 
+TEST(EvalRepeats, MajorityOfPairsDecidesEachSetting) {
+  auto pair = [](const char* category, std::vector<bool> detected, bool fp, double ea, double eb) {
+    CaseResult r;
+    r.expected.category = category;
+    r.ok = true;
+    for (bool d : detected) {
+      CaseScore s;
+      s.detected = d;
+      s.false_positive = fp;
+      r.scores.push_back(s);
+    }
+    r.headline = r.scores[0];
+    r.headline.root_cause_right = r.headline.detected;
+    r.headline.note = r.headline.detected ? "detected" : "missed";
+    r.energy_a_uj = ea;
+    r.energy_b_uj = eb;
+    return r;
+  };
+  // Setting 0: detected by 2 of 3 pairs; setting 1: by 1 of 3.
+  CaseResult c = CombineRepeats({pair("M", {true, false}, false, 30, 10), pair("M", {false, false}, false, 10, 9),
+                                 pair("M", {true, true}, false, 20, 8)});
+  EXPECT_EQ(c.repeats, 3);
+  EXPECT_EQ(c.headline_votes, 2);
+  EXPECT_TRUE(c.headline.detected);
+  EXPECT_TRUE(c.headline.root_cause_right);
+  EXPECT_EQ(c.headline.note, "detected");  // evidence from a pair that agrees with the vote
+  EXPECT_TRUE(c.scores[0].detected);
+  EXPECT_FALSE(c.scores[1].detected);
+  EXPECT_DOUBLE_EQ(c.energy_a_uj, 20);  // medians
+  EXPECT_DOUBLE_EQ(c.energy_b_uj, 9);
+  // A control flagged by one pair of three is not a false positive.
+  CaseResult control = CombineRepeats({pair("control", {false}, true, 1, 1), pair("control", {false}, false, 1, 1),
+                                       pair("control", {false}, false, 1, 1)});
+  EXPECT_FALSE(control.scores[0].false_positive);
+  EXPECT_FALSE(control.headline.false_positive);
+  EXPECT_EQ(control.headline_votes, 1);
+  // Failed pairs do not vote; all failed keeps the failure.
+  CaseResult failed;
+  failed.expected.category = "A";
+  failed.error = "script failed";
+  CaseResult all_failed = CombineRepeats({failed});
+  EXPECT_FALSE(all_failed.ok);
+  EXPECT_EQ(all_failed.error, "script failed");
+}
+
 TEST(EvalReport, MarkdownAndJsonCarryProvenance) {
   Report rep;
   rep.command = "magneton eval cases/";

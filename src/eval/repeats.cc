@@ -1,0 +1,78 @@
+// Repeated recordings of one case: the estimate of a short run moves with
+// whatever else the machine does, so one pair can put a case on either side
+// of a threshold. Each pair is scored on its own; a setting counts as
+// detected (or as a false positive) when most pairs say so.
+#include <algorithm>
+
+#include "magneton/eval.h"
+
+namespace magneton::eval {
+namespace {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+CaseResult CombineRepeats(std::vector<CaseResult> pairs) {
+  std::vector<CaseResult> ok;
+  for (CaseResult& p : pairs) {
+    if (p.ok) ok.push_back(std::move(p));
+  }
+  if (ok.empty()) {
+    CaseResult failed = pairs.empty() ? CaseResult{} : std::move(pairs.front());
+    failed.repeats = static_cast<int>(pairs.size());
+    return failed;
+  }
+  const size_t n = ok.size();
+  auto majority = [n](size_t votes) { return 2 * votes > n; };
+  // The headline evidence and sentence come from a pair that agrees with the
+  // majority, so the table never shows a detection the vote overruled.
+  size_t head_votes = 0;
+  for (const CaseResult& p : ok) head_votes += p.expected.is_control() ? p.headline.false_positive : p.headline.detected;
+  const bool head_majority = majority(head_votes);
+  size_t representative = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const bool says = ok[k].expected.is_control() ? ok[k].headline.false_positive : ok[k].headline.detected;
+    if (says == head_majority) {
+      representative = k;
+      break;
+    }
+  }
+  CaseResult out = ok[representative];
+  out.repeats = static_cast<int>(n);
+  out.headline_votes = static_cast<int>(head_votes);
+  size_t root_votes = 0;
+  for (const CaseResult& p : ok) root_votes += p.headline.root_cause_right;
+  out.headline.root_cause_right = !out.expected.is_control() && majority(root_votes);
+  // Per setting: the vote of all pairs (all pairs share the settings order).
+  for (size_t i = 0; i < out.scores.size(); ++i) {
+    size_t detected = 0, false_positive = 0;
+    for (const CaseResult& p : ok) {
+      if (i >= p.scores.size()) continue;
+      detected += p.scores[i].detected;
+      false_positive += p.scores[i].false_positive;
+    }
+    out.scores[i].detected = majority(detected);
+    out.scores[i].false_positive = majority(false_positive);
+  }
+  std::vector<double> ea, eb;
+  double record_s = 0, diff_s = 0;
+  for (const CaseResult& p : ok) {
+    ea.push_back(p.energy_a_uj);
+    eb.push_back(p.energy_b_uj);
+    record_s += p.record_seconds;
+    diff_s += p.diff_seconds;
+  }
+  out.energy_a_uj = Median(ea);
+  out.energy_b_uj = Median(eb);
+  out.record_seconds = record_s;
+  out.diff_seconds = diff_s;
+  return out;
+}
+
+}  // namespace magneton::eval
