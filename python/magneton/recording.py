@@ -24,13 +24,13 @@ def _framework_versions() -> dict[str, str]:
     return versions
 
 
-def _engines() -> str:
-    """The engines whose hooks went in, e.g. "jax" or "pytorch,jax"."""
-    from magneton.recorders import jax_recorder
-
-    jax_hooked = any(isinstance(r, jax_recorder.JaxRecorder) and r.hooked for r in _recorders)
-    torch_hooked = any(getattr(r, "_hook", None) is not None for r in _recorders)
-    return ",".join(name for name, on in (("pytorch", torch_hooked or not jax_hooked), ("jax", jax_hooked)) if on)
+def _engines(recorders) -> str:
+    """The engines that recorded ops, e.g. "jax" or "pytorch,onnxruntime";
+    "pytorch" when none did (the recorder's default)."""
+    names: list[str] = []
+    for r in recorders:
+        names += [n for n in r.engines() if n not in names]
+    return ",".join(names) or "pytorch"
 
 
 def start(path: str | os.PathLike, label: str | None = None, command_line: str | None = None,
@@ -67,9 +67,11 @@ def stop() -> None:
     with _lock:
         if not _core.is_recording():
             return
-        _core.set_meta("engine", _engines())
+        # Uninstall first: some engines (ONNX Runtime) write their ops only then.
+        stopped = list(_recorders)
         while _recorders:
             _recorders.pop().uninstall()
+        _core.set_meta("engine", _engines(stopped))
         # Versions of frameworks imported after start() are known only now.
         for name, version in _framework_versions().items():
             _core.set_meta("version." + name, version)

@@ -97,8 +97,10 @@ std::string RenderDiffTerminal(const DiffReportInput& in) {
   for (size_t i = 0; i < r.findings.size(); ++i) {
     const Finding& f = r.findings[i];
     if (f.verdict == detect::Verdict::kEqual) continue;
-    if (++rank > kMaxRows) break;
     const diagnose::Diagnosis* d = DiagnosisFor(in, i);
+    // Past the row limit, only the finding the line trace ran on is shown:
+    // its root cause is the one thing the reader must not miss.
+    if (++rank > kMaxRows && !(d && d->line)) continue;
     out += fmt::format("\n[{}] {} — {}\n", rank, detect::VerdictName(f.verdict), RegionTitle(f));
     out += fmt::format("    A: {} in {}    B: {} in {}    ({})\n", detect::FormatEnergy(f.a.energy_uj, p),
                        detect::FormatDuration(f.a.time_ns), detect::FormatEnergy(f.b.energy_uj, p),

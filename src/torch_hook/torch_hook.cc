@@ -12,6 +12,7 @@
 #include <Python.h>
 
 #include <array>
+#include <atomic>
 #include <charconv>
 #include <cstring>
 #include <mutex>
@@ -32,6 +33,9 @@ namespace {
 
 std::mutex g_install_mu;
 std::optional<at::CallbackHandle> g_handle;
+// Ops this hook recorded since install: says whether torch took part in a
+// run that also drove another engine (the trace's `engine` meta).
+std::atomic<int64_t> g_ops_recorded{0};
 
 // "float32" etc. for every ScalarType, computed once.
 const std::string& DtypeName(c10::ScalarType t) {
@@ -213,8 +217,10 @@ std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
   int64_t name_id = OpNameId(*rec, fn);
   // Only the outermost op of a thread walks Python; nested ops inherit.
   PythonContext py{kNoId, kNoId};
-  if (rec->OpDepth() == 0) py = CurrentPythonContext(*rec);
+  const bool top_level = rec->OpDepth() == 0;
+  if (top_level) py = CurrentPythonContext(*rec);
   rec->BeginOp(name_id, py.call_path_id, py.scope_id, fn.handle());
+  if (top_level) g_ops_recorded.fetch_add(1, std::memory_order_relaxed);
   auto ctx = std::make_unique<OpContext>();
   ctx->rec = rec;
   ctx->generation = rec->generation();
@@ -246,6 +252,7 @@ void OnOpEnd(const at::RecordFunction& fn, at::ObserverContext* raw) {
 void Install() {
   std::lock_guard<std::mutex> lock(g_install_mu);
   if (g_handle) return;
+  g_ops_recorded.store(0, std::memory_order_relaxed);
   g_handle = at::addGlobalCallback(at::RecordFunctionCallback(&OnOpStart, &OnOpEnd)
                                        .needsInputs(true)
                                        .needsOutputs(true)
@@ -272,6 +279,8 @@ NB_MODULE(_torch_hook, m) {
     return magneton::g_handle.has_value();
   });
   m.attr("TORCH_VERSION_BUILT") = MAGNETON_TORCH_VERSION;
+  m.def("ops_recorded", [] { return magneton::g_ops_recorded.load(std::memory_order_relaxed); },
+        "Top-level ops this hook recorded since install.");
   m.def(
       "replay_trace",
       [](const std::string& path, int top, std::vector<int64_t> op_ids, double min_round_s, int rounds, bool store) {

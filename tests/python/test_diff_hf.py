@@ -117,15 +117,18 @@ def test_attn_implementation_is_the_top_candidate(record):
 def test_same_run_twice_has_no_waste(record):
     # Energy here is estimated from CPU and wall time, so two identical runs
     # differ only by scheduling noise, which is large on tiny regions and
-    # small on the whole run. Robust settings: tau 0.5 (noise on a region
+    # small on the whole job. Robust settings: tau 0.5 (noise on a region
     # rarely doubles its time while the other side stays as fast) and a 5%
-    # end-to-end noise floor (--min-share) so microsecond regions cannot win.
-    a = record("cache", True, "sdpa")
-    b = record("cache_again", True, "sdpa")
+    # noise floor of the job's energy (--min-share) so microsecond regions cannot win.
+    # Recorded back to back: the machine's load drifts over the session, and a
+    # pair minutes apart would compare two machines.
+    a = record("twice_a", True, "sdpa")
+    b = record("twice_b", True, "sdpa")
     report, text = diff(a, b, "--tau", "0.5", "--min-share", "0.05", "--no-rerun")
     assert [f for f in report["findings"] if f["verdict"] == "waste"] == [], text
     # The same settings still catch the real waste.
-    report, text = diff(record("nocache", False, "sdpa"), a, "--tau", "0.5", "--min-share", "0.05", "--no-rerun")
+    report, text = diff(record("nocache", False, "sdpa"), record("cache", True, "sdpa"), "--tau", "0.5",
+                        "--min-share", "0.05", "--no-rerun")
     assert flagged(report), text
 
 

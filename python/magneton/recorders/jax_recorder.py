@@ -38,6 +38,9 @@ class JaxRecorder:
         self._prev_disable_jit = None
         self.hooked = False
 
+    def engines(self) -> list[str]:
+        return ["jax"] if self.hooked else []
+
     def install(self) -> None:
         if "jax" in sys.modules:
             self._install_jax()

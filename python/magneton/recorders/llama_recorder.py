@@ -70,10 +70,18 @@ def nodes_recorded() -> int:
     return int(_hook.magneton_ggml_nodes_recorded()) if _hook is not None else 0
 
 
+# Contexts created while a recording was active (the trace's `engine` meta).
+_contexts_recorded = 0
+
+
 class LlamaRecorder:
     def __init__(self):
         self._finder = None
         self._patched: list[tuple[object, str, object]] = []
+        self._contexts_at_start = _contexts_recorded
+
+    def engines(self) -> list[str]:
+        return ["llama.cpp"] if _contexts_recorded > self._contexts_at_start else []
 
     def install(self) -> None:
         if "llama_cpp" in sys.modules:
@@ -132,7 +140,8 @@ class LlamaRecorder:
 
 
 def _record_config(params, hook, low) -> None:
-    _core.set_meta("engine", "llama.cpp")
+    global _contexts_recorded
+    _contexts_recorded += 1
     for field, ctype in params._fields_:
         if field.startswith("cb_") or field.endswith("_user_data") or field in ("abort_callback",
                                                                                 "abort_callback_data"):

@@ -49,6 +49,7 @@ class _Session:
 class OrtRecorder:
     def __init__(self, values: bool = False):
         self._values = values
+        self._ingested = 0
         self._finders = []
         self._sessions: list[_Session] = []
         self._config_entries: dict[int, tuple[object, dict]] = {}  # id(options) -> (options, entries)
@@ -57,6 +58,9 @@ class OrtRecorder:
         self._internal = threading.local()  # set while magneton builds its own sessions
 
     # -- lifecycle -----------------------------------------------------------
+    def engines(self) -> list[str]:
+        return ["onnxruntime"] if self._ingested else []
+
     def install(self) -> None:
         if "onnxruntime" in sys.modules:
             self._patch(sys.modules["onnxruntime"])
@@ -75,10 +79,10 @@ class OrtRecorder:
         self._originals.clear()
         failed = False
         if self._sessions and _core.is_recording():
-            live_ops = _core.ops_recorded()  # ops the live hooks (torch) recorded
             for s in self._sessions:
-                failed |= not self._ingest(s)
-            _core.set_meta("engine", "onnxruntime" if live_ops == 0 else "pytorch+onnxruntime")
+                ok = self._ingest(s)
+                failed |= not ok
+                self._ingested += ok
         self._sessions.clear()
         self._config_entries.clear()
         if self._dir and not failed:

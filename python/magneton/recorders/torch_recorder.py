@@ -69,6 +69,7 @@ class TorchRecorder:
         self._names: dict[int, dict[int, str]] = {}  # id(parent) -> {id(child): attr name}
         self._roots_seen: set[int] = set()
         self._orig_generate = None
+        self._ops_recorded = 0
 
     # -- lifecycle -----------------------------------------------------------
     def install(self) -> None:
@@ -81,7 +82,12 @@ class TorchRecorder:
         else:
             self._add_finder("transformers", lambda _m: self._wrap_generate())
 
+    def engines(self) -> list[str]:
+        return ["pytorch"] if self._ops_recorded else []
+
     def uninstall(self) -> None:
+        if self._hook is not None:
+            self._ops_recorded = self._hook.ops_recorded()
         for finder in self._finders:
             if finder in sys.meta_path:
                 sys.meta_path.remove(finder)
