@@ -73,8 +73,10 @@ StatusOr<CounterfactualOutcome> EvaluateCounterfactual(const Counterfactual& pla
   MAGNETON_ASSIGN_OR_RETURN(energy::Attribution ea, energy::AttributeEnergy(after, out.domain));
   if (eb.provenance != ea.provenance) return FailedPrecondition("the two runs' energy has different provenance");
   out.provenance = eb.provenance;
-  out.before_uj = eb.total_uj;
-  out.after_uj = ea.total_uj;
+  // The job (first op to last op), as the diff compares it: start-up and
+  // imports are not what the flipped variable changes.
+  out.before_uj = eb.job_uj;
+  out.after_uj = ea.job_uj;
   const char* prov = out.provenance == Provenance::kMeasured ? "measured" : "estimated";
   double saved = out.before_uj - out.after_uj;
   double share = out.before_uj > 0 ? saved / out.before_uj : 0;
@@ -82,7 +84,7 @@ StatusOr<CounterfactualOutcome> EvaluateCounterfactual(const Counterfactual& pla
   std::string var = fmt::format("`{}` = {}", plan.variable.key, plan.new_value);
   if (out.confirmed) {
     out.sentence = fmt::format(
-        "Confirmed: re-running {} with {} used {:.2f} J instead of {:.2f} J ({}, {}): {:.2f} J saved, {:.1f}% of the run.",
+        "Confirmed: re-running {} with {} used {:.2f} J instead of {:.2f} J ({}, {}): {:.2f} J saved, {:.1f}% of the job.",
         plan.rerun_side, var, out.after_uj / 1e6, out.before_uj / 1e6, prov, out.domain, saved / 1e6, 100 * share);
   } else {
     out.sentence = fmt::format(

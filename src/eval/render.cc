@@ -210,7 +210,7 @@ std::string RenderMarkdown(const Report& r) {
     const std::string eb = c.ok ? detect::FormatEnergy(c.energy_b_uj, c.provenance) : "-";
     std::string top = "-";
     if (c.ok && c.headline_evidence.has_waste) {
-      top = fmt::format("{} on {}, saves {} ({:.1f}% of the run)", c.headline_evidence.kind,
+      top = fmt::format("{} on {}, saves {} ({:.1f}% of the job)", c.headline_evidence.kind,
                         c.headline_evidence.wasteful_side,
                         detect::FormatEnergy(c.headline_evidence.saving_uj, c.provenance),
                         100 * c.headline_evidence.share_of_total);

@@ -37,7 +37,7 @@ def test_eval_two_cases_end_to_end(tmp_path, magneton_bin):
         assert len(case["sweep"]) == 7 * 5
     identical, topk = report["cases"]
     assert "root_cause_right" in topk["headline"]
-    # topk-sort's A sorts the whole vocabulary: B spends less over the whole run.
+    # topk-sort's A sorts the whole vocabulary: B spends less over the job.
     assert topk["energy"]["saving_share"] > 0
     for cell in report["sweep"]:
         assert cell["tp"] + cell["fn"] == 1  # one positive case
