@@ -78,7 +78,13 @@ struct CaseScore {
   bool root_cause_right = false;  // positives: the root cause is named by the diagnosis
   bool false_positive = false;    // controls: any waste finding
   std::string note;               // why (one line)
+  // Every waste finding as "kind|side|ops of A>ops of B": with repeated pairs,
+  // a control is a false positive only when one region is waste in most pairs
+  // (timing noise lands on a different region each time).
+  std::vector<std::string> waste_keys;
 };
+// The key of one finding in CaseScore::waste_keys.
+std::string WasteKey(const detect::Finding& finding);
 // The 1-based rank among waste findings of the first one that would count as
 // detected (the expected region on the expected side); 0 when none does.
 int ExpectedWasteRank(const Expected& expected, const Trace& a, const Trace& b, const detect::DetectResult& result);
@@ -148,9 +154,10 @@ struct CaseResult {
 };
 
 // One result from the same case recorded `pairs.size()` times: each setting is
-// detected (or a false positive) when most pairs say so; energies are medians;
+// detected when most pairs say so, and a control's setting is a false positive
+// when one region (WasteKey) is waste in most pairs; energies are medians;
 // the headline evidence comes from a pair that agrees with the majority.
-CaseResult CombineRepeats(std::vector<CaseResult> pairs);
+CaseResult CombineRepeats(std::vector<CaseResult> pairs, size_t headline_index);
 
 // Diffs two recordings over the sweep and scores them.
 CaseResult EvaluateRecordings(const Expected& expected, const std::string& trace_a, const std::string& trace_b,

@@ -186,9 +186,9 @@ std::string RenderMarkdown(const Report& r) {
                                                                   })->repeats;
   if (repeats > 1) {
     s += fmt::format("- {} recorded pairs per case, interleaved (A B A B ...): estimated energy of short runs varies "
-                     "from run to run, so each pair is scored on its own and a setting counts as detected (controls: "
-                     "as a false positive) when most pairs say so; the detected column shows the votes at the "
-                     "headline setting, energies are medians.\n",
+                     "from run to run, so each pair is scored on its own and a setting counts as detected when most pairs "
+                     "say so, and a control as a false positive when the same region is waste in most pairs; the "
+                     "detected column shows the votes at the headline setting, energies are medians.\n",
                      repeats);
   } else {
     s += "- One recording per side and case (`--repeats N` records N pairs and takes the majority): estimated energy "

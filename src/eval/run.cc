@@ -95,6 +95,9 @@ CaseResult EvaluateTraces(const Expected& expected, const Trace& a, const Finger
           Evidence ev = ExtractEvidence(a, b, *det, headline ? &diagnoses : nullptr);
           waste = ev.waste_findings;
           score = headline ? ScoreCase(expected, ev) : ScoreDetection(expected, ev);
+          for (const detect::Finding& f : det->findings) {
+            if (f.verdict == detect::Verdict::kWaste) score.waste_keys.push_back(WasteKey(f));
+          }
           if (headline) {
             headline_done = true;
             r.headline = score;
@@ -219,7 +222,14 @@ std::vector<CaseResult> RunSuite(const std::vector<CaseDir>& cases, const RunOpt
       one.diff_seconds = Seconds(t1);
       pairs.push_back(std::move(one));
     }
-    r = CombineRepeats(std::move(pairs));
+    size_t headline_index = 0;
+    for (const CaseResult& p : pairs) {
+      for (size_t i = 0; i < p.settings.size(); ++i) {
+        if (p.settings[i].epsilon == options.sweep.headline.epsilon && p.settings[i].tau == options.sweep.headline.tau)
+          headline_index = i;
+      }
+    }
+    r = CombineRepeats(std::move(pairs), headline_index);
     const std::string votes =
         r.repeats > 1 ? ", " + std::to_string(r.headline_votes) + "/" + std::to_string(r.repeats) + " pairs" : "";
     if (!r.ok) {

@@ -232,7 +232,8 @@ TEST(EvalRepeats, MajorityOfPairsDecidesEachSetting) {
   };
   // Setting 0: detected by 2 of 3 pairs; setting 1: by 1 of 3.
   CaseResult c = CombineRepeats({pair("M", {true, false}, false, 30, 10), pair("M", {false, false}, false, 10, 9),
-                                 pair("M", {true, true}, false, 20, 8)});
+                                 pair("M", {true, true}, false, 20, 8)},
+                                /*headline_index=*/0);
   EXPECT_EQ(c.repeats, 3);
   EXPECT_EQ(c.headline_votes, 2);
   EXPECT_TRUE(c.headline.detected);
@@ -242,17 +243,29 @@ TEST(EvalRepeats, MajorityOfPairsDecidesEachSetting) {
   EXPECT_FALSE(c.scores[1].detected);
   EXPECT_DOUBLE_EQ(c.energy_a_uj, 20);  // medians
   EXPECT_DOUBLE_EQ(c.energy_b_uj, 9);
-  // A control flagged by one pair of three is not a false positive.
-  CaseResult control = CombineRepeats({pair("control", {false}, true, 1, 1), pair("control", {false}, false, 1, 1),
-                                       pair("control", {false}, false, 1, 1)});
-  EXPECT_FALSE(control.scores[0].false_positive);
-  EXPECT_FALSE(control.headline.false_positive);
-  EXPECT_EQ(control.headline_votes, 1);
+  // A control: a false positive only when the same region is waste in most
+  // pairs; noise that lands on a different region each time is not one.
+  auto control_pair = [&](std::vector<std::string> keys) {
+    CaseResult r = pair("control", {false}, !keys.empty(), 1, 1);
+    r.scores[0].waste_keys = keys;
+    r.headline = r.scores[0];
+    return r;
+  };
+  CaseResult noise = CombineRepeats(
+      {control_pair({"matched|A|x>x"}), control_pair({"matched|B|y>y"}), control_pair({"outside_ops|A|>"})}, 0);
+  EXPECT_FALSE(noise.scores[0].false_positive);
+  EXPECT_FALSE(noise.headline.false_positive);
+  EXPECT_EQ(noise.headline_votes, 1);
+  CaseResult real = CombineRepeats(
+      {control_pair({"matched|A|x>x"}), control_pair({"matched|A|x>x", "matched|B|y>y"}), control_pair({})}, 0);
+  EXPECT_TRUE(real.scores[0].false_positive);
+  EXPECT_TRUE(real.headline.false_positive);
+  EXPECT_EQ(real.headline_votes, 2);
   // Failed pairs do not vote; all failed keeps the failure.
   CaseResult failed;
   failed.expected.category = "A";
   failed.error = "script failed";
-  CaseResult all_failed = CombineRepeats({failed});
+  CaseResult all_failed = CombineRepeats({failed}, 0);
   EXPECT_FALSE(all_failed.ok);
   EXPECT_EQ(all_failed.error, "script failed");
 }
