@@ -68,43 +68,21 @@ int RunChild(const std::vector<std::string>& argv, const std::map<std::string, s
   return 1;
 }
 
-std::optional<std::string> CaptureOutput(const std::vector<std::string>& argv) {
-  int fds[2];
-  if (pipe(fds) != 0) return std::nullopt;
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addclose(&actions, fds[0]);
-  std::vector<std::string> args = argv;
-  auto cargs = CArgs(args);
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, cargs[0], &actions, nullptr, cargs.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(fds[1]);
-  if (rc != 0) {
-    close(fds[0]);
-    return std::nullopt;
-  }
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof(buf))) > 0) out.append(buf, n);
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
-}
+namespace {
 
-int RunCapture(const std::vector<std::string>& argv, std::string* output) {
-  if (output) output->clear();
+// Runs argv with its stdout (and stderr when merge_stderr) on a pipe read to
+// the end into *output; returns the exit code (128 + signal if killed), or -1
+// with *spawn_error set when it could not start.
+int SpawnReading(const std::vector<std::string>& argv, bool merge_stderr, std::string* output, int* spawn_error) {
   int fds[2];
-  if (pipe(fds) != 0) return -1;
+  if (pipe(fds) != 0) {
+    *spawn_error = errno;
+    return -1;
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
+  if (merge_stderr) posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
   posix_spawn_file_actions_addclose(&actions, fds[0]);
   std::vector<std::string> args = argv;
   auto cargs = CArgs(args);
@@ -114,14 +92,12 @@ int RunCapture(const std::vector<std::string>& argv, std::string* output) {
   close(fds[1]);
   if (rc != 0) {
     close(fds[0]);
-    if (output) *output = "cannot start '" + argv[0] + "': " + std::strerror(rc);
+    *spawn_error = rc;
     return -1;
   }
   char buf[4096];
   ssize_t n;
-  while ((n = read(fds[0], buf, sizeof(buf))) > 0) {
-    if (output) output->append(buf, n);
-  }
+  while ((n = read(fds[0], buf, sizeof(buf))) > 0) output->append(buf, n);
   close(fds[0]);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
@@ -130,6 +106,25 @@ int RunCapture(const std::vector<std::string>& argv, std::string* output) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;
+}
+
+}  // namespace
+
+std::optional<std::string> CaptureOutput(const std::vector<std::string>& argv) {
+  std::string out;
+  int spawn_error = 0;
+  if (SpawnReading(argv, /*merge_stderr=*/false, &out, &spawn_error) != 0) return std::nullopt;
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+int RunCapture(const std::vector<std::string>& argv, std::string* output) {
+  std::string out;
+  int spawn_error = 0;
+  const int code = SpawnReading(argv, /*merge_stderr=*/true, &out, &spawn_error);
+  if (code < 0) out = "cannot start '" + argv[0] + "': " + std::strerror(spawn_error);
+  if (output) *output = std::move(out);
+  return code;
 }
 
 std::string FindPython() {

@@ -283,7 +283,7 @@ TEST(EvalReport, MarkdownAndJsonCarryProvenance) {
   c.energy_a_uj = 2e6;
   c.energy_b_uj = 5e5;
   c.settings = {{1e-2, 0.1}};
-  c.scores = {CaseScore{true, false, false, "x"}};
+  c.scores = {CaseScore{true, false, false, "x", {}}};
   c.waste_findings = {1};
   c.headline = c.scores[0];
   rep.cases = {c};
