@@ -29,6 +29,9 @@ std::string FormatDuration(int64_t duration_ns);  // "12.3 ms"
 struct SideCost {
   double energy_uj = 0;
   int64_t time_ns = 0;
+  // The part of energy_uj spent issuing the region's top-level ops (host code
+  // in the gaps before them; energy::OpEnergy::issue_uj).
+  double issue_uj = 0;
 };
 
 // One occurrence of a region (one layer, one decode step).
@@ -37,6 +40,10 @@ struct RegionInstance {
   std::vector<int64_t> ops_b;
   std::vector<TensorPair> outputs;  // the exit cut, empty for non-matched kinds
   SideCost a, b;
+  // Same ops, order, input shapes and dtypes on both sides (SameWork); then
+  // ln(energy A / energy B) of each op pair, in order.
+  bool same_work = false;
+  std::vector<double> pair_log_ratios;
 };
 
 struct Finding {
@@ -52,6 +59,14 @@ struct Finding {
   double share_of_total = 0;  // saving_uj / the costlier run's job energy (SideSummary::job_uj)
   bool outputs_agree = false;
   std::string outputs_note;  // why they do or do not agree
+  // Matched findings whose every instance is the same work on both sides:
+  // the op pairs over all instances, and their typical (median) energy ratio
+  // A/B. Such a finding is waste only when the typical pair differs by more
+  // than tau over at least Options::min_same_work_pairs pairs: a sum over the
+  // pairs can be carried by one op that a machine stall slowed down.
+  bool same_work = false;
+  size_t paired_ops = 0;
+  double typical_pair_ratio = 1;
 };
 
 struct Options {
@@ -61,6 +76,8 @@ struct Options {
   // Findings saving less than this share of the end-to-end energy are "equal":
   // below it, estimated energy differences on tiny regions are timing noise.
   double min_share = 0.0;
+  // Fewest op pairs a same-work finding needs (see Finding::same_work).
+  size_t min_same_work_pairs = 3;
   std::string domain;  // empty: the common domain with the most energy in A
   MatchOptions match;
 };
@@ -75,6 +92,7 @@ struct SideSummary {
   double job_uj = 0;
   int64_t job_ns = 0;
   double idle_in_job_uj = 0;  // inside the job while no op ran
+  double issue_uj = 0;        // the part of idle_in_job_uj charged to ops as issue time
 };
 
 struct DetectResult {
@@ -93,6 +111,13 @@ Verdict Classify(const SideCost& a, const SideCost& b, bool outputs_agree, const
 // Energy and time of a set of graph-node ops: inclusive energy (the node's
 // whole subtree) and wall time, summed.
 SideCost CostOf(const Trace& trace, const energy::Attribution& attribution, const std::vector<int64_t>& node_ops);
+
+// Whether two region instances run the same work: the same op names in the
+// same order on inputs of the same shapes and dtypes (same_work.cc).
+bool SameWork(const Trace& a, const std::vector<int64_t>& ops_a, const Trace& b, const std::vector<int64_t>& ops_b);
+// ln(energy_A / energy_B) per op pair (inclusive plus issue energy).
+std::vector<double> PairLogRatios(const energy::Attribution& ea, const std::vector<int64_t>& ops_a,
+                                  const energy::Attribution& eb, const std::vector<int64_t>& ops_b);
 
 // Whether the exit-cut tensors hold the same values within `epsilon`.
 bool OutputsAgree(const std::vector<TensorPair>& outputs, const FingerprintMap& fa, const FingerprintMap& fb,

@@ -15,6 +15,12 @@ struct OpEnergy {
   double exclusive_uj = 0;  // self time only: nested ops on its thread excluded
   double inclusive_uj = 0;  // exclusive + every op nested inside it
   int64_t exclusive_ns = 0;  // self time inside the sample window
+  // Top-level ops only: the gap on the op's thread since the thread's previous
+  // top-level op ended, i.e. the host code (interpreter, dispatch, frees)
+  // that issued this op. Its energy counts only while no op ran on any
+  // thread, so it is part of unattributed_uj, never of another op's.
+  double issue_uj = 0;
+  int64_t issue_ns = 0;
 };
 
 struct Attribution {
@@ -25,14 +31,19 @@ struct Attribution {
   double total_uj = 0;         // counter delta over the window
   double attributed_uj = 0;    // sum of exclusive_uj
   double unattributed_uj = 0;  // energy while no op ran (idle gaps)
+  double issue_uj = 0;         // the part of unattributed_uj charged to ops as issue time
   // The job: from the first op's start to the last op's end (clipped to the
   // window). Before it lie interpreter start-up and imports, after it exit;
   // neither is the work being compared.
   int64_t ops_start_ns = 0;
   int64_t ops_end_ns = 0;
   double job_uj = 0;               // energy over [ops_start_ns, ops_end_ns]
-  double idle_in_job_uj = 0;       // unattributed energy inside the job
+  double idle_in_job_uj = 0;       // unattributed energy inside the job (issue time included)
   int64_t idle_in_job_ns = 0;      // wall time inside the job with no op running
+  // Inside the job, with no op running and no thread issuing one: what is
+  // left of idle_in_job once issue time is charged (pauses of every thread).
+  double unclaimed_in_job_uj = 0;
+  int64_t unclaimed_in_job_ns = 0;
   std::vector<OpEnergy> ops;   // one per trace op, same order as trace.ops
 };
 

@@ -10,8 +10,16 @@ SideCost CostOf(const Trace& trace, const energy::Attribution& attribution, cons
   for (int64_t id : node_ops) {
     if (id < 0 || static_cast<size_t>(id) >= trace.ops.size()) continue;
     // Graph nodes stand for their whole subtree, so inclusive energy is the
-    // sum of the exclusive energy of every op the node covers.
-    if (static_cast<size_t>(id) < attribution.ops.size()) cost.energy_uj += attribution.ops[id].inclusive_uj;
+    // sum of the exclusive energy of every op the node covers. A top-level
+    // node also carries its issue time: the host code between the previous op
+    // and this one (Python, dispatch, frees) is part of what the region costs,
+    // wherever an engine draws its op boundaries.
+    if (static_cast<size_t>(id) < attribution.ops.size()) {
+      const energy::OpEnergy& e = attribution.ops[id];
+      cost.energy_uj += e.inclusive_uj + e.issue_uj;
+      cost.time_ns += e.issue_ns;
+      cost.issue_uj += e.issue_uj;
+    }
     const OpEvent& op = trace.ops[id];
     if (op.end_ns > op.start_ns) cost.time_ns += op.end_ns - op.start_ns;
   }

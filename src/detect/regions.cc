@@ -6,6 +6,8 @@
 #include <limits>
 #include <map>
 
+#include <fmt/format.h>
+
 #include "magneton/detect.h"
 
 namespace magneton::detect {
@@ -38,7 +40,46 @@ SideSummary Summarize(const Trace& t, const energy::Attribution& e) {
   s.job_uj = e.job_uj;
   s.job_ns = e.ops_end_ns - e.ops_start_ns;
   s.idle_in_job_uj = e.idle_in_job_uj;
+  s.issue_uj = e.issue_uj;
   return s;
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  const double hi = v[mid];
+  if (v.size() % 2 == 1) return hi;
+  return (*std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)) + hi) / 2;
+}
+
+// Same work on both sides: the verdict stands only if the typical op pair
+// (median energy ratio) differs by more than tau, over enough pairs. A real
+// cause (a kernel choice, a thread count) slows every pair; timing noise on a
+// shared machine slows a few ops a lot and leaves the median where it was.
+void CheckSameWork(Finding& f, const Options& options) {
+  f.same_work = f.kind == RegionKind::kMatched && !f.instances.empty();
+  std::vector<double> log_ratios;
+  for (const RegionInstance& in : f.instances) {
+    f.same_work = f.same_work && in.same_work;
+    log_ratios.insert(log_ratios.end(), in.pair_log_ratios.begin(), in.pair_log_ratios.end());
+  }
+  if (!f.same_work) return;
+  f.paired_ops = log_ratios.size();
+  f.typical_pair_ratio = std::exp(Median(std::move(log_ratios)));
+  if (f.verdict == Verdict::kEqual) return;
+  const double typical_excess = f.wasteful_side == 'B' ? 1 / f.typical_pair_ratio - 1 : f.typical_pair_ratio - 1;
+  if (f.paired_ops < options.min_same_work_pairs) {
+    f.verdict = Verdict::kEqual;
+    f.outputs_note += fmt::format("; the same work on both sides and only {} op pair(s): too few to tell a cost "
+                                  "difference from timing noise",
+                                  f.paired_ops);
+  } else if (typical_excess <= options.tau) {
+    f.verdict = Verdict::kEqual;
+    f.outputs_note += fmt::format("; the same work on both sides and the typical op pair differs by {:.1f}% (median "
+                                  "of {}), within tau: the total is carried by a few slow ops (timing noise)",
+                                  100 * typical_excess, f.paired_ops);
+  }
 }
 
 void Finish(Finding& f, const DetectResult& r, const Options& options) {
@@ -47,8 +88,10 @@ void Finish(Finding& f, const DetectResult& r, const Options& options) {
   for (const RegionInstance& in : f.instances) {
     f.a.energy_uj += in.a.energy_uj;
     f.a.time_ns += in.a.time_ns;
+    f.a.issue_uj += in.a.issue_uj;
     f.b.energy_uj += in.b.energy_uj;
     f.b.time_ns += in.b.time_ns;
+    f.b.issue_uj += in.b.issue_uj;
   }
   f.energy_ratio = f.b.energy_uj > 0 ? f.a.energy_uj / f.b.energy_uj
                                      : (f.a.energy_uj > 0 ? std::numeric_limits<double>::infinity() : 1.0);
@@ -61,6 +104,7 @@ void Finish(Finding& f, const DetectResult& r, const Options& options) {
     f.verdict = Verdict::kEqual;
     f.outputs_note += "; saving below the min-share noise floor";
   }
+  CheckSameWork(f, options);
 }
 
 }  // namespace
@@ -85,6 +129,8 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
   std::map<std::string, size_t> by_key;
   for (const RegionPair& rp : match.regions) {
     RegionInstance in{rp.ops_a, rp.ops_b, rp.outputs, CostOf(a, ea, rp.ops_a), CostOf(b, eb, rp.ops_b)};
+    in.same_work = SameWork(a, rp.ops_a, b, rp.ops_b);
+    if (in.same_work) in.pair_log_ratios = PairLogRatios(ea, rp.ops_a, eb, rp.ops_b);
     std::string note;
     const bool agree = OutputsAgree(rp.outputs, fa, fb, options.output_epsilon, &note);
     auto names_a = NamesOf(a, rp.ops_a);
@@ -111,11 +157,16 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
   outside.kind = RegionKind::kOutsideOps;
   // Only inside the job: start-up (imports) and exit are not the work compared,
   // and on short runs they would drown every between-op difference in noise.
-  outside.instances.push_back(
-      {{}, {}, {}, {ea.idle_in_job_uj, ea.idle_in_job_ns}, {eb.idle_in_job_uj, eb.idle_in_job_ns}});
+  // The gap before each op is that op's issue time and counts in its region;
+  // what is left is time no thread spent on or issuing an op.
+  outside.instances.push_back({{},
+                               {},
+                               {},
+                               {ea.unclaimed_in_job_uj, ea.unclaimed_in_job_ns},
+                               {eb.unclaimed_in_job_uj, eb.unclaimed_in_job_ns}});
   // No op computes anything here, so there is nothing that could disagree.
   outside.outputs_agree = true;
-  outside.outputs_note = "energy between ops while none ran (interpreter, framework and idle time)";
+  outside.outputs_note = "energy inside the job while no op ran and no thread was issuing one";
   r.findings.push_back(std::move(outside));
 
   if (!match.unmatched_ops_a.empty() || !match.unmatched_ops_b.empty()) {

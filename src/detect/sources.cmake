@@ -3,6 +3,7 @@ set(MAGNETON_DETECT_SOURCES
   detect/names.cc
   detect/classify.cc
   detect/region_cost.cc
+  detect/same_work.cc
   detect/regions.cc
   detect/detect.cc
 )

@@ -1,5 +1,7 @@
 // Per-op energy: piecewise-linear cumulative energy, exclusive (innermost)
-// time per thread, and an even split among threads running at once.
+// time per thread, and an even split among threads running at once. The gap
+// before a thread's top-level op (after its previous one) is that op's issue
+// time: the host code that led to it, charged only while no op runs anywhere.
 #include "magneton/energy_attribution.h"
 
 #include <algorithm>
@@ -77,8 +79,11 @@ struct Piece {
 
 // Exclusive time per thread by a stack sweep over ops sorted by (start, longer
 // first): an op owns the time between its start and its end that no op
-// nested in it covers. Also records each op's enclosing op for inclusive sums.
-void ExclusivePieces(const Trace& trace, std::vector<Piece>* pieces, std::vector<int64_t>* parent) {
+// nested in it covers. Also records each op's enclosing op for inclusive sums,
+// and each top-level op's issue piece: from the end of the thread's previous
+// top-level op to its start (none before a thread's first op).
+void ExclusivePieces(const Trace& trace, std::vector<Piece>* pieces, std::vector<Piece>* issue_pieces,
+                     std::vector<int64_t>* parent) {
   std::map<int64_t, std::vector<size_t>> by_thread;
   for (size_t i = 0; i < trace.ops.size(); ++i) by_thread[trace.ops[i].thread_id].push_back(i);
   for (auto& [tid, idx] : by_thread) {
@@ -90,6 +95,7 @@ void ExclusivePieces(const Trace& trace, std::vector<Piece>* pieces, std::vector
     });
     std::vector<size_t> stack;
     int64_t cursor = 0;
+    bool seen_top_level = false;
     auto emit = [&](int64_t a, int64_t b, size_t op) {
       if (b > a) pieces->push_back({a, b, op});
     };
@@ -104,6 +110,9 @@ void ExclusivePieces(const Trace& trace, std::vector<Piece>* pieces, std::vector
       if (!stack.empty()) {
         emit(cursor, op.start_ns, stack.back());
         (*parent)[i] = static_cast<int64_t>(stack.back());
+      } else {
+        if (seen_top_level && op.start_ns > cursor) issue_pieces->push_back({cursor, op.start_ns, i});
+        seen_top_level = true;
       }
       cursor = std::max(cursor, op.start_ns);
       stack.push_back(i);
@@ -138,29 +147,36 @@ StatusOr<Attribution> AttributeEnergy(const Trace& trace, const std::vector<Ener
   out.window_end_ns = curve.end();
   out.total_uj = curve.total();
 
-  std::vector<Piece> pieces;
+  std::vector<Piece> pieces, issue_pieces;
   std::vector<int64_t> parent(trace.ops.size(), -1);
-  ExclusivePieces(trace, &pieces, &parent);
+  ExclusivePieces(trace, &pieces, &issue_pieces, &parent);
 
   // Elementary intervals between every piece boundary and the window ends;
   // in each, the energy is split evenly among the pieces (threads) active.
   std::vector<int64_t> cuts = {curve.start(), curve.end()};
-  for (auto& p : pieces) {
-    p.start_ns = std::clamp(p.start_ns, curve.start(), curve.end());
-    p.end_ns = std::clamp(p.end_ns, curve.start(), curve.end());
-    cuts.push_back(p.start_ns);
-    cuts.push_back(p.end_ns);
+  for (auto* list : {&pieces, &issue_pieces}) {
+    for (auto& p : *list) {
+      p.start_ns = std::clamp(p.start_ns, curve.start(), curve.end());
+      p.end_ns = std::clamp(p.end_ns, curve.start(), curve.end());
+      cuts.push_back(p.start_ns);
+      cuts.push_back(p.end_ns);
+    }
   }
   std::sort(cuts.begin(), cuts.end());
   cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
   auto cut_index = [&](int64_t t) {
     return static_cast<size_t>(std::lower_bound(cuts.begin(), cuts.end(), t) - cuts.begin());
   };
-  std::vector<int> active_delta(cuts.size() + 1, 0);
+  std::vector<int> active_delta(cuts.size() + 1, 0), issuing_delta(cuts.size() + 1, 0);
   for (const auto& p : pieces) {
     if (p.end_ns <= p.start_ns) continue;
     active_delta[cut_index(p.start_ns)] += 1;
     active_delta[cut_index(p.end_ns)] -= 1;
+  }
+  for (const auto& p : issue_pieces) {
+    if (p.end_ns <= p.start_ns) continue;
+    issuing_delta[cut_index(p.start_ns)] += 1;
+    issuing_delta[cut_index(p.end_ns)] -= 1;
   }
   out.ops_start_ns = out.ops_end_ns = curve.start();
   if (!pieces.empty()) {
@@ -172,13 +188,17 @@ StatusOr<Attribution> AttributeEnergy(const Trace& trace, const std::vector<Ener
     }
     out.ops_start_ns = std::min(out.ops_start_ns, out.ops_end_ns);
   }
-  // share_prefix[k]: energy per active thread, summed over intervals before cut k.
-  std::vector<double> share_prefix(cuts.size(), 0);
-  int active = 0;
+  // share_prefix[k]: energy per active thread, summed over intervals before
+  // cut k; issue_prefix[k]: the same per issuing thread, in intervals where
+  // no op runs on any thread (issue time never takes energy from an op).
+  std::vector<double> share_prefix(cuts.size(), 0), issue_prefix(cuts.size(), 0);
+  int active = 0, issuing = 0;
   for (size_t k = 0; k + 1 < cuts.size(); ++k) {
     active += active_delta[k];
+    issuing += issuing_delta[k];
     double de = curve.At(cuts[k + 1]) - curve.At(cuts[k]);
     share_prefix[k + 1] = share_prefix[k] + (active > 0 ? de / active : 0);
+    issue_prefix[k + 1] = issue_prefix[k] + (active == 0 && issuing > 0 ? de / issuing : 0);
     // Elementary intervals never straddle the job's ends: both are cuts.
     const bool in_job = cuts[k] >= out.ops_start_ns && cuts[k + 1] <= out.ops_end_ns;
     if (in_job) out.job_uj += de;
@@ -187,6 +207,10 @@ StatusOr<Attribution> AttributeEnergy(const Trace& trace, const std::vector<Ener
       if (in_job) {
         out.idle_in_job_uj += de;
         out.idle_in_job_ns += cuts[k + 1] - cuts[k];
+        if (issuing == 0) {
+          out.unclaimed_in_job_uj += de;
+          out.unclaimed_in_job_ns += cuts[k + 1] - cuts[k];
+        }
       }
     }
   }
@@ -199,6 +223,13 @@ StatusOr<Attribution> AttributeEnergy(const Trace& trace, const std::vector<Ener
     out.ops[p.op].exclusive_uj += e;
     out.ops[p.op].exclusive_ns += p.end_ns - p.start_ns;
     out.attributed_uj += e;
+  }
+  for (const auto& p : issue_pieces) {
+    if (p.end_ns <= p.start_ns) continue;
+    double e = issue_prefix[cut_index(p.end_ns)] - issue_prefix[cut_index(p.start_ns)];
+    out.ops[p.op].issue_uj += e;
+    out.ops[p.op].issue_ns += p.end_ns - p.start_ns;
+    out.issue_uj += e;
   }
   // Inclusive: children were pushed after their parents, so walking ops by
   // descending start (then ascending length) visits children before parents.

@@ -17,7 +17,8 @@ json Side(const std::string& path, const Trace& t, const detect::SideSummary& s)
           {"op_count", s.op_count},
           {"job_uj", s.job_uj},
           {"job_ns", s.job_ns},
-          {"idle_in_job_uj", s.idle_in_job_uj}};
+          {"idle_in_job_uj", s.idle_in_job_uj},
+          {"issue_uj", s.issue_uj}};
 }
 
 json Number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
@@ -75,14 +76,19 @@ json DiffToJson(const DiffReportInput& in) {
                         {"kind", detect::RegionKindName(f.kind)},
                         {"verdict", detect::VerdictName(f.verdict)},
                         {"instances", f.instances.size()},
-                        {"a", {{"energy_uj", f.a.energy_uj}, {"time_ns", f.a.time_ns}, {"ops", f.names_a}}},
-                        {"b", {{"energy_uj", f.b.energy_uj}, {"time_ns", f.b.time_ns}, {"ops", f.names_b}}},
+                        {"a", {{"energy_uj", f.a.energy_uj}, {"issue_uj", f.a.issue_uj}, {"time_ns", f.a.time_ns},
+                               {"ops", f.names_a}}},
+                        {"b", {{"energy_uj", f.b.energy_uj}, {"issue_uj", f.b.issue_uj}, {"time_ns", f.b.time_ns},
+                               {"ops", f.names_b}}},
                         {"energy_ratio", Number(f.energy_ratio)},
                         {"costlier_side", f.wasteful_side ? std::string(1, f.wasteful_side) : std::string()},
                         {"saving_uj", f.saving_uj},
                         {"share_of_total", f.share_of_total},
                         {"outputs_agree", f.outputs_agree},
                         {"outputs_note", f.outputs_note},
+                        {"same_work", f.same_work},
+                        {"paired_ops", f.paired_ops},
+                        {"typical_pair_ratio", Number(f.typical_pair_ratio)},
                         {"diagnosis", d ? DiagnosisJson(*d) : json(nullptr)}});
   }
   return {{"schema", "magneton.diff/1"},
@@ -92,7 +98,8 @@ json DiffToJson(const DiffReportInput& in) {
             {"max_slowdown", r.options.max_slowdown},
             {"output_epsilon", r.options.output_epsilon},
             {"match_epsilon", r.options.match.epsilon},
-            {"min_share", r.options.min_share}}},
+            {"min_share", r.options.min_share},
+            {"min_same_work_pairs", r.options.min_same_work_pairs}}},
           {"a", Side(in.path_a, *in.a, r.a)},
           {"b", Side(in.path_b, *in.b, r.b)},
           {"matched_region_pairs", r.matched_region_pairs},

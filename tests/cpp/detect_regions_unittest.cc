@@ -40,8 +40,8 @@ Side MakeSide(const std::vector<std::string>& names, const std::vector<double>& 
   // All of it inside the job: the idle energy is between ops.
   s.energy.ops_end_ns = t;
   s.energy.job_uj = s.energy.total_uj;
-  s.energy.idle_in_job_uj = idle_uj;
-  s.energy.idle_in_job_ns = 500;
+  s.energy.idle_in_job_uj = s.energy.unclaimed_in_job_uj = idle_uj;
+  s.energy.idle_in_job_ns = s.energy.unclaimed_in_job_ns = 500;
   return s;
 }
 
@@ -110,7 +110,8 @@ TEST_F(DetectRegions, WithinTauIsEqual) {
 }
 
 TEST_F(DetectRegions, OutsideOpsAndUnmatchedAreRegions) {
-  a_.energy.unattributed_uj = a_.energy.idle_in_job_uj = 500;  // A idles much more between its ops
+  // A idles much more while no op runs (and none is being issued).
+  a_.energy.unattributed_uj = a_.energy.idle_in_job_uj = a_.energy.unclaimed_in_job_uj = 500;
   a_.energy.job_uj = a_.energy.total_uj = a_.energy.attributed_uj + 500;
   auto r = DetectFromMatch(a_.trace, fa_, a_.energy, b_.trace, fb_, b_.energy, match_, {});
   ASSERT_TRUE(r.ok());

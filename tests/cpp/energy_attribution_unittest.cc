@@ -78,6 +78,33 @@ TEST(AttributionTest, SeparatesTheJobFromStartUpAndExit) {
   EXPECT_DOUBLE_EQ(a->idle_in_job_uj, 20);
   EXPECT_EQ(a->idle_in_job_ns, 20);
   EXPECT_DOUBLE_EQ(a->unattributed_uj, 80);  // start-up, gap and exit
+  // The gap [20,40) is the second op's issue time; nothing else is left.
+  EXPECT_DOUBLE_EQ(a->ops[0].issue_uj, 0);  // the thread's first op has none
+  EXPECT_DOUBLE_EQ(a->ops[1].issue_uj, 20);
+  EXPECT_EQ(a->ops[1].issue_ns, 20);
+  EXPECT_DOUBLE_EQ(a->issue_uj, 20);
+  EXPECT_DOUBLE_EQ(a->unclaimed_in_job_uj, 0);
+  EXPECT_EQ(a->unclaimed_in_job_ns, 0);
+}
+
+TEST(AttributionTest, IssueTimeGoesToTopLevelOpsAndNeverTakesAnOpsEnergy) {
+  // Thread 1: top-level [10,20) with a nested [12,14); next top-level [30,40).
+  // Thread 2: one op [25,35) while thread 1 is between its ops; then a second
+  // op [50,60) whose gap [35,50) overlaps thread 1's op until 40.
+  Trace trace;
+  trace.ops = {Op(0, 1, 10, 20), Op(1, 1, 12, 14), Op(2, 2, 25, 35), Op(3, 1, 30, 40), Op(4, 2, 50, 60)};
+  trace.ops[1].parent_id = 0;
+  auto a = AttributeEnergy(trace, Samples(0, 100, 5, [](int64_t) { return 1.0; }), "cpu-package-0");
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_DOUBLE_EQ(a->ops[1].issue_uj, 0);  // nested: no issue time
+  // Op 3's gap [20,30): alone in [20,25), thread 2's op runs in [25,30).
+  EXPECT_DOUBLE_EQ(a->ops[3].issue_uj, 5);
+  EXPECT_EQ(a->ops[3].issue_ns, 10);
+  // Op 4's gap [35,50): thread 1's op runs until 40, then nothing.
+  EXPECT_DOUBLE_EQ(a->ops[4].issue_uj, 10);
+  EXPECT_DOUBLE_EQ(a->ops[2].exclusive_uj, 7.5);  // [25,30) alone, [30,35) shared
+  EXPECT_DOUBLE_EQ(a->unclaimed_in_job_uj, 0);
+  EXPECT_DOUBLE_EQ(a->issue_uj + a->attributed_uj + 10 /*start-up*/ + 40 /*exit*/, a->total_uj);
 }
 
 TEST(AttributionTest, InterpolatesBetweenCoarseSamples) {

@@ -1,0 +1,75 @@
+// Same work on both sides: the region runs the same ops, in the same order,
+// on inputs of the same shapes and dtypes. Then the two sides do identical
+// computation and a cost difference can only come from how it ran (a kernel
+// choice, a thread count, autograd bookkeeping) or from timing noise; the
+// per-op pairs let detection tell the two apart (regions.cc).
+#include <algorithm>
+#include <cmath>
+
+#include "magneton/detect.h"
+
+namespace magneton::detect {
+namespace {
+
+struct InputShape {
+  int32_t slot;
+  const TensorMeta* tensor;
+};
+
+std::vector<InputShape> InputsOf(const Trace& trace, int64_t op_id) {
+  std::vector<InputShape> out;
+  auto lo = std::lower_bound(trace.op_tensors.begin(), trace.op_tensors.end(), op_id,
+                             [](const OpTensor& l, int64_t id) { return l.op_id < id; });
+  for (auto it = lo; it != trace.op_tensors.end() && it->op_id == op_id; ++it) {
+    if (it->role != TensorRole::kInput) continue;
+    const TensorMeta* t = it->tensor_id >= 0 && static_cast<size_t>(it->tensor_id) < trace.tensors.size()
+                              ? &trace.tensors[static_cast<size_t>(it->tensor_id)]
+                              : nullptr;
+    out.push_back({it->slot, t});
+  }
+  return out;
+}
+
+bool SameInputs(const Trace& a, int64_t op_a, const Trace& b, int64_t op_b) {
+  const auto ia = InputsOf(a, op_a);
+  const auto ib = InputsOf(b, op_b);
+  if (ia.size() != ib.size()) return false;
+  for (size_t i = 0; i < ia.size(); ++i) {
+    if (ia[i].slot != ib[i].slot || !ia[i].tensor || !ib[i].tensor) return false;
+    if (ia[i].tensor->shape != ib[i].tensor->shape || ia[i].tensor->dtype != ib[i].tensor->dtype) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool SameWork(const Trace& a, const std::vector<int64_t>& ops_a, const Trace& b, const std::vector<int64_t>& ops_b) {
+  if (ops_a.empty() || ops_a.size() != ops_b.size()) return false;
+  for (size_t i = 0; i < ops_a.size(); ++i) {
+    const int64_t x = ops_a[i], y = ops_b[i];
+    if (x < 0 || y < 0 || static_cast<size_t>(x) >= a.ops.size() || static_cast<size_t>(y) >= b.ops.size()) return false;
+    if (a.str(a.ops[x].name_id) != b.str(b.ops[y].name_id)) return false;
+    if (!SameInputs(a, x, b, y)) return false;
+  }
+  return true;
+}
+
+std::vector<double> PairLogRatios(const energy::Attribution& ea, const std::vector<int64_t>& ops_a,
+                                  const energy::Attribution& eb, const std::vector<int64_t>& ops_b) {
+  std::vector<double> out;
+  const size_t n = std::min(ops_a.size(), ops_b.size());
+  out.reserve(n);
+  auto energy_of = [](const energy::Attribution& e, int64_t id) {
+    if (id < 0 || static_cast<size_t>(id) >= e.ops.size()) return 0.0;
+    return e.ops[static_cast<size_t>(id)].inclusive_uj + e.ops[static_cast<size_t>(id)].issue_uj;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    // A floor of 1 nJ keeps ops too short to register from dividing by zero.
+    const double x = std::max(energy_of(ea, ops_a[i]), 1e-3);
+    const double y = std::max(energy_of(eb, ops_b[i]), 1e-3);
+    out.push_back(std::log(x / y));
+  }
+  return out;
+}
+
+}  // namespace magneton::detect
