@@ -224,9 +224,74 @@ class Matcher {
     return regions;
   }
 
-  void Emit(const Level& la, const Level& lb, const std::vector<TensorPair>& entry, bool from_inputs,
+  // An op that reads no other op's output (randn with a seed, arange, a
+  // weight's init) lands in its first consumer's region. When the other side
+  // makes the same value the same way, that pair is a region of its own: the
+  // shared input creation says nothing about the computation compared, and
+  // left in would dilute a real difference next to it.
+  bool IsSource(const DataflowGraph& g, int32_t v) const {
+    for (int32_t e : g.in_edges[v]) {
+      if (g.edges[e].from < g.op_count()) return false;
+    }
+    return true;
+  }
+
+  const Fingerprint* SingleOutput(const Side& side, int32_t v) const {
+    const std::vector<int64_t> outs = FlowOutputs(*side.graph, v);
+    if (outs.size() != 1) return nullptr;
+    auto it = side.fingerprints->find(outs[0]);
+    return it == side.fingerprints->end() ? nullptr : &it->second;
+  }
+
+  void PeelEqualSources(Level& la, Level& lb, int depth) {
+    std::vector<int32_t> sources_b;
+    for (int32_t v : lb.members) {
+      if (v != lb.end_node && IsSource(*b_.graph, v) && SingleOutput(b_, v)) sources_b.push_back(v);
+    }
+    if (sources_b.empty()) return;
+    std::vector<bool> taken(sources_b.size(), false);
+    std::vector<int32_t> peeled_a, peeled_b;
+    for (int32_t v : la.members) {
+      if (v == la.end_node || !IsSource(*a_.graph, v)) continue;
+      const Fingerprint* fa = SingleOutput(a_, v);
+      if (!fa) continue;
+      for (size_t j = 0; j < sources_b.size(); ++j) {
+        if (taken[j] || a_.graph->op_name_hash[v] != b_.graph->op_name_hash[sources_b[j]]) continue;
+        ++comparisons_;
+        if (!Equivalent(*fa, *SingleOutput(b_, sources_b[j]), options_.epsilon)) continue;
+        taken[j] = true;
+        peeled_a.push_back(v);
+        peeled_b.push_back(sources_b[j]);
+        break;
+      }
+    }
+    if (peeled_a.empty()) return;
+    // Never peel a whole side: the rest would have nothing to compare with.
+    if (peeled_a.size() == la.members.size() || peeled_b.size() == lb.members.size()) return;
+    for (size_t i = 0; i < peeled_a.size(); ++i) {
+      const int64_t out_a = FlowOutputs(*a_.graph, peeled_a[i])[0];
+      const int64_t out_b = FlowOutputs(*b_.graph, peeled_b[i])[0];
+      RegionPair r;
+      r.nodes_a = {peeled_a[i]};
+      r.nodes_b = {peeled_b[i]};
+      r.ops_a = {a_.graph->op_ids[peeled_a[i]]};
+      r.ops_b = {b_.graph->op_ids[peeled_b[i]]};
+      r.starts_at_model_inputs = true;
+      r.outputs = {{out_a, out_b}};
+      r.depth = depth;
+      result_.regions.push_back(std::move(r));
+    }
+    auto drop = [](std::vector<int32_t>& members, const std::vector<int32_t>& gone) {
+      std::erase_if(members, [&](int32_t v) { return std::find(gone.begin(), gone.end(), v) != gone.end(); });
+    };
+    drop(la.members, peeled_a);
+    drop(lb.members, peeled_b);
+  }
+
+  void Emit(Level la, Level lb, const std::vector<TensorPair>& entry, bool from_inputs,
             const std::vector<TensorPair>& exit, int depth) {
     if (la.members.empty() && lb.members.empty()) return;
+    PeelEqualSources(la, lb, depth);
     RegionPair r;
     r.nodes_a = la.members;
     r.nodes_b = lb.members;

@@ -191,6 +191,51 @@ TEST(MatchRegions, MultiInputKeepsOnlyRegionsMatchingForAllInputs) {
   EXPECT_EQ(Names(a1.trace, r->unmatched_ops_a), (Strings{"aten::relu"}));
 }
 
+// Megatron-543's shape: both sides make k with randn (same seed); A copies it
+// with repeat_interleave (repeats == 1), B uses k as it is; then m = x * k for
+// the model input x and s = sum(m). The randn pair is a region of its own, so
+// the region with the difference holds only the work that differs around it.
+Side RandnSide(bool copy_k, const std::string& name) {
+  const std::vector<float> k = Random(32, 7, -1.f, 1.f), x = Random(32, 8, -1.f, 1.f);
+  std::vector<float> m(32);
+  float sum = 0;
+  for (size_t i = 0; i < 32; ++i) sum += m[i] = x[i] * k[i];
+  SyntheticTrace st(testing::TempPath(name));
+  FakeTensor tx = st.New({4, 8}), tk = st.New({4, 8}), tr = st.New({4, 8}), tm = st.New({4, 8}), ts = st.New({});
+  st.Op("aten::randn", {}, {tk});
+  if (copy_k) st.Op("aten::repeat_interleave", {tk}, {tr});
+  st.Op("aten::mul", {tx, copy_k ? tr : tk}, {tm});
+  st.Op("aten::sum", {tm}, {ts});
+  Side s;
+  s.trace = st.Finish();
+  s.fps[testing::TensorIdOf(s.trace, tx)] = FingerprintOf(x, {4, 8});
+  s.fps[testing::TensorIdOf(s.trace, tk)] = FingerprintOf(k, {4, 8});
+  if (copy_k) s.fps[testing::TensorIdOf(s.trace, tr)] = FingerprintOf(k, {4, 8});
+  s.fps[testing::TensorIdOf(s.trace, tm)] = FingerprintOf(m, {4, 8});
+  s.fps[testing::TensorIdOf(s.trace, ts)] = FingerprintOf({sum}, {});
+  return s;
+}
+
+TEST(MatchRegions, EqualInputCreationIsItsOwnRegion) {
+  Side a = RandnSide(true, "a.mtrace");
+  Side b = RandnSide(false, "b.mtrace");
+  auto r = MatchTraces(a.trace, a.fps, b.trace, b.fps);
+  ASSERT_TRUE(r.ok());
+  int randn_pairs = 0;
+  bool saw_copy_region = false;
+  for (const RegionPair& rp : r->regions) {
+    const Strings na = Names(a.trace, rp.ops_a), nb = Names(b.trace, rp.ops_b);
+    if (na == Strings{"aten::randn"} && nb == Strings{"aten::randn"}) ++randn_pairs;
+    if (std::find(na.begin(), na.end(), "aten::repeat_interleave") != na.end()) {
+      saw_copy_region = true;
+      EXPECT_EQ(std::count(na.begin(), na.end(), "aten::randn"), 0) << "input creation left in the region";
+      EXPECT_EQ(std::count(nb.begin(), nb.end(), "aten::randn"), 0);
+    }
+  }
+  EXPECT_EQ(randn_pairs, 1);
+  EXPECT_TRUE(saw_copy_region);
+}
+
 TEST(MatchRegions, TensorIndexFindsPartnersWithoutAllPairs) {
   FingerprintMap a, b;
   for (int i = 0; i < 200; ++i) {
