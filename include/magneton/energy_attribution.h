@@ -37,7 +37,11 @@ struct Attribution {
   // neither is the work being compared.
   int64_t ops_start_ns = 0;
   int64_t ops_end_ns = 0;
-  double job_uj = 0;               // energy over [ops_start_ns, ops_end_ns]
+  double job_uj = 0;               // energy over [ops_start_ns, ops_end_ns], less recorder_uj
+  // The recorder's own ops (IsRecorderOp, e.g. JAX warm-up runs): their
+  // exclusive energy and time, inside the job but not part of it.
+  double recorder_uj = 0;
+  int64_t recorder_ns = 0;
   double idle_in_job_uj = 0;       // unattributed energy inside the job (issue time included)
   int64_t idle_in_job_ns = 0;      // wall time inside the job with no op running
   // Inside the job, with no op running and no thread issuing one: what is

@@ -14,6 +14,13 @@ inline constexpr int kTraceSchemaVersion = 1;
 
 inline constexpr int64_t kNoId = -1;
 
+// Ops named "magneton::..." are the recorder's own work written as ops (JAX's
+// untimed warm-up run of each new primitive signature): they take their time
+// and energy out of the job and out of the gaps around them, and are never
+// graph nodes, regions or part of another op's cost.
+inline constexpr char kRecorderOpPrefix[] = "magneton::";
+inline bool IsRecorderOp(const std::string& name) { return name.rfind(kRecorderOpPrefix, 0) == 0; }
+
 struct RunMetadata {
   std::string label;
   std::string command_line;

@@ -34,6 +34,11 @@ class DiffCommand : public Command {
                     "Ignore findings that save less than this share of the end-to-end energy")
         ->default_val(0.0)
         ->check(CLI::Range(0.0, 1.0));
+    sub->add_option("--min-same-work-share", options_.min_same_work_share,
+                    "Noise floor of findings where both sides run the same ops on the same shapes (timing is "
+                    "their only evidence): below this share of the job they are equal")
+        ->default_val(0.05)
+        ->check(CLI::Range(0.0, 1.0));
     sub->add_option("--domain", options_.domain, "Energy domain (default: the largest one both traces have)");
     sub->add_option("--json", json_path_, "Also write the report as JSON (docs/REPORT_FORMAT.md)");
     sub->add_option("--html", html_path_, "Also write a self-contained HTML report");

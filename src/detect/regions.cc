@@ -69,7 +69,12 @@ void CheckSameWork(Finding& f, const Options& options) {
   f.typical_pair_ratio = std::exp(Median(std::move(log_ratios)));
   if (f.verdict == Verdict::kEqual) return;
   const double typical_excess = f.wasteful_side == 'B' ? 1 / f.typical_pair_ratio - 1 : f.typical_pair_ratio - 1;
-  if (f.paired_ops < options.min_same_work_pairs) {
+  if (f.share_of_total < options.min_same_work_share) {
+    f.verdict = Verdict::kEqual;
+    f.outputs_note += fmt::format("; the same work on both sides, saving {:.1f}% of the job: below the same-work "
+                                  "noise floor ({:.0f}%)",
+                                  100 * f.share_of_total, 100 * options.min_same_work_share);
+  } else if (f.paired_ops < options.min_same_work_pairs) {
     f.verdict = Verdict::kEqual;
     f.outputs_note += fmt::format("; the same work on both sides and only {} op pair(s): too few to tell a cost "
                                   "difference from timing noise",

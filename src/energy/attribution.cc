@@ -82,8 +82,10 @@ struct Piece {
 // nested in it covers. Also records each op's enclosing op for inclusive sums,
 // and each top-level op's issue piece: from the end of the thread's previous
 // top-level op to its start (none before a thread's first op).
-void ExclusivePieces(const Trace& trace, std::vector<Piece>* pieces, std::vector<Piece>* issue_pieces,
-                     std::vector<int64_t>* parent) {
+// A recorder op (IsRecorderOp) takes no issue time: the gap before it and
+// the one after it both go to the next real top-level op.
+void ExclusivePieces(const Trace& trace, const std::vector<bool>& recorder_op, std::vector<Piece>* pieces,
+                     std::vector<Piece>* issue_pieces, std::vector<int64_t>* parent) {
   std::map<int64_t, std::vector<size_t>> by_thread;
   for (size_t i = 0; i < trace.ops.size(); ++i) by_thread[trace.ops[i].thread_id].push_back(i);
   for (auto& [tid, idx] : by_thread) {
@@ -96,6 +98,7 @@ void ExclusivePieces(const Trace& trace, std::vector<Piece>* pieces, std::vector
     std::vector<size_t> stack;
     int64_t cursor = 0;
     bool seen_top_level = false;
+    std::vector<Piece> pending_gaps;  // gaps before recorder ops, for the next real op
     auto emit = [&](int64_t a, int64_t b, size_t op) {
       if (b > a) pieces->push_back({a, b, op});
     };
@@ -111,7 +114,11 @@ void ExclusivePieces(const Trace& trace, std::vector<Piece>* pieces, std::vector
         emit(cursor, op.start_ns, stack.back());
         (*parent)[i] = static_cast<int64_t>(stack.back());
       } else {
-        if (seen_top_level && op.start_ns > cursor) issue_pieces->push_back({cursor, op.start_ns, i});
+        if (seen_top_level && op.start_ns > cursor) pending_gaps.push_back({cursor, op.start_ns, i});
+        if (!recorder_op[i]) {
+          for (Piece& g : pending_gaps) issue_pieces->push_back({g.start_ns, g.end_ns, i});
+          pending_gaps.clear();
+        }
         seen_top_level = true;
       }
       cursor = std::max(cursor, op.start_ns);
@@ -147,9 +154,15 @@ StatusOr<Attribution> AttributeEnergy(const Trace& trace, const std::vector<Ener
   out.window_end_ns = curve.end();
   out.total_uj = curve.total();
 
+  // The recorder's own ops (IsRecorderOp): their energy is not the job's.
+  std::vector<bool> recorder_op(trace.ops.size(), false);
+  for (size_t i = 0; i < trace.ops.size(); ++i) {
+    const int64_t name = trace.ops[i].name_id;
+    recorder_op[i] = name >= 0 && static_cast<size_t>(name) < trace.strings.size() && IsRecorderOp(trace.strings[name]);
+  }
   std::vector<Piece> pieces, issue_pieces;
   std::vector<int64_t> parent(trace.ops.size(), -1);
-  ExclusivePieces(trace, &pieces, &issue_pieces, &parent);
+  ExclusivePieces(trace, recorder_op, &pieces, &issue_pieces, &parent);
 
   // Elementary intervals between every piece boundary and the window ends;
   // in each, the energy is split evenly among the pieces (threads) active.
@@ -224,6 +237,11 @@ StatusOr<Attribution> AttributeEnergy(const Trace& trace, const std::vector<Ener
     out.ops[p.op].exclusive_ns += p.end_ns - p.start_ns;
     out.attributed_uj += e;
   }
+  for (size_t i = 0; i < trace.ops.size(); ++i) {
+    if (!recorder_op[i]) continue;
+    out.recorder_uj += out.ops[i].exclusive_uj;
+    out.recorder_ns += out.ops[i].exclusive_ns;
+  }
   for (const auto& p : issue_pieces) {
     if (p.end_ns <= p.start_ns) continue;
     double e = issue_prefix[cut_index(p.end_ns)] - issue_prefix[cut_index(p.start_ns)];
@@ -245,7 +263,9 @@ StatusOr<Attribution> AttributeEnergy(const Trace& trace, const std::vector<Ener
     return a > b;
   });
   for (size_t i : order)
-    if (parent[i] >= 0) out.ops[static_cast<size_t>(parent[i])].inclusive_uj += out.ops[i].inclusive_uj;
+    if (parent[i] >= 0 && !recorder_op[i]) out.ops[static_cast<size_t>(parent[i])].inclusive_uj += out.ops[i].inclusive_uj;
+  // The job is the work compared: the recorder's own ops inside it are not.
+  out.job_uj -= out.recorder_uj;
   return out;
 }
 

@@ -106,6 +106,18 @@ TEST(DetectSameWork, TooFewPairsIsNotEvidence) {
   EXPECT_NE(f.outputs_note.find("too few"), std::string::npos) << f.outputs_note;
 }
 
+TEST(DetectSameWork, BelowTheSameWorkNoiseFloorIsEqual) {
+  // Every pair 30% dearer, but the finding is 1.2% of a much larger job.
+  Side a = MakeSide("aten::addmm", {130, 130, 130, 130});
+  Side b = MakeSide("aten::addmm", {100, 100, 100, 100});
+  a.energy.job_uj = b.energy.job_uj = 10000;
+  StatusOr<DetectResult> r = Status::Ok();
+  const Finding& f = Top(a, b, &r);
+  EXPECT_NEAR(f.share_of_total, 0.012, 1e-12);
+  EXPECT_EQ(f.verdict, Verdict::kEqual);
+  EXPECT_NE(f.outputs_note.find("noise floor"), std::string::npos) << f.outputs_note;
+}
+
 TEST(DetectSameWork, DifferentShapesAreDifferentWork) {
   // Same op names, but A's inputs are twice as tall (padding to the longest):
   // a structural difference, judged on the sum as any other region.

@@ -107,6 +107,25 @@ TEST(AttributionTest, IssueTimeGoesToTopLevelOpsAndNeverTakesAnOpsEnergy) {
   EXPECT_DOUBLE_EQ(a->issue_uj + a->attributed_uj + 10 /*start-up*/ + 40 /*exit*/, a->total_uj);
 }
 
+TEST(AttributionTest, RecorderOpsAreLeftOutOfTheJob) {
+  // [10,20) a real op, [25,35) the recorder's warm-up run, [40,50) the next
+  // real op: both gaps around the warm-up are that op's issue time.
+  Trace trace;
+  trace.strings = {"jax::dot_general", "magneton::jax_warmup"};
+  trace.ops = {Op(0, 1, 10, 20), Op(1, 1, 25, 35), Op(2, 1, 40, 50)};
+  trace.ops[1].name_id = 1;
+  trace.ops[0].name_id = trace.ops[2].name_id = 0;
+  auto a = AttributeEnergy(trace, Samples(0, 60, 5, [](int64_t) { return 1.0; }), "cpu-package-0");
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_DOUBLE_EQ(a->recorder_uj, 10);
+  EXPECT_EQ(a->recorder_ns, 10);
+  EXPECT_DOUBLE_EQ(a->job_uj, 30);  // [10,50) less the warm-up
+  EXPECT_DOUBLE_EQ(a->ops[1].issue_uj, 0);
+  EXPECT_DOUBLE_EQ(a->ops[2].issue_uj, 10);
+  EXPECT_EQ(a->ops[2].issue_ns, 10);
+  EXPECT_DOUBLE_EQ(a->unclaimed_in_job_uj, 0);
+}
+
 TEST(AttributionTest, InterpolatesBetweenCoarseSamples) {
   // Power 2 µJ/ns before t=50, 0 after; samples only every 25 ns: the op
   // [0,25) gets exactly the first segment.

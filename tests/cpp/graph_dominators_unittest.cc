@@ -65,6 +65,20 @@ TEST(GraphDominators, EdgesFollowTensorIdsThroughViewsAndInPlace) {
   for (bool dep : g->input_dependent) EXPECT_TRUE(dep);
 }
 
+TEST(GraphDominators, RecorderOpsAreNotNodes) {
+  SyntheticTrace st(testing::TempPath("recorder_op.mtrace"));
+  FakeTensor x = st.New({4, 8}), y = st.New({4, 8}), z = st.New({4, 8});
+  st.Op("jax::exp", {x}, {y});
+  st.Op("magneton::jax_warmup", {}, {});
+  st.Op("jax::log", {y}, {z});
+  Trace trace = st.Finish();
+  auto g = BuildDataflowGraph(trace);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  ASSERT_EQ(g->op_count(), 2);
+  EXPECT_EQ(g->op_ids, (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(g->node_of_op.count(1), 0u);
+}
+
 TEST(GraphDominators, DominatorsAndPostDominatorsOfADiamond) {
   Diamond t = MakeDiamond();
   auto g = BuildDataflowGraph(t.trace);

@@ -83,14 +83,17 @@ class JaxRecorder:
 
 
 def _make_warm_up(core, trace_context):
-    """Runs an eager op once, untimed, the first time each (primitive,
+    """Runs an eager op once, outside the op, the first time each (primitive,
     params, argument types, config context) is seen: JAX compiles a small XLA program per
     primitive and signature, and XLA:CPU finishes compiling its kernels on
     the first execution, so the first run costs tens of milliseconds that are
-    not the op's and must not make one side of a diff look wasteful. Not for
-    primitives that may have effects (callbacks, prints); they run once."""
+    not the op's and must not make one side of a diff look wasteful. The run
+    is recorded as the recorder's own op (``magneton::jax_warmup``), whose
+    time and energy analysis leaves out of the job. Not for primitives that
+    may have effects (callbacks, prints); they run once."""
     seen: set = set()
     get_aval = getattr(core, "typeof", None) or core.get_aval
+    begin, end = _core.begin_array_op, _core.end_array_op
 
     def warm_up(primitive, args, params, run):
         name = primitive.name
@@ -104,12 +107,15 @@ def _make_warm_up(core, trace_context):
             seen.add(key)
         except TypeError:  # an unhashable parameter: JAX cannot cache it either
             return
+        begin("magneton::jax_warmup", ())
         try:
             out = run()
             for o in out if isinstance(out, (list, tuple)) else (out,):
                 getattr(o, "block_until_ready", lambda: None)()
         except Exception:
             pass  # the op itself will raise as it would unrecorded
+        finally:
+            end(())
 
     return warm_up
 
