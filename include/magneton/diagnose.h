@@ -31,6 +31,10 @@ bool IsLibraryFrame(const FrameRef& frame);
 struct SourceSite {
   std::string user_frame;     // "" when every frame is library code
   std::string library_frame;  // the innermost frame
+  // The library function the user's line called (the frame right inside
+  // user_frame, e.g. jax/_src/scipy/linalg.py:…:expm); "" when the user's
+  // line is the innermost frame or there is no user frame.
+  std::string api_frame;
   std::vector<std::string> op_names;  // distinct op names issued there
   int op_count = 0;
 };
@@ -91,6 +95,9 @@ struct Diagnosis {
   std::vector<SourceSite> sites_efficient;  // the same for the cheaper side
   DeviationPoint deviation;
   std::vector<Candidate> candidates;
+  // When the costlier side's region ops read clearly more input elements
+  // (>= 1.1x) than the other side's: by how much, with an example op; "".
+  std::string shapes;
   std::string sentence;
   // The line-level re-run's result (magneton/line_diagnosis.h), when diff
   // re-ran both programs; null otherwise.
@@ -102,6 +109,10 @@ struct Options {
   int window_lines = 60;
   bool include_equal = false;  // diagnose "equal" findings too
 };
+
+// The input-size contrast of Diagnosis::shapes (shape_contrast.cc).
+std::string ShapeContrast(const Trace& costly, const std::vector<int64_t>& costly_ops, const Trace& cheap,
+                          const std::vector<int64_t>& cheap_ops, char costly_side, char cheap_side);
 
 // One diagnosis per waste and trade-off finding, in the findings' order.
 std::vector<Diagnosis> Diagnose(const Trace& a, const Trace& b, const detect::DetectResult& result,

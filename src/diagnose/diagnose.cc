@@ -38,10 +38,11 @@ std::vector<SourceSite> SitesOf(const Trace& t, PathCache& paths, const std::vec
     if (!ValidOp(t, id)) continue;
     const auto& frames = paths.Of(id);
     if (frames.empty()) continue;
-    std::string user;
+    std::string user, api;
     for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
       if (!IsLibraryFrame(ParseFrame(*it))) {
         user = *it;
+        if (it != frames.rbegin()) api = *std::prev(it);
         break;
       }
     }
@@ -51,6 +52,7 @@ std::vector<SourceSite> SitesOf(const Trace& t, PathCache& paths, const std::vec
     SourceSite& s = it->second;
     s.user_frame = user;
     s.library_frame = frames.back();
+    if (s.api_frame.empty()) s.api_frame = api;
     ++s.op_count;
     const std::string& name = t.str(t.ops[id].name_id);
     if (std::find(s.op_names.begin(), s.op_names.end(), name) == s.op_names.end()) s.op_names.push_back(name);
@@ -164,10 +166,12 @@ std::string Sentence(const Finding& f, const Diagnosis& d, const detect::DetectR
     if (!d.sites_costly.empty()) {
       const SourceSite& site = d.sites_costly.front();
       s += fmt::format(", issued at {}", site.user_frame.empty() ? site.library_frame : site.user_frame);
+      if (!site.api_frame.empty()) s += fmt::format(" through {}", site.api_frame);
     }
   } else {
     s += fmt::format("both run the same {} op(s) at different cost", f.names_a.size());
   }
+  if (!d.shapes.empty()) s += "; " + d.shapes;
   if (!d.candidates.empty()) {
     const Candidate& c = d.candidates.front();
     s += fmt::format(". Most likely cause: `{}` ({}: {}, {}: {}; {})", c.config.key, costly,
@@ -235,6 +239,9 @@ std::vector<Diagnosis> Diagnose(const Trace& a, const Trace& b, const detect::De
         std::swap(d.deviation.frame_a, d.deviation.frame_b);
         std::swap(d.deviation.op_a, d.deviation.op_b);
       }
+    }
+    if (d.kind != Kind::kOutsideOps) {
+      d.shapes = ShapeContrast(costly, costly_ops, cheap, cheap_ops, a_costly ? 'A' : 'B', a_costly ? 'B' : 'A');
     }
     d.candidates = RankCandidates(config_diff, d.deviation, options.window_lines);
     d.sentence = Sentence(f, d, result);

@@ -6,6 +6,7 @@ set(MAGNETON_DIAGNOSE_SOURCES
   diagnose/deviation_point.cc
   diagnose/candidates.cc
   diagnose/diagnose.cc
+  diagnose/shape_contrast.cc
   diagnose/counterfactual.cc
   diagnose/python_expr.cc
   diagnose/python_function.cc

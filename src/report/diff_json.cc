@@ -26,7 +26,8 @@ json Number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 json SourceSites(const std::vector<diagnose::SourceSite>& sites) {
   json out = json::array();
   for (const auto& s : sites) {
-    out.push_back({{"user_frame", s.user_frame}, {"library_frame", s.library_frame}, {"op_names", s.op_names},
+    out.push_back({{"user_frame", s.user_frame}, {"library_frame", s.library_frame}, {"api_frame", s.api_frame},
+                   {"op_names", s.op_names},
                    {"op_count", s.op_count}});
   }
   return out;
@@ -57,6 +58,7 @@ json DiagnosisJson(const diagnose::Diagnosis& d) {
   }
   return {{"kind", diagnose::KindName(d.kind)},
           {"sentence", d.sentence},
+          {"shapes", d.shapes},
           {"sites_costly", SourceSites(d.sites_costly)},
           {"sites_efficient", SourceSites(d.sites_efficient)},
           {"deviation_point", deviation},

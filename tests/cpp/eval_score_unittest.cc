@@ -180,7 +180,17 @@ TEST(EvalScore, RootCauseFromOpNamesForApi) {
   EXPECT_FALSE(RootCauseNamed(*e, ev, nullptr));
   ev.diagnosis_text = "sort the batch by length";
   EXPECT_TRUE(RootCauseNamed(*e, ev, nullptr));
+  // A dotted API is named by its function in a call-path frame (the api_frame
+  // of a site): the function's own name, not a longer identifier.
+  e->root_cause_variable = "jax.scipy.linalg.expm on a batch";
+  ev.op_names = {"jax::dot_general"};
+  ev.diagnosis_text = "issued at /x/a.py:14:<module> through /site-packages/jax/_src/scipy/linalg.py:312:expm";
+  EXPECT_TRUE(RootCauseNamed(*e, ev, &why));
+  EXPECT_EQ(why, "diagnosis names expm");
+  ev.diagnosis_text = "issued at /x/a.py:14:<module> through /site-packages/jax/_src/scipy/linalg.py:312:expm_frechet";
+  EXPECT_FALSE(RootCauseNamed(*e, ev, nullptr));
   // The case folder's name in a path does not count.
+  e->root_cause_variable = "batch order (padding to the longest)";
   e->id = "padding";
   ev.diagnosis_text = "issued at /x/cases/padding/common.py:26:encode";
   EXPECT_FALSE(RootCauseNamed(*e, ev, nullptr));

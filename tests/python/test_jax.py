@@ -79,6 +79,23 @@ def test_primitives_with_shapes_and_dataflow(small_trace):
     assert db.query("SELECT count(*) FROM fingerprints WHERE tensor_id = ?", db.tensors(tanh, 1)[0])[0][0] == 1
 
 
+def test_warm_up_runs_are_recorder_ops_before_the_op(small_trace):
+    _, trace = small_trace
+    db = TraceDB(trace)
+    warmups = db.ops("magneton::jax_warmup")
+    assert warmups, "the first run of each new primitive signature is recorded as a recorder op"
+    for op_id, _, _, parent_id, _ in warmups:
+        assert parent_id is None or parent_id < 0  # top level, never inside a primitive
+        assert db.tensors(op_id, 0) == [] and db.tensors(op_id, 1) == []
+    # The first dot_general's warm-up ends before the op starts.
+    (dot, *_), = db.ops("jax::dot_general")
+    (dot_start,), = db.query("SELECT start_ns FROM ops WHERE id = ?", dot)[0:1]
+    before = [w for w, *_ in warmups if w < dot]
+    assert before
+    (warm_end,), = db.query("SELECT end_ns FROM ops WHERE id = ?", before[-1])[0:1]
+    assert warm_end <= dot_start
+
+
 def test_prng_keys_carry_dataflow_into_the_key_implementation(small_trace):
     # random_seed/split/bits are not ops of their own: their threefry
     # primitives are, reading key data that recorded ops produced.

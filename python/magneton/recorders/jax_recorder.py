@@ -70,9 +70,13 @@ class JaxRecorder:
         if not _core.is_recording():
             return
         config_snapshot.record_jax_flags()  # before disable_jit is forced below
-        # Call paths end at the user's line, not in JAX's dispatch machinery.
-        for pkg in (jax, jaxlib):
-            _core.add_skipped_code_path(os.path.dirname(os.path.abspath(pkg.__file__)) + os.sep)
+        # Call paths keep the user's line and the JAX API it called
+        # (jax/_src/scipy/linalg.py:expm, jax/_src/numpy/...), not JAX's
+        # dispatch machinery (tracing, jit wrappers, bind).
+        jax_src = os.path.join(os.path.dirname(os.path.abspath(jax.__file__)), "_src") + os.sep
+        for part in _JAX_DISPATCH_PATHS:
+            _core.add_skipped_code_path(jax_src + part)
+        _core.add_skipped_code_path(os.path.dirname(os.path.abspath(jaxlib.__file__)) + os.sep)
         self._prev_disable_jit = bool(jax.config.jax_disable_jit)
         jax.config.update("jax_disable_jit", True)
         self._trace_cls = core.EvalTrace
@@ -80,6 +84,18 @@ class JaxRecorder:
         self._trace_cls.process_primitive = _make_process_primitive(self._orig_process, core, source_info_util,
                                                                      jax_config)
         self.hooked = True
+
+
+# Modules under jax/_src that only route a call to a primitive (tracing, jit
+# and pjit wrappers, bind, config, traceback filtering): left out of call
+# paths. Everything else under jax/_src (numpy, scipy, nn, random, lax, ...)
+# is the API the user called and stays.
+_JAX_DISPATCH_PATHS = (
+    "core.py", "interpreters" + os.sep, "pjit.py", "api.py", "api_util.py", "traceback_util.py", "linear_util.py",
+    "dispatch.py", "profiler.py", "source_info_util.py", "config.py", "util.py", "deprecations.py", "tree_util.py",
+    "dtypes.py", "sharding_impls.py", "mesh.py", "array.py", "xla_bridge.py", "compiler.py", "stages.py",
+    "named_sharding.py", "typing.py", "effects.py", "custom_derivatives.py", "ad_util.py", "checkify.py",
+)
 
 
 def _make_warm_up(core, trace_context):
