@@ -224,12 +224,15 @@ class Matcher {
     return regions;
   }
 
-  // An op that reads no other op's output (randn with a seed, arange, a
-  // weight's init) lands in its first consumer's region. When the other side
-  // makes the same value the same way, that pair is a region of its own: the
-  // shared input creation says nothing about the computation compared, and
-  // left in would dilute a real difference next to it.
+  // An op that reads no other op's output (randn with a seed, arange), or any
+  // op off the main flow (a weight's init, a timestep embedding, a mask),
+  // lands in its first consumer's region. When the other side makes the same
+  // value with a like-named op, that pair is a region of its own: shared
+  // input and side computation says nothing about the computation compared,
+  // and left in would dilute a real difference next to it. What one side
+  // computes and the other does not stays in the region.
   bool IsSource(const DataflowGraph& g, int32_t v) const {
+    if (!g.main_flow[v]) return true;
     for (int32_t e : g.in_edges[v]) {
       if (g.edges[e].from < g.op_count()) return false;
     }
