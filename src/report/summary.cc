@@ -120,9 +120,13 @@ std::string FormatEnergySummary(const Trace& trace, int top) {
     }
     const energy::Attribution& a = *attribution;
     const char* prov = a.provenance == Provenance::kMeasured ? "MEASURED" : "ESTIMATED";
-    out += fmt::format("  {:<16} {} total {:.3f} J over {:.3f} s: ops {:.3f} J, outside ops {:.3f} J\n", domain, prov,
+    out += fmt::format("  {:<16} {} total {:.3f} J over {:.3f} s: ops {:.3f} J, outside ops {:.3f} J", domain, prov,
                        a.total_uj / 1e6, (a.window_end_ns - a.window_start_ns) / 1e9, a.attributed_uj / 1e6,
                        a.unattributed_uj / 1e6);
+    // Issue time is part of "outside ops"; recorder ops are part of "ops".
+    out += fmt::format(" (of which issuing the next op {:.3f} J)", a.issue_uj / 1e6);
+    if (a.recorder_ns > 0) out += fmt::format("; the recorder's own ops {:.3f} J, not the job's", a.recorder_uj / 1e6);
+    out += "\n";
     std::unordered_map<int64_t, std::pair<double, int64_t>> by_name;  // name -> (uj, calls)
     for (size_t i = 0; i < a.ops.size() && i < trace.ops.size(); ++i) {
       auto& e = by_name[trace.ops[i].name_id];
