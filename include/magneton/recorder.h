@@ -74,6 +74,11 @@ class Recorder {
   int64_t BeginOp(int64_t name_id, int64_t call_path_id, int64_t scope_id = kNoId, uint64_t correlation_id = 0);
   void AddInput(int32_t slot, const TensorView& tensor);
   void AddOutput(int32_t slot, const TensorView& tensor);
+  // An argument the op only writes (an out= argument, copy_'s self): linked
+  // as an input for its slot, but as a new value produced by this op, never
+  // as the earlier value that had the same address, layout and version (a
+  // freed result the allocator handed out again). Not fingerprinted.
+  void AddOverwrittenInput(int32_t slot, const TensorView& tensor);
   void EndOp(std::string args);
   // Same, with the interval the engine measured (MonotonicNowNs clock).
   void EndOp(std::string args, int64_t start_ns, int64_t end_ns);

@@ -142,9 +142,17 @@ StatusOr<DataflowGraph> BuildDataflowGraph(const Trace& trace, const GraphOption
   if (n == 0) add_edge(g.source(), g.sink(), kNoId);
 
   // Input dependence, in topological order; if no tensor looks like a model
-  // input, treat every never-produced tensor as one rather than lose the graph.
-  for (int pass = 0; pass < 2; ++pass) {
-    const bool all_unproduced_are_inputs = pass == 1;
+  // input, treat every never-produced tensor as one rather than lose the graph;
+  // if there is none either (a script that makes its inputs with recorded ops:
+  // torch.randn with a seed, randint, from_numpy), the results of creation ops
+  // (ops that read no other op's result) are the inputs.
+  std::vector<bool> creation_op(static_cast<size_t>(n), true);
+  for (int32_t v = 0; v < n; ++v) {
+    for (int32_t e : g.in_edges[v]) creation_op[v] = creation_op[v] && g.edges[e].from == g.source();
+  }
+  for (int pass = 0; pass < 3; ++pass) {
+    const bool all_unproduced_are_inputs = pass >= 1;
+    const bool created_are_inputs = pass == 2;
     g.input_dependent.assign(static_cast<size_t>(n), false);
     bool any = false;
     for (int32_t v = 0; v < n; ++v) {
@@ -156,7 +164,7 @@ StatusOr<DataflowGraph> BuildDataflowGraph(const Trace& trace, const GraphOption
           dep = it != g.origin.end() &&
                 (it->second == TensorOrigin::kModelInput || all_unproduced_are_inputs);
         } else {
-          dep = g.input_dependent[edge.from];
+          dep = g.input_dependent[edge.from] || (created_are_inputs && edge.from < n && creation_op[edge.from]);
         }
         if (dep) {
           g.input_dependent[v] = true;

@@ -358,6 +358,20 @@ void Recorder::AddInput(int32_t slot, const TensorView& tensor) {
   p.input_storages.emplace_back(tensor.storage_addr, id);
 }
 
+void Recorder::AddOverwrittenInput(int32_t slot, const TensorView& tensor) {
+  ThreadState& ts = Local(generation_);
+  if (ts.ops.empty()) return;
+  PendingOp& p = ts.ops.back();
+  const TensorKey key = KeyOf(tensor);
+  int64_t id;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    id = NewTensor(tensor, /*is_output=*/true, p.event.id, &key);
+  }
+  p.links.push_back({p.event.id, TensorRole::kInput, slot, id});
+  p.input_storages.emplace_back(tensor.storage_addr, id);
+}
+
 void Recorder::AddOutput(int32_t slot, const TensorView& tensor) {
   ThreadState& ts = Local(generation_);
   if (ts.ops.empty()) return;

@@ -17,7 +17,10 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 #include "magneton/recorder.h"
 #include "pyhooks/python_stack.h"
@@ -116,10 +119,43 @@ bool IsViewOp(const at::RecordFunction& fn) {
   return view;
 }
 
+// Arguments an op only writes: out= arguments, and self of the in-place ops
+// that overwrite it without reading it (copy_, fill_, zero_, the random
+// fills). Their old value is not an input: recording it would link the op to
+// whatever earlier value had the same address, layout and version (a freed
+// result of the previous iteration that the allocator handed out again).
+// Cached like IsViewOp; indexed by argument position.
+const std::vector<bool>& WriteOnlyArgs(const at::RecordFunction& fn) {
+  struct Entry {
+    std::string text;
+    std::vector<bool> write_only;
+  };
+  thread_local std::unordered_map<const char*, Entry> cache;
+  const char* name = fn.name();
+  auto it = cache.find(name);
+  if (it != cache.end() && it->second.text == name) return it->second.write_only;
+  static const std::unordered_set<std::string_view> kOverwrite = {
+      "aten::copy_",    "aten::fill_",     "aten::zero_",     "aten::normal_",      "aten::uniform_",
+      "aten::random_",  "aten::bernoulli_", "aten::exponential_", "aten::geometric_", "aten::cauchy_",
+      "aten::log_normal_"};
+  std::vector<bool> write_only;
+  if (auto op = fn.operator_name()) {
+    if (auto handle = c10::Dispatcher::singleton().findSchema(*op)) {
+      const auto& arguments = handle->schema().arguments();
+      write_only.resize(arguments.size(), false);
+      for (size_t i = 0; i < arguments.size(); ++i) write_only[i] = arguments[i].is_out();
+      if (!write_only.empty() && kOverwrite.count(std::string_view(name))) write_only[0] = true;
+    }
+  }
+  auto& entry = cache[name];
+  entry = {name, std::move(write_only)};
+  return entry.write_only;
+}
+
 // initialized: false for the outputs of allocation ops (aten::empty*), whose
 // values are whatever the allocator left there: never fingerprinted.
 void AddTensor(Recorder& rec, bool output, int32_t slot, const at::Tensor& t, bool is_view = false,
-               bool initialized = true) {
+               bool initialized = true, bool overwritten = false) {
   TensorView v;
   v.is_view = is_view;
   v.dtype = DtypeName(t.scalar_type());
@@ -146,6 +182,8 @@ void AddTensor(Recorder& rec, bool output, int32_t slot, const at::Tensor& t, bo
   }
   if (output) {
     rec.AddOutput(slot, v);
+  } else if (overwritten) {
+    rec.AddOverwrittenInput(slot, v);
   } else {
     rec.AddInput(slot, v);
   }
@@ -158,11 +196,13 @@ void AppendInt(std::string& out, int64_t v) {
 }
 
 // Appends a compact text of a non-tensor argument; tensors become "%".
+// overwritten: a write-only argument (WriteOnlyArgs), linked for its slot as
+// a new value of this op's (Recorder::AddOverwrittenInput), not fingerprinted.
 void VisitValue(Recorder& rec, bool output, int32_t& slot, const c10::IValue& iv, std::string* args,
-                bool is_view = false, bool initialized = true) {
+                bool is_view = false, bool initialized = true, bool overwritten = false) {
   if (iv.isTensor()) {
     const at::Tensor& t = iv.toTensor();
-    if (t.defined()) AddTensor(rec, output, slot, t, is_view, initialized);
+    if (t.defined()) AddTensor(rec, output, slot, t, is_view, initialized && !overwritten, overwritten);
     ++slot;
     if (args) args->append(t.defined() ? "%" : "None");
   } else if (iv.isList() || iv.isTuple()) {
@@ -171,7 +211,7 @@ void VisitValue(Recorder& rec, bool output, int32_t& slot, const c10::IValue& iv
     auto visit = [&](const c10::IValue& e) {
       if (args && !first) args->push_back(',');
       first = false;
-      VisitValue(rec, output, slot, e, args, is_view, initialized);
+      VisitValue(rec, output, slot, e, args, is_view, initialized, overwritten);
     };
     if (iv.isList()) {
       for (const c10::IValue& e : iv.toListRef()) visit(e);
@@ -227,10 +267,14 @@ std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
   int32_t slot = 0;
   ctx->args.reserve(32);
   bool first = true;
+  const std::vector<bool>& write_only = WriteOnlyArgs(fn);
+  size_t position = 0;
   for (const c10::IValue& iv : fn.inputs()) {
     if (!first) ctx->args.push_back(',');
     first = false;
-    VisitValue(*rec, /*output=*/false, slot, iv, &ctx->args);
+    const bool overwritten = position < write_only.size() && write_only[position];
+    VisitValue(*rec, /*output=*/false, slot, iv, &ctx->args, false, true, overwritten);
+    ++position;
   }
   return ctx;
 }

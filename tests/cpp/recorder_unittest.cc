@@ -91,6 +91,36 @@ TEST(Recorder, OutputsOfRepeatedAllocationsAreDistinctValues) {
   EXPECT_NE(Output(*trace, op1), Output(*trace, op2));
 }
 
+TEST(Recorder, AnOverwrittenArgumentIsNotTheEarlierValueAtItsAddress) {
+  // Iteration 1's result lived at 0x3000 and was freed; iteration 2's
+  // copy_ writes a fresh buffer the allocator placed at the same address,
+  // same layout and version. Its self is not a read of iteration 1's value.
+  std::string path = TempPath("overwrite.mtrace");
+  ASSERT_TRUE(Recorder::Start(path, RunMetadata{}).ok());
+  Recorder* rec = Recorder::Active();
+  FakeTensor buf{0x3000, 0, {4}, {1}}, src{0x4000, 0, {4}, {1}};
+  int64_t first = rec->BeginOp(rec->InternString("aten::sort"), kNoId);
+  rec->AddOutput(0, buf.view());
+  rec->EndOp("");
+  int64_t copy = rec->BeginOp(rec->InternString("aten::copy_"), kNoId);
+  rec->AddOverwrittenInput(0, buf.view());
+  rec->AddInput(1, src.view());
+  FakeTensor written = buf;
+  written.version = 1;
+  rec->AddOutput(0, written.view());
+  rec->EndOp("");
+  int64_t reader = rec->BeginOp(rec->InternString("aten::sum"), kNoId);
+  rec->AddInput(0, written.view());
+  rec->EndOp("");
+  ASSERT_TRUE(Recorder::Stop().ok());
+  auto trace = ReadTrace(path);
+  ASSERT_TRUE(trace.ok());
+  const int64_t self_id = Input(*trace, copy, 0);
+  EXPECT_NE(self_id, Output(*trace, first));                // not iteration 1's value
+  EXPECT_EQ(trace->tensors[self_id].producer_op_id, copy);  // the op's own buffer: no edge
+  EXPECT_EQ(Input(*trace, reader), Output(*trace, copy));
+}
+
 TEST(Recorder, AViewIdenticalToItsInputIsTheSameValue) {
   // torch's matrix_exp views its input with the same shape; later reads of
   // the input must not depend on that call.
