@@ -49,10 +49,6 @@ class Matcher {
     Level la, lb;
     for (int32_t v = 0; v < a_.graph->op_count(); ++v) la.members.push_back(v);
     for (int32_t v = 0; v < b_.graph->op_count(); ++v) lb.members.push_back(v);
-    // Equal input creation and side computation pair up across the whole
-    // trace first: left to the partition, a weight's init joins its first
-    // consumer's region, which need not be the same region on both sides.
-    PeelEqualSources(la, lb, 0);
     MatchLevel(la, lb, {}, true, {}, 0);
     std::vector<bool> used_a(static_cast<size_t>(a_.graph->op_count()), false);
     std::vector<bool> used_b(static_cast<size_t>(b_.graph->op_count()), false);
