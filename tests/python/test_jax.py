@@ -108,18 +108,26 @@ def test_prng_keys_carry_dataflow_into_the_key_implementation(small_trace):
             assert db.query("SELECT producer_op_id FROM tensors WHERE id = ?", t)[0][0] is not None
 
 
-def test_call_paths_end_at_the_users_line_and_scopes_come_from_named_scopes(small_trace):
+def test_call_paths_keep_the_users_line_and_the_jax_api_it_called(small_trace):
     script, trace = small_trace
     db = TraceDB(trace)
     (dot, scope_id, path_id, *_), = db.ops("jax::dot_general")
     frames = db.call_path(path_id)
-    assert frames[-1] == (script, line_of(SMALL, "h = jnp.tanh(x @ w)"), "layer")
-    assert frames[0] == (script, line_of(SMALL, "y = layer(w, x)"), "<module>")
-    assert all("jax/_src" not in f and "magneton" not in f for f, _, _ in frames)
+    user = [f for f in frames if "jax/_src" not in f[0]]
+    assert user[-1] == (script, line_of(SMALL, "h = jnp.tanh(x @ w)"), "layer")
+    assert user[0] == (script, line_of(SMALL, "y = layer(w, x)"), "<module>")
+    # Below the user's line: the JAX API it called (x @ w -> lax dot_general),
+    # never JAX's dispatch machinery or magneton.
+    api = frames[frames.index(user[-1]) + 1:]
+    assert api and all("jax/_src" in f for f, _, _ in api), api
+    assert any(f.endswith("lax/lax.py") for f, _, _ in api), api
+    dispatch = ("/core.py", "/pjit.py", "/interpreters/", "/api.py", "/dispatch.py")
+    assert not any(d in f for f, _, _ in frames for d in dispatch), frames
+    assert all("magneton" not in f for f, _, _ in frames)
     assert db.scope_path(scope_id) == "dense"
     (_, scope_id, path_id, *_), = db.ops("jax::iota")
     assert scope_id is None
-    assert db.call_path(path_id)[-1][1] == line_of(SMALL, "x = jnp.arange")
+    assert [f for f in db.call_path(path_id) if "jax/_src" not in f[0]][-1][1] == line_of(SMALL, "x = jnp.arange")
 
 
 def test_meta_and_config_snapshot(small_trace):
