@@ -25,6 +25,9 @@ struct FrameRef {
 FrameRef ParseFrame(const std::string& text);
 // Frames inside torch, transformers and other installed packages.
 bool IsLibraryFrame(const FrameRef& frame);
+// A frame that only passes a call on (a decorator's wrapper, nn.Module's
+// __call__ machinery, functools/contextlib): never a site's api_frame.
+bool IsPassThroughFrame(const FrameRef& frame);
 
 // Where the ops of one side came from: the innermost frame outside library
 // code (the developer's line) and the innermost frame overall.

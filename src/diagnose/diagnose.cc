@@ -42,7 +42,12 @@ std::vector<SourceSite> SitesOf(const Trace& t, PathCache& paths, const std::vec
     for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
       if (!IsLibraryFrame(ParseFrame(*it))) {
         user = *it;
-        if (it != frames.rbegin()) api = *std::prev(it);
+        // The first frame inside the user's that does more than pass the call on.
+        for (auto in = it; in != frames.rbegin();) {
+          --in;
+          api = *in;
+          if (!IsPassThroughFrame(ParseFrame(*in))) break;
+        }
         break;
       }
     }

@@ -1,5 +1,6 @@
 // Call-path frames as text ("file:line:function", Trace::CallPathFrames).
 #include <cstdlib>
+#include <cstring>
 
 #include "magneton/diagnose.h"
 
@@ -30,6 +31,21 @@ bool IsLibraryFrame(const FrameRef& frame) {
   // frames: a developer fixes their code, not these.
   for (const char* marker : {"site-packages/", "dist-packages/", "/torch/", "/transformers/", "<frozen", "/lib/python"}) {
     if (frame.file.find(marker) != std::string::npos) return true;
+  }
+  return false;
+}
+
+bool IsPassThroughFrame(const FrameRef& frame) {
+  for (const char* file : {"/torch/utils/_contextlib.py", "/functools.py", "/contextlib.py", "<frozen"}) {
+    if (frame.file.find(file) != std::string::npos) return true;
+  }
+  for (const char* fn : {"_call_impl", "_wrapped_call_impl", "decorate_context", "wrapper", "wrapped", "inner"}) {
+    const std::string& f = frame.function;
+    // The function's own name: "decorate_context" or "<locals>.decorate_context".
+    if (f == fn || (f.size() > std::strlen(fn) && f.compare(f.size() - std::strlen(fn), std::string::npos, fn) == 0 &&
+                    f[f.size() - std::strlen(fn) - 1] == '.')) {
+      return true;
+    }
   }
   return false;
 }

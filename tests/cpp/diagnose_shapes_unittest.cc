@@ -42,3 +42,19 @@ TEST(DiagnoseShapes, SameOrSmallerInputsSayNothing) {
 
 }  // namespace
 }  // namespace magneton::diagnose
+
+namespace magneton::diagnose {
+namespace {
+
+TEST(DiagnoseFrames, PassThroughFramesAreNotTheApi) {
+  EXPECT_TRUE(IsPassThroughFrame(
+      ParseFrame("/py/site-packages/torch/utils/_contextlib.py:124:context_decorator.<locals>.decorate_context")));
+  EXPECT_TRUE(IsPassThroughFrame(ParseFrame("/py/site-packages/torch/nn/modules/module.py:1784:_call_impl")));
+  EXPECT_TRUE(IsPassThroughFrame(ParseFrame("/usr/lib/python3.11/functools.py:50:wrapper")));
+  EXPECT_FALSE(IsPassThroughFrame(ParseFrame("/py/site-packages/transformers/generation/utils.py:2100:generate")));
+  EXPECT_FALSE(IsPassThroughFrame(ParseFrame("/py/site-packages/jax/_src/scipy/linalg.py:312:expm")));
+  EXPECT_FALSE(IsPassThroughFrame(ParseFrame("/x/model.py:10:wrapper_config")));  // a name, not a suffix match
+}
+
+}  // namespace
+}  // namespace magneton::diagnose
