@@ -111,6 +111,10 @@ struct DetectResult {
   std::vector<Finding> findings;
 };
 
+// The median of `values` (the mean of the middle two for an even count); 0
+// for none.
+double Median(std::vector<double> values);
+
 // The classification rule on one (aggregated) region.
 Verdict Classify(const SideCost& a, const SideCost& b, bool outputs_agree, const Options& options);
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -141,6 +142,11 @@ struct Trace {
   // Outermost first: {"examples/gpt2.py:12:main", ...}.
   std::vector<std::string> CallPathFrames(int64_t call_path_id) const;
   std::string FrameText(int64_t frame_id) const;
+  // The op's tensor links, inputs then outputs, each by slot (op_tensors is
+  // sorted by (op_id, role, slot)); empty for an unknown op.
+  std::span<const OpTensor> LinksOf(int64_t op_id) const;
 };
+
+inline bool IsRecorderOp(const Trace& trace, const OpEvent& op) { return IsRecorderOp(trace.str(op.name_id)); }
 
 }  // namespace magneton

@@ -44,15 +44,6 @@ SideSummary Summarize(const Trace& t, const energy::Attribution& e) {
   return s;
 }
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  const double hi = v[mid];
-  if (v.size() % 2 == 1) return hi;
-  return (*std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)) + hi) / 2;
-}
-
 // Same work on both sides: the verdict stands only if the typical op pair
 // (median energy ratio) differs by more than tau, over enough pairs. A real
 // cause (a kernel choice, a thread count) slows every pair; timing noise on a
@@ -113,6 +104,15 @@ void Finish(Finding& f, const DetectResult& r, const Options& options) {
 }
 
 }  // namespace
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  const double hi = v[mid];
+  if (v.size() % 2 == 1) return hi;
+  return (*std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)) + hi) / 2;
+}
 
 StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa, const energy::Attribution& ea,
                                        const Trace& b, const FingerprintMap& fb, const energy::Attribution& eb,

@@ -18,14 +18,12 @@ struct InputShape {
 
 std::vector<InputShape> InputsOf(const Trace& trace, int64_t op_id) {
   std::vector<InputShape> out;
-  auto lo = std::lower_bound(trace.op_tensors.begin(), trace.op_tensors.end(), op_id,
-                             [](const OpTensor& l, int64_t id) { return l.op_id < id; });
-  for (auto it = lo; it != trace.op_tensors.end() && it->op_id == op_id; ++it) {
-    if (it->role != TensorRole::kInput) continue;
-    const TensorMeta* t = it->tensor_id >= 0 && static_cast<size_t>(it->tensor_id) < trace.tensors.size()
-                              ? &trace.tensors[static_cast<size_t>(it->tensor_id)]
+  for (const OpTensor& l : trace.LinksOf(op_id)) {
+    if (l.role != TensorRole::kInput) continue;
+    const TensorMeta* t = l.tensor_id >= 0 && static_cast<size_t>(l.tensor_id) < trace.tensors.size()
+                              ? &trace.tensors[static_cast<size_t>(l.tensor_id)]
                               : nullptr;
-    out.push_back({it->slot, t});
+    out.push_back({l.slot, t});
   }
   return out;
 }

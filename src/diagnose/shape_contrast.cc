@@ -18,12 +18,10 @@ struct Inputs {
 
 Inputs InputsOf(const Trace& t, int64_t op_id) {
   Inputs in;
-  auto lo = std::lower_bound(t.op_tensors.begin(), t.op_tensors.end(), op_id,
-                             [](const OpTensor& l, int64_t id) { return l.op_id < id; });
-  for (auto it = lo; it != t.op_tensors.end() && it->op_id == op_id; ++it) {
-    if (it->role != TensorRole::kInput || it->tensor_id < 0 || static_cast<size_t>(it->tensor_id) >= t.tensors.size())
+  for (const OpTensor& l : t.LinksOf(op_id)) {
+    if (l.role != TensorRole::kInput || l.tensor_id < 0 || static_cast<size_t>(l.tensor_id) >= t.tensors.size())
       continue;
-    const TensorMeta& m = t.tensors[static_cast<size_t>(it->tensor_id)];
+    const TensorMeta& m = t.tensors[static_cast<size_t>(l.tensor_id)];
     double n = 1;
     for (int64_t d : m.shape) n *= static_cast<double>(d);
     in.elements += n;

@@ -156,10 +156,7 @@ StatusOr<Attribution> AttributeEnergy(const Trace& trace, const std::vector<Ener
 
   // The recorder's own ops (IsRecorderOp): their energy is not the job's.
   std::vector<bool> recorder_op(trace.ops.size(), false);
-  for (size_t i = 0; i < trace.ops.size(); ++i) {
-    const int64_t name = trace.ops[i].name_id;
-    recorder_op[i] = name >= 0 && static_cast<size_t>(name) < trace.strings.size() && IsRecorderOp(trace.strings[name]);
-  }
+  for (size_t i = 0; i < trace.ops.size(); ++i) recorder_op[i] = IsRecorderOp(trace, trace.ops[i]);
   std::vector<Piece> pieces, issue_pieces;
   std::vector<int64_t> parent(trace.ops.size(), -1);
   ExclusivePieces(trace, recorder_op, &pieces, &issue_pieces, &parent);

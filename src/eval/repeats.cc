@@ -12,13 +12,6 @@
 namespace magneton::eval {
 namespace {
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 // The most pairs that flagged one and the same region as waste at setting i.
 size_t MaxSameRegionVotes(const std::vector<CaseResult>& pairs, size_t i) {
   std::map<std::string, size_t> votes;
@@ -101,8 +94,8 @@ CaseResult CombineRepeats(std::vector<CaseResult> pairs, size_t headline_index) 
     record_s += p.record_seconds;
     diff_s += p.diff_seconds;
   }
-  out.energy_a_uj = Median(ea);
-  out.energy_b_uj = Median(eb);
+  out.energy_a_uj = detect::Median(ea);
+  out.energy_b_uj = detect::Median(eb);
   out.record_seconds = record_s;
   out.diff_seconds = diff_s;
   return out;

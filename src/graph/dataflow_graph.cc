@@ -31,13 +31,8 @@ StatusOr<DataflowGraph> BuildDataflowGraph(const Trace& trace, const GraphOption
   // Nodes in op-id order: ids are handed out at op begin, so a producer's id
   // is below every consumer's and id order is a topological order.
   std::vector<size_t> node_ops;
-  std::vector<bool> recorder_op(op_total, false);
   for (size_t i = 0; i < op_total; ++i) {
-    const int64_t name = trace.ops[i].name_id;
-    recorder_op[i] = name >= 0 && static_cast<size_t>(name) < trace.strings.size() && IsRecorderOp(trace.strings[name]);
-  }
-  for (size_t i = 0; i < op_total; ++i) {
-    if (recorder_op[i]) continue;  // the recorder's own work: not a node, folded nowhere
+    if (IsRecorderOp(trace, trace.ops[i])) continue;  // the recorder's own work: not a node, folded nowhere
     const bool is_node = options.leaf_ops ? !has_child[i] : parent_index(i) < 0;
     if (is_node) node_ops.push_back(i);
   }

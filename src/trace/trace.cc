@@ -35,4 +35,11 @@ std::vector<std::string> Trace::CallPathFrames(int64_t call_path_id) const {
   return out;
 }
 
+std::span<const OpTensor> Trace::LinksOf(int64_t op_id) const {
+  auto lo = std::lower_bound(op_tensors.begin(), op_tensors.end(), op_id,
+                             [](const OpTensor& l, int64_t id) { return l.op_id < id; });
+  auto hi = std::upper_bound(lo, op_tensors.end(), op_id, [](int64_t id, const OpTensor& l) { return id < l.op_id; });
+  return {lo, hi};
+}
+
 }  // namespace magneton
