@@ -21,6 +21,12 @@ struct OpEnergy {
   // thread, so it is part of unattributed_uj, never of another op's.
   double issue_uj = 0;
   int64_t issue_ns = 0;
+  // The recorder's ops nested inside this one (--values fingerprinting,
+  // kFingerprintOpName): inside the op's interval but not its work, so in
+  // neither exclusive_uj nor inclusive_uj. The op's own time is its interval
+  // less recorder_ns.
+  double recorder_uj = 0;
+  int64_t recorder_ns = 0;
 };
 
 struct Attribution {

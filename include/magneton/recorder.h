@@ -50,6 +50,11 @@ struct TensorBuffer;  // magneton/fingerprint.h
 
 int64_t MonotonicNowNs();
 
+// The recorder op that covers --values fingerprinting on the traced thread
+// (an IsRecorderOp name): its time and energy are the recorder's, not the
+// enclosing op's, and not the job's.
+inline constexpr std::string_view kFingerprintOpName = "magneton::fingerprint";
+
 class Recorder {
  public:
   static Status Start(const std::string& path, const RunMetadata& meta, RecorderOptions options = {});
@@ -130,6 +135,7 @@ class Recorder {
   uint64_t generation_;
   bool record_values_;
   std::atomic<int64_t> next_op_id_{0};
+  int64_t fingerprint_name_id_ = kNoId;  // interned kFingerprintOpName, with --values
 };
 
 }  // namespace magneton

@@ -1,6 +1,8 @@
 // What one region costs on one side, and whether its outputs agree.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "magneton/detect.h"
 
 namespace magneton::detect {
@@ -14,14 +16,18 @@ SideCost CostOf(const Trace& trace, const energy::Attribution& attribution, cons
     // node also carries its issue time: the host code between the previous op
     // and this one (Python, dispatch, frees) is part of what the region costs,
     // wherever an engine draws its op boundaries.
+    // The recorder's fingerprinting nested in it is neither its energy nor
+    // its time.
+    int64_t recorder_ns = 0;
     if (static_cast<size_t>(id) < attribution.ops.size()) {
       const energy::OpEnergy& e = attribution.ops[id];
       cost.energy_uj += e.inclusive_uj + e.issue_uj;
       cost.time_ns += e.issue_ns;
       cost.issue_uj += e.issue_uj;
+      recorder_ns = e.recorder_ns;
     }
     const OpEvent& op = trace.ops[id];
-    if (op.end_ns > op.start_ns) cost.time_ns += op.end_ns - op.start_ns;
+    if (op.end_ns > op.start_ns) cost.time_ns += std::max<int64_t>(0, op.end_ns - op.start_ns - recorder_ns);
   }
   return cost;
 }

@@ -38,7 +38,8 @@ SideSummary Summarize(const Trace& t, const energy::Attribution& e) {
   s.duration_ns = e.window_end_ns - e.window_start_ns;
   s.op_count = t.ops.size();
   s.job_uj = e.job_uj;
-  s.job_ns = e.ops_end_ns - e.ops_start_ns;
+  // The recorder's own ops (fingerprinting, JAX warm-up) are not the job's time either.
+  s.job_ns = std::max<int64_t>(0, e.ops_end_ns - e.ops_start_ns - e.recorder_ns);
   s.idle_in_job_uj = e.idle_in_job_uj;
   s.issue_uj = e.issue_uj;
   return s;

@@ -103,7 +103,7 @@ DeviationPoint Deviation(const Trace& costly, PathCache& costly_paths, const std
   // its op whose path shares the most with the representative's.
   if (cheap_ops.empty()) {
     for (const OpEvent& op : cheap.ops) {
-      if (op.parent_id == kNoId) cheap_ops.push_back(op.id);
+      if (op.parent_id == kNoId && !IsRecorderOp(cheap, op)) cheap_ops.push_back(op.id);
     }
   }
   const auto& rep_path = costly_paths.Of(rep);

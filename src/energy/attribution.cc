@@ -259,8 +259,18 @@ StatusOr<Attribution> AttributeEnergy(const Trace& trace, const std::vector<Ener
     if (x.end_ns != y.end_ns) return x.end_ns < y.end_ns;
     return a > b;
   });
-  for (size_t i : order)
-    if (parent[i] >= 0 && !recorder_op[i]) out.ops[static_cast<size_t>(parent[i])].inclusive_uj += out.ops[i].inclusive_uj;
+  for (size_t i : order) {
+    if (parent[i] < 0) continue;
+    OpEnergy& up = out.ops[static_cast<size_t>(parent[i])];
+    if (recorder_op[i]) {
+      up.recorder_ns += out.ops[i].exclusive_ns;
+      up.recorder_uj += out.ops[i].exclusive_uj;
+    } else {
+      up.inclusive_uj += out.ops[i].inclusive_uj;
+      up.recorder_ns += out.ops[i].recorder_ns;
+      up.recorder_uj += out.ops[i].recorder_uj;
+    }
+  }
   // The job is the work compared: the recorder's own ops inside it are not.
   out.job_uj -= out.recorder_uj;
   return out;

@@ -58,10 +58,20 @@ struct PairHash {
   }
 };
 
+// Time the recorder itself spent on a thread while an op was pending
+// (computing --values fingerprints): written as a recorder op
+// (kFingerprintOpName) when the op ends, so attribution charges it to the
+// recorder and not to the op that happened to be running.
+struct RecorderSpan {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+};
+
 struct PendingOp {
   OpEvent event;
   std::vector<OpTensor> links;
   std::vector<std::pair<uint64_t, int64_t>> input_storages;  // (storage address, tensor id) per input
+  std::vector<RecorderSpan> recorder_spans;
 };
 
 // A view of one value with one layout: the key under which a fingerprint may
@@ -169,7 +179,10 @@ Status Recorder::Start(const std::string& path, const RunMetadata& meta, Recorde
   }
   MAGNETON_ASSIGN_OR_RETURN(auto writer, TraceWriter::Create(path, m, options.writer));
   auto* rec = new Recorder(std::move(writer), g_generation.fetch_add(1) + 1, options.record_values);
-  if (options.record_values) rec->writer_->SetMeta("values", "fingerprints");
+  if (options.record_values) {
+    rec->writer_->SetMeta("values", "fingerprints");
+    rec->fingerprint_name_id_ = rec->InternString(kFingerprintOpName);
+  }
   if (options.sample_energy) {
     auto session = EnergySession::Start(rec->writer_.get());
     if (session.ok()) {
@@ -337,7 +350,11 @@ void Recorder::FingerprintValue(int64_t tensor_id, const TensorView& t, int64_t 
   buffer.dtype = *dtype;
   buffer.shape.assign(t.sizes, t.sizes + t.ndim);
   if (t.strides) buffer.strides.assign(t.strides, t.strides + t.ndim);
+  const int64_t start_ns = MonotonicNowNs();
   auto fp = EncodeValueFingerprint(buffer);
+  const int64_t end_ns = MonotonicNowNs();
+  ThreadState& ts = Local(generation_);
+  if (!ts.ops.empty()) ts.ops.back().recorder_spans.push_back({start_ns, end_ns});
   if (!fp.ok()) return;
   auto encoded = std::make_shared<const std::string>(std::move(fp).value());
   writer_->AppendFingerprint(tensor_id, std::string(kFingerprintKind), *encoded);
@@ -394,6 +411,22 @@ void Recorder::EndOp(std::string args, int64_t start_ns, int64_t end_ns) {
   if (start_ns > 0) p.event.start_ns = start_ns;
   p.event.end_ns = end_ns;
   p.event.args = std::move(args);
+  // The recorder's spans nest in the op when they lie inside its interval;
+  // an engine that reads the end time before its outputs are fingerprinted
+  // (ggml) leaves them after it, beside the op in its parent.
+  const int64_t outer_parent = p.event.parent_id;
+  for (const RecorderSpan& span : p.recorder_spans) {
+    OpEvent r;
+    r.id = ReserveOpId();
+    r.name_id = fingerprint_name_id_;
+    r.thread_id = p.event.thread_id;
+    r.parent_id = span.start_ns >= p.event.start_ns && span.end_ns <= p.event.end_ns ? p.event.id : outer_parent;
+    r.scope_id = p.event.scope_id;
+    r.call_path_id = p.event.call_path_id;
+    r.start_ns = span.start_ns;
+    r.end_ns = span.end_ns;
+    writer_->AppendOp(std::move(r), {});
+  }
   writer_->AppendOp(std::move(p.event), p.links);
   ts.ops.pop_back();
 }

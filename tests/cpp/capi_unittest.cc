@@ -19,15 +19,32 @@ TEST(CApi, ExampleProgramRecordsATrace) {
   ASSERT_TRUE(trace.ok()) << trace.status().message();
   EXPECT_EQ(trace->meta.engine, "native-c");
   EXPECT_EQ(trace->meta.label, "c-example");
-  ASSERT_EQ(trace->ops.size(), 2u);
-  EXPECT_EQ(trace->str(trace->ops[0].name_id), "native::matmul_relu");
-  EXPECT_EQ(trace->ScopePath(trace->ops[0].scope_id), "blk.0");
-  EXPECT_EQ(trace->ScopePath(trace->ops[1].scope_id), "blk.1");
+  // The two layers, and the recorder's fingerprinting (--values) as its own
+  // ops nested in them.
+  std::vector<OpEvent> layers;
+  int recorder_ops = 0;
+  for (const OpEvent& op : trace->ops) {
+    if (!IsRecorderOp(*trace, op)) {
+      layers.push_back(op);
+      continue;
+    }
+    ++recorder_ops;
+    EXPECT_EQ(trace->str(op.name_id), "magneton::fingerprint");
+    ASSERT_NE(op.parent_id, kNoId);
+    const OpEvent& parent = trace->ops[op.parent_id];
+    EXPECT_GE(op.start_ns, parent.start_ns);
+    EXPECT_LE(op.end_ns, parent.end_ns);
+  }
+  ASSERT_EQ(layers.size(), 2u);
+  EXPECT_GE(recorder_ops, 4);  // one per fingerprinted value
+  EXPECT_EQ(trace->str(layers[0].name_id), "native::matmul_relu");
+  EXPECT_EQ(trace->ScopePath(layers[0].scope_id), "blk.0");
+  EXPECT_EQ(trace->ScopePath(layers[1].scope_id), "blk.1");
   // Layer 0's output is layer 1's input: one tensor id.
   int64_t out0 = kNoId, in1 = kNoId;
   for (const OpTensor& l : trace->op_tensors) {
-    if (l.op_id == trace->ops[0].id && l.role == TensorRole::kOutput) out0 = l.tensor_id;
-    if (l.op_id == trace->ops[1].id && l.role == TensorRole::kInput && l.slot == 0) in1 = l.tensor_id;
+    if (l.op_id == layers[0].id && l.role == TensorRole::kOutput) out0 = l.tensor_id;
+    if (l.op_id == layers[1].id && l.role == TensorRole::kInput && l.slot == 0) in1 = l.tensor_id;
   }
   ASSERT_NE(out0, kNoId);
   EXPECT_EQ(out0, in1);

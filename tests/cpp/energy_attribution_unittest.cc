@@ -9,9 +9,10 @@
 namespace magneton::energy {
 namespace {
 
-OpEvent Op(int64_t id, int64_t thread, int64_t start, int64_t end) {
+OpEvent Op(int64_t id, int64_t thread, int64_t start, int64_t end, int64_t parent_id = kNoId) {
   OpEvent op;
   op.id = id;
+  op.parent_id = parent_id;
   op.thread_id = thread;
   op.start_ns = start;
   op.end_ns = end;
@@ -124,6 +125,25 @@ TEST(AttributionTest, RecorderOpsAreLeftOutOfTheJob) {
   EXPECT_DOUBLE_EQ(a->ops[2].issue_uj, 10);
   EXPECT_EQ(a->ops[2].issue_ns, 10);
   EXPECT_DOUBLE_EQ(a->unclaimed_in_job_uj, 0);
+}
+
+TEST(AttributionTest, FingerprintingInsideAnOpIsNeitherItsEnergyNorItsTime) {
+  // [10,50) an op whose child [20,30) computes and whose recorder op
+  // [35,45) fingerprints its output: the op keeps [10,20)+[30,35)+[45,50)
+  // and its child, the recorder takes [35,45), the job is 40 - 10.
+  Trace trace;
+  trace.strings = {"aten::linear", "aten::addmm", "magneton::fingerprint"};
+  trace.ops = {Op(0, 1, 10, 50), Op(1, 1, 20, 30, 0), Op(2, 1, 35, 45, 0)};
+  trace.ops[1].name_id = 1;
+  trace.ops[2].name_id = 2;
+  auto a = AttributeEnergy(trace, Samples(0, 60, 5, [](int64_t) { return 1.0; }), "cpu-package-0");
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_DOUBLE_EQ(a->ops[0].exclusive_uj, 20);
+  EXPECT_DOUBLE_EQ(a->ops[0].inclusive_uj, 30);
+  EXPECT_DOUBLE_EQ(a->ops[0].recorder_uj, 10);
+  EXPECT_EQ(a->ops[0].recorder_ns, 10);
+  EXPECT_DOUBLE_EQ(a->recorder_uj, 10);
+  EXPECT_DOUBLE_EQ(a->job_uj, 30);
 }
 
 TEST(AttributionTest, InterpolatesBetweenCoarseSamples) {

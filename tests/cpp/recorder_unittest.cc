@@ -280,5 +280,58 @@ TEST(Recorder, OpsFromManyThreadsNestPerThread) {
   EXPECT_EQ(trace->tensors.size(), static_cast<size_t>(kThreads * kOps * 2));
 }
 
+// --values fingerprints are computed on the traced thread while the op is
+// pending: that time is written as a recorder op, nested in the op when it
+// lies inside the op's interval, beside it when an engine reported an end
+// time before its outputs were fingerprinted.
+TEST(Recorder, FingerprintingIsARecorderOpOfItsOwn) {
+  std::string path = TempPath("fpspans.mtrace");
+  RecorderOptions options;
+  options.record_values = true;
+  ASSERT_TRUE(Recorder::Start(path, RunMetadata{}, options).ok());
+  Recorder* rec = Recorder::Active();
+  std::vector<float> buffer(1 << 16, 0.5f);
+  FakeTensor in{reinterpret_cast<uintptr_t>(buffer.data()), 0, {256, 256}, {256, 1}};
+  FakeTensor out{reinterpret_cast<uintptr_t>(buffer.data()) + 4, 0, {256, 256}, {256, 1}};
+  auto with_data = [&](const FakeTensor& t) {
+    TensorView v = t.view();
+    v.host_data = buffer.data();
+    return v;
+  };
+  const int64_t outer = rec->BeginOp(rec->InternString("engine::block"), kNoId);
+  const int64_t inner = rec->BeginOp(rec->InternString("engine::relu"), kNoId);
+  rec->AddInput(0, with_data(in));
+  rec->AddOutput(0, with_data(out));
+  rec->EndOp("");
+  // An engine that measured the op itself: its end is before the output's fingerprint.
+  const int64_t timed = rec->BeginOp(rec->InternString("engine::add"), kNoId);
+  const int64_t timed_start = MonotonicNowNs();
+  const int64_t timed_end = MonotonicNowNs();
+  FakeTensor out2{reinterpret_cast<uintptr_t>(buffer.data()) + 8, 0, {256, 256}, {256, 1}};
+  rec->AddOutput(0, with_data(out2));
+  rec->EndOp("", timed_start, timed_end);
+  rec->EndOp("");
+  ASSERT_TRUE(Recorder::Stop().ok());
+
+  auto trace = ReadTrace(path);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  std::vector<const OpEvent*> spans;
+  for (const OpEvent& op : trace->ops) {
+    if (IsRecorderOp(*trace, op)) spans.push_back(&op);
+  }
+  ASSERT_EQ(spans.size(), 3u);  // relu's input and output, add's output
+  for (const OpEvent* span : spans) EXPECT_EQ(trace->str(span->name_id), kFingerprintOpName);
+  const OpEvent& relu = trace->ops[inner];
+  EXPECT_EQ(spans[0]->parent_id, inner);
+  EXPECT_EQ(spans[1]->parent_id, inner);
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_GE(spans[k]->start_ns, relu.start_ns);
+    EXPECT_LE(spans[k]->end_ns, relu.end_ns);
+    EXPECT_LE(spans[k]->start_ns, spans[k]->end_ns);
+  }
+  EXPECT_EQ(spans[2]->parent_id, outer) << "after add's reported end: beside it, in its parent";
+  EXPECT_GE(spans[2]->start_ns, trace->ops[timed].end_ns);
+}
+
 }  // namespace
 }  // namespace magneton
