@@ -155,8 +155,14 @@ StatusOr<DataflowGraph> BuildDataflowGraph(const Trace& trace, const GraphOption
         const GraphEdge& edge = g.edges[e];
         bool dep;
         if (edge.from == g.source()) {
+          // A 0-d tensor nobody produced is a wrapped Python number (the
+          // element count torch's mean divides by), never the data: taken as
+          // the model input it once made a script's last two ops the whole
+          // input-dependent graph.
           auto it = g.origin.find(edge.tensor_id);
-          dep = it != g.origin.end() &&
+          const bool scalar = edge.tensor_id >= 0 && static_cast<size_t>(edge.tensor_id) < trace.tensors.size() &&
+                              trace.tensors[edge.tensor_id].shape.empty();
+          dep = it != g.origin.end() && !scalar &&
                 (it->second == TensorOrigin::kModelInput || all_unproduced_are_inputs);
         } else {
           dep = g.input_dependent[edge.from] || (created_are_inputs && edge.from < n && creation_op[edge.from]);

@@ -12,12 +12,15 @@
 #include <unordered_map>
 
 #include "magneton/match.h"
+#include "match/components.h"
 #include "match/cut_points.h"
 
 namespace magneton {
 namespace {
 
+using match_internal::Component;
 using match_internal::CutCandidate;
+using match_internal::IndependentComponents;
 using match_internal::LongestMonotoneChain;
 
 struct Side {
@@ -318,13 +321,73 @@ class Matcher {
     result_.regions.push_back(std::move(r));
   }
 
-  void MatchLevel(const Level& la, const Level& lb, const std::vector<TensorPair>& entry, bool from_inputs,
+  // Independent pieces (IndependentComponents) are paired in order by an
+  // equivalent output of their exits and matched on their own; what pairs
+  // leaves the level. Unpaired pieces stay, as before.
+  void MatchIndependentPieces(Level& la, Level& lb, const std::vector<TensorPair>& entry, bool from_inputs,
+                              int depth) {
+    std::vector<Component> pa = IndependentComponents(*a_.graph, la.members, la.end_node, a_.local);
+    if (pa.empty()) return;
+    std::vector<Component> pb = IndependentComponents(*b_.graph, lb.members, lb.end_node, b_.local);
+    if (pb.empty()) return;
+    TensorIndex index(options_.epsilon);
+    std::vector<std::pair<size_t, int64_t>> b_outputs;  // (piece, tensor)
+    for (size_t j = 0; j < pb.size(); ++j) {
+      for (int64_t t : FlowOutputs(*b_.graph, pb[j].sink)) {
+        auto it = b_.fingerprints->find(t);
+        if (it == b_.fingerprints->end()) continue;
+        index.Add(&it->second, static_cast<int64_t>(b_outputs.size()));
+        b_outputs.emplace_back(j, t);
+      }
+    }
+    std::vector<bool> taken(pb.size(), false);
+    std::vector<int32_t> gone_a, gone_b;
+    std::vector<int64_t> hits;
+    // Identical pieces are all equivalent to each other: look far enough to
+    // find the first one not yet taken.
+    const size_t limit = std::min<size_t>(b_outputs.size(), 4096);
+    for (const Component& ca : pa) {
+      TensorPair out{kNoId, kNoId};
+      size_t partner = pb.size();
+      for (int64_t t : FlowOutputs(*a_.graph, ca.sink)) {
+        auto it = a_.fingerprints->find(t);
+        if (it == a_.fingerprints->end()) continue;
+        index.Find(it->second, limit, &hits);
+        for (int64_t h : hits) {
+          const auto& [j, tb] = b_outputs[static_cast<size_t>(h)];
+          if (taken[j]) continue;
+          partner = j;
+          out = {t, tb};
+          break;
+        }
+        if (partner < pb.size()) break;
+      }
+      if (partner == pb.size()) continue;
+      taken[partner] = true;
+      const Component& cb = pb[partner];
+      gone_a.insert(gone_a.end(), ca.members.begin(), ca.members.end());
+      gone_b.insert(gone_b.end(), cb.members.begin(), cb.members.end());
+      MatchLevel(Level{ca.members, ca.sink}, Level{cb.members, cb.sink}, entry, from_inputs, {out}, depth + 1);
+    }
+    comparisons_ += index.comparisons();
+    if (gone_a.empty()) return;
+    std::sort(gone_a.begin(), gone_a.end());
+    std::sort(gone_b.begin(), gone_b.end());
+    auto drop = [](std::vector<int32_t>& members, const std::vector<int32_t>& gone) {
+      std::erase_if(members, [&](int32_t v) { return std::binary_search(gone.begin(), gone.end(), v); });
+    };
+    drop(la.members, gone_a);
+    drop(lb.members, gone_b);
+  }
+
+  void MatchLevel(Level la, Level lb, const std::vector<TensorPair>& entry, bool from_inputs,
                   const std::vector<TensorPair>& exit, int depth) {
     const bool verified_exit = !exit.empty();
     if (depth >= options_.max_depth || la.members.empty() || lb.members.empty()) {
       if (verified_exit) Emit(la, lb, entry, from_inputs, exit, depth);
       return;
     }
+    MatchIndependentPieces(la, lb, entry, from_inputs, depth);
     const Dominance da = ComputeDominance(a_, la);
     const Dominance db = ComputeDominance(b_, lb);
     std::vector<CutCandidate> chain = LongestMonotoneChain(Candidates(da, db));
@@ -349,7 +412,7 @@ class Matcher {
           r == 0 ? entry : std::vector<TensorPair>{{chain[r - 1].tensor_a, chain[r - 1].tensor_b}};
       std::vector<TensorPair> sub_exit =
           r < chain.size() ? std::vector<TensorPair>{{chain[r].tensor_a, chain[r].tensor_b}} : exit;
-      MatchLevel(sa, sb, sub_entry, r == 0 && from_inputs, sub_exit, depth + 1);
+      MatchLevel(std::move(sa), std::move(sb), sub_entry, r == 0 && from_inputs, sub_exit, depth + 1);
     }
   }
 

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -72,6 +73,9 @@ struct PendingOp {
   std::vector<OpTensor> links;
   std::vector<std::pair<uint64_t, int64_t>> input_storages;  // (storage address, tensor id) per input
   std::vector<RecorderSpan> recorder_spans;
+  // Values this op writes without reading (AddOverwrittenInput): garbage when
+  // the op starts, fingerprinted when the op hands them back as an output.
+  std::vector<int64_t> written_values;
 };
 
 // A view of one value with one layout: the key under which a fingerprint may
@@ -387,6 +391,7 @@ void Recorder::AddOverwrittenInput(int32_t slot, const TensorView& tensor) {
   }
   p.links.push_back({p.event.id, TensorRole::kInput, slot, id});
   p.input_storages.emplace_back(tensor.storage_addr, id);
+  if (record_values_) p.written_values.push_back(id);
 }
 
 void Recorder::AddOutput(int32_t slot, const TensorView& tensor) {
@@ -399,7 +404,14 @@ void Recorder::AddOutput(int32_t slot, const TensorView& tensor) {
       if (addr == tensor.storage_addr) viewed_id = id;
     }
   }
-  p.links.push_back({p.event.id, TensorRole::kOutput, slot, ResolveTensor(tensor, true, p.event.id, viewed_id)});
+  const int64_t id = ResolveTensor(tensor, true, p.event.id, viewed_id);
+  p.links.push_back({p.event.id, TensorRole::kOutput, slot, id});
+  // copy_'s self, an out= argument: the value exists only now.
+  auto written = std::find(p.written_values.begin(), p.written_values.end(), id);
+  if (written != p.written_values.end()) {
+    p.written_values.erase(written);
+    if (tensor.host_data) FingerprintValue(id, tensor, kNoId);
+  }
 }
 
 void Recorder::EndOp(std::string args) { EndOp(std::move(args), 0, MonotonicNowNs()); }

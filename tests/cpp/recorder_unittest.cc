@@ -121,6 +121,40 @@ TEST(Recorder, AnOverwrittenArgumentIsNotTheEarlierValueAtItsAddress) {
   EXPECT_EQ(Input(*trace, reader), Output(*trace, copy));
 }
 
+// What copy_ (or an out= op) writes is its result: fingerprinted at the op's
+// end, when the values exist, though the written argument was registered as
+// a new, not yet written value at its start. (Once it was never fingerprinted,
+// and every .contiguous() result was a tensor no match could use.)
+TEST(Recorder, TheValueAnOpWritesIsFingerprintedAtItsEnd) {
+  std::string path = TempPath("copy_values.mtrace");
+  RecorderOptions options;
+  options.record_values = true;
+  ASSERT_TRUE(Recorder::Start(path, RunMetadata{}, options).ok());
+  Recorder* rec = Recorder::Active();
+  std::vector<float> source = {1, 2, 3, 4}, buffer = {0, 0, 0, 0};
+  FakeTensor src{reinterpret_cast<uintptr_t>(source.data()), 0, {4}, {1}};
+  FakeTensor dst{reinterpret_cast<uintptr_t>(buffer.data()), 0, {4}, {1}};
+  auto with_data = [](const FakeTensor& t, const void* data) {
+    TensorView v = t.view();
+    v.host_data = data;
+    return v;
+  };
+  int64_t copy = rec->BeginOp(rec->InternString("aten::copy_"), kNoId);
+  rec->AddOverwrittenInput(0, with_data(dst, buffer.data()));
+  rec->AddInput(1, with_data(src, source.data()));
+  buffer = source;  // the kernel runs; no version bump under this dispatch
+  rec->AddOutput(0, with_data(dst, buffer.data()));
+  rec->EndOp("");
+  ASSERT_TRUE(Recorder::Stop().ok());
+  auto trace = ReadTrace(path);
+  auto fps = LoadFingerprints(path);
+  ASSERT_TRUE(trace.ok() && fps.ok());
+  const int64_t result = Output(*trace, copy);
+  EXPECT_EQ(result, Input(*trace, copy, 0));
+  ASSERT_TRUE(fps->count(result)) << "copy_'s result has no fingerprint";
+  EXPECT_TRUE(Equivalent(fps->at(result), fps->at(Input(*trace, copy, 1)), 1e-6));
+}
+
 TEST(Recorder, AViewIdenticalToItsInputIsTheSameValue) {
   // torch's matrix_exp views its input with the same shape; later reads of
   // the input must not depend on that call.
