@@ -51,6 +51,10 @@ struct TensorKeyHash {
 struct TensorEntry {
   int64_t id;
   int64_t producer_op_id;
+  // --values: whether the value has its fingerprint. A buffer from a nested
+  // allocation (aten::empty) or a write-only argument is registered before
+  // its values exist; the op that hands it back as its output fingerprints it.
+  bool fingerprinted = false;
 };
 
 struct PairHash {
@@ -73,9 +77,6 @@ struct PendingOp {
   std::vector<OpTensor> links;
   std::vector<std::pair<uint64_t, int64_t>> input_storages;  // (storage address, tensor id) per input
   std::vector<RecorderSpan> recorder_spans;
-  // Values this op writes without reading (AddOverwrittenInput): garbage when
-  // the op starts, fingerprinted when the op hands them back as an output.
-  std::vector<int64_t> written_values;
 };
 
 // A view of one value with one layout: the key under which a fingerprint may
@@ -295,12 +296,26 @@ int64_t Recorder::ResolveTensor(const TensorView& t, bool is_output, int64_t op_
     // it is a view identical to the input it views (view(same shape),
     // contiguous() of a contiguous tensor): the same value, so later reads of
     // the input do not seem to depend on the op that made the alias.
-    if (!is_output || it->second.producer_op_id >= op_id) return it->second.id;
+    if (!is_output) return it->second.id;
+    if (it->second.producer_op_id >= op_id) {
+      // Made by this op or a nested one. Its values are final now: a buffer
+      // that a nested aten::empty allocated and this op's kernel filled
+      // (native_layer_norm's result), or copy_'s written self, gets its
+      // fingerprint here, or it would have none.
+      const int64_t id = it->second.id;
+      if (!record_values_ || !t.host_data || it->second.fingerprinted) return id;
+      it->second.fingerprinted = true;
+      lock.unlock();
+      FingerprintValue(id, t, viewed_id);
+      return id;
+    }
     if (t.is_view && viewed_id != kNoId && it->second.id == viewed_id) return it->second.id;
   }
   int64_t id = NewTensor(t, is_output, op_id, &key);
+  const bool fingerprint = record_values_ && t.host_data;
+  if (fingerprint) state_->tensors[key].fingerprinted = true;
   lock.unlock();
-  if (record_values_ && t.host_data) FingerprintValue(id, t, viewed_id);
+  if (fingerprint) FingerprintValue(id, t, viewed_id);
   return id;
 }
 
@@ -391,7 +406,6 @@ void Recorder::AddOverwrittenInput(int32_t slot, const TensorView& tensor) {
   }
   p.links.push_back({p.event.id, TensorRole::kInput, slot, id});
   p.input_storages.emplace_back(tensor.storage_addr, id);
-  if (record_values_) p.written_values.push_back(id);
 }
 
 void Recorder::AddOutput(int32_t slot, const TensorView& tensor) {
@@ -404,14 +418,7 @@ void Recorder::AddOutput(int32_t slot, const TensorView& tensor) {
       if (addr == tensor.storage_addr) viewed_id = id;
     }
   }
-  const int64_t id = ResolveTensor(tensor, true, p.event.id, viewed_id);
-  p.links.push_back({p.event.id, TensorRole::kOutput, slot, id});
-  // copy_'s self, an out= argument: the value exists only now.
-  auto written = std::find(p.written_values.begin(), p.written_values.end(), id);
-  if (written != p.written_values.end()) {
-    p.written_values.erase(written);
-    if (tensor.host_data) FingerprintValue(id, tensor, kNoId);
-  }
+  p.links.push_back({p.event.id, TensorRole::kOutput, slot, ResolveTensor(tensor, true, p.event.id, viewed_id)});
 }
 
 void Recorder::EndOp(std::string args) { EndOp(std::move(args), 0, MonotonicNowNs()); }

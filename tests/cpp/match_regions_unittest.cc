@@ -236,6 +236,71 @@ TEST(MatchRegions, EqualInputCreationIsItsOwnRegion) {
   EXPECT_TRUE(saw_copy_region);
 }
 
+// pytorch-76012's shape: a script makes x with randn and runs the same work
+// on it three times, then sums the last result. A copies x before exp, B
+// does not. The iterations share no data, so one dominator path cannot run
+// through them: each is paired with the other side's in order, by its output.
+Side IterationsSide(bool copy_first, const std::string& name) {
+  const std::vector<float> x = Random(32, 11, -1.f, 1.f);
+  const std::vector<float> y = Map(x, [](float v) { return std::exp(v); });
+  float sum = 0;
+  for (float v : y) sum += v;
+  SyntheticTrace st(testing::TempPath(name));
+  FakeTensor tx = st.New({4, 8});
+  st.Op("aten::randn", {}, {tx});
+  std::vector<FakeTensor> copies, results;
+  for (int i = 0; i < 3; ++i) {
+    FakeTensor in = tx;
+    if (copy_first) {
+      in = st.New({4, 8});
+      st.Op("aten::clone", {tx}, {in});
+      copies.push_back(in);
+    }
+    results.push_back(st.New({4, 8}));
+    st.Op("aten::exp", {in}, {results.back()});
+  }
+  FakeTensor ts = st.New({});
+  st.Op("aten::sum", {results.back()}, {ts});
+  Side s;
+  s.trace = st.Finish();
+  s.fps[testing::TensorIdOf(s.trace, tx)] = FingerprintOf(x, {4, 8});
+  for (const FakeTensor& c : copies) s.fps[testing::TensorIdOf(s.trace, c)] = FingerprintOf(x, {4, 8});
+  for (const FakeTensor& r : results) s.fps[testing::TensorIdOf(s.trace, r)] = FingerprintOf(y, {4, 8});
+  s.fps[testing::TensorIdOf(s.trace, ts)] = FingerprintOf({sum}, {});
+  return s;
+}
+
+TEST(MatchRegions, IndependentIterationsArePairedInOrder) {
+  Side a = IterationsSide(true, "iter_a.mtrace");
+  Side b = IterationsSide(false, "iter_b.mtrace");
+  auto r = MatchTraces(a.trace, a.fps, b.trace, b.fps);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->unmatched_ops_a.empty()) << r->unmatched_ops_a.size() << " op(s) of A unmatched";
+  EXPECT_TRUE(r->unmatched_ops_b.empty());
+  // exp ops in trace order on each side; each region holds the k-th of both.
+  auto exps = [](const Trace& t) {
+    std::vector<int64_t> ids;
+    for (const OpEvent& op : t.ops)
+      if (t.str(op.name_id) == "aten::exp") ids.push_back(op.id);
+    return ids;
+  };
+  const std::vector<int64_t> ea = exps(a.trace), eb = exps(b.trace);
+  ASSERT_EQ(ea.size(), 3u);
+  int paired = 0;
+  for (const RegionPair& rp : r->regions) {
+    for (int k = 0; k < 3; ++k) {
+      const bool has_a = std::count(rp.ops_a.begin(), rp.ops_a.end(), ea[k]) > 0;
+      const bool has_b = std::count(rp.ops_b.begin(), rp.ops_b.end(), eb[k]) > 0;
+      EXPECT_EQ(has_a, has_b) << "iteration " << k << " split across regions";
+      if (has_a && has_b) {
+        ++paired;
+        EXPECT_LE(rp.ops_a.size(), 3u) << "iteration " << k << " folded with others";
+      }
+    }
+  }
+  EXPECT_EQ(paired, 3);
+}
+
 TEST(MatchRegions, TensorIndexFindsPartnersWithoutAllPairs) {
   FingerprintMap a, b;
   for (int i = 0; i < 200; ++i) {

@@ -155,6 +155,40 @@ TEST(Recorder, TheValueAnOpWritesIsFingerprintedAtItsEnd) {
   EXPECT_TRUE(Equivalent(fps->at(result), fps->at(Input(*trace, copy, 1)), 1e-6));
 }
 
+// native_layer_norm allocates its result with a nested aten::empty (values
+// not yet there: not fingerprinted) and fills it in its own kernel: the value
+// it returns is that buffer, and gets its fingerprint when it is returned.
+TEST(Recorder, ABufferANestedOpAllocatedIsFingerprintedWhenReturned) {
+  std::string path = TempPath("nested_alloc.mtrace");
+  RecorderOptions options;
+  options.record_values = true;
+  ASSERT_TRUE(Recorder::Start(path, RunMetadata{}, options).ok());
+  Recorder* rec = Recorder::Active();
+  std::vector<float> input = {1, 2, 3, 4}, result = {0, 0, 0, 0};
+  FakeTensor in{reinterpret_cast<uintptr_t>(input.data()), 0, {4}, {1}};
+  FakeTensor out{reinterpret_cast<uintptr_t>(result.data()), 0, {4}, {1}};
+  TensorView in_view = in.view();
+  in_view.host_data = input.data();
+  const int64_t norm = rec->BeginOp(rec->InternString("aten::native_layer_norm"), kNoId);
+  rec->AddInput(0, in_view);
+  const int64_t alloc = rec->BeginOp(rec->InternString("aten::empty.memory_format"), kNoId);
+  rec->AddOutput(0, out.view());  // uninitialised: no host data handed over
+  rec->EndOp("");
+  result = {-1.3f, -0.4f, 0.4f, 1.3f};  // the kernel writes it
+  TensorView out_view = out.view();
+  out_view.host_data = result.data();
+  rec->AddOutput(0, out_view);
+  rec->EndOp("");
+  ASSERT_TRUE(Recorder::Stop().ok());
+  auto trace = ReadTrace(path);
+  auto fps = LoadFingerprints(path);
+  ASSERT_TRUE(trace.ok() && fps.ok());
+  const int64_t value = Output(*trace, norm);
+  EXPECT_EQ(value, Output(*trace, alloc)) << "one buffer, one value id";
+  ASSERT_TRUE(fps->count(value)) << "the layer norm's result has no fingerprint";
+  EXPECT_NEAR(fps->at(value).invariant.mean, 0.0, 1e-6);
+}
+
 TEST(Recorder, AViewIdenticalToItsInputIsTheSameValue) {
   // torch's matrix_exp views its input with the same shape; later reads of
   // the input must not depend on that call.
