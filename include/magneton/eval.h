@@ -95,8 +95,9 @@ CaseScore ScoreCase(const Expected& expected, const Evidence& evidence);
 // Whether the root cause is named: for config kinds the variable (leading
 // underscores and dotted prefix dropped) equals a top candidate's key or name,
 // or is a whole word of the diagnosis text; for "api" any identifier of the
-// variable (a token with '.' or '_', its last dotted part; every word of 4+
-// letters when there is none) is a whole word of the op names or diagnosis text.
+// variable (a token with '.' or '_', its last dotted part) is a whole word of
+// the region's op names or the diagnosis text, or a plain word of 4+ letters
+// is a whole word of the op names (of the text too when there is no identifier).
 bool RootCauseNamed(const Expected& expected, const Evidence& evidence, std::string* matched);
 
 struct Counts {

@@ -40,8 +40,13 @@ std::string NormalizeKey(const std::string& key) {
   return Lower(s.substr(i));
 }
 
-// Identifiers of an API root-cause description (see RootCauseNamed).
-std::vector<std::string> ApiTokens(const std::string& variable) {
+// Identifiers of an API root-cause description (see RootCauseNamed), and its
+// plain words of 4+ letters ("permute", "contiguous", but also "around").
+struct ApiTokenSet {
+  std::vector<std::string> idents, words;
+};
+
+ApiTokenSet ApiTokens(const std::string& variable) {
   std::vector<std::string> tokens;  // maximal runs of identifier characters and '.'
   std::string cur;
   for (char c : variable + " ") {
@@ -70,7 +75,7 @@ std::vector<std::string> ApiTokens(const std::string& variable) {
       words.push_back(Lower(t));
     }
   }
-  return idents.empty() ? words : idents;
+  return {idents, words};
 }
 
 }  // namespace
@@ -202,14 +207,21 @@ bool RootCauseNamed(const Expected& expected, const Evidence& evidence, std::str
   }
   std::string ops;
   for (const std::string& n : evidence.op_names) ops += n + "\n";
-  for (const std::string& tok : ApiTokens(var)) {
-    if (HasWholeWord(ops, tok)) {
-      if (matched) *matched = "op " + tok;
-      return true;
-    }
-    if (HasWholeWord(text, tok)) {
-      if (matched) *matched = "diagnosis names " + tok;
-      return true;
+  const ApiTokenSet tokens = ApiTokens(var);
+  // With identifiers present, plain words name the API only as an op of the
+  // region ("permute + contiguous around F.layer_norm" and a region whose
+  // extra op is aten::contiguous): in free text "around" would match anything.
+  const bool words_in_text = tokens.idents.empty();
+  for (const std::vector<std::string>* list : {&tokens.idents, &tokens.words}) {
+    for (const std::string& tok : *list) {
+      if (HasWholeWord(ops, tok)) {
+        if (matched) *matched = "op " + tok;
+        return true;
+      }
+      if ((list == &tokens.idents || words_in_text) && HasWholeWord(text, tok)) {
+        if (matched) *matched = "diagnosis names " + tok;
+        return true;
+      }
     }
   }
   return false;

@@ -189,6 +189,16 @@ TEST(EvalScore, RootCauseFromOpNamesForApi) {
   EXPECT_EQ(why, "diagnosis names expm");
   ev.diagnosis_text = "issued at /x/a.py:14:<module> through /site-packages/jax/_src/scipy/linalg.py:312:expm_frechet";
   EXPECT_FALSE(RootCauseNamed(*e, ev, nullptr));
+  // Beside an identifier, a plain word names the API only as an op of the
+  // region: the copy, not the layer norm it surrounds; never "around".
+  e->root_cause_variable = "permute + contiguous around F.layer_norm";
+  ev.op_names = {"aten::permute", "aten::contiguous", "aten::clone", "aten::copy_"};
+  ev.diagnosis_text = "A runs [aten::contiguous] where B runs [nothing]";
+  EXPECT_TRUE(RootCauseNamed(*e, ev, &why));
+  EXPECT_EQ(why, "op permute");
+  ev.op_names = {"aten::add"};
+  ev.diagnosis_text = "the work around it; permute the batch";
+  EXPECT_FALSE(RootCauseNamed(*e, ev, nullptr));
   // The case folder's name in a path does not count.
   e->root_cause_variable = "batch order (padding to the longest)";
   e->id = "padding";
