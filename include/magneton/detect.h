@@ -34,6 +34,13 @@ struct SideCost {
   double issue_uj = 0;
 };
 
+// One op pair of a same-work region: ln(energy A / energy B), and the pair's
+// energy (A + B), which weighs it.
+struct PairRatio {
+  double log_ratio = 0;
+  double energy_uj = 0;
+};
+
 // One occurrence of a region (one layer, one decode step).
 struct RegionInstance {
   std::vector<int64_t> ops_a;  // graph node ops (each stands for its subtree)
@@ -41,9 +48,9 @@ struct RegionInstance {
   std::vector<TensorPair> outputs;  // the exit cut, empty for non-matched kinds
   SideCost a, b;
   // Same ops, order, input shapes and dtypes on both sides (SameWork); then
-  // ln(energy A / energy B) of each op pair, in order.
+  // each op pair's ln(energy A / energy B) and energy, in order.
   bool same_work = false;
-  std::vector<double> pair_log_ratios;
+  std::vector<PairRatio> pair_ratios;
 };
 
 struct Finding {
@@ -60,12 +67,16 @@ struct Finding {
   bool outputs_agree = false;
   std::string outputs_note;  // why they do or do not agree
   // Matched findings whose every instance is the same work on both sides:
-  // the op pairs over all instances, and their typical (median) energy ratio
-  // A/B. Such a finding is waste only when the typical pair differs by more
-  // than tau over at least Options::min_same_work_pairs pairs: a sum over the
-  // pairs can be carried by one op that a machine stall slowed down.
+  // the op pairs over all instances, how many of them carry its energy
+  // (effective_pairs = (sum w)^2 / sum w^2 over pair energies w: 3 for three
+  // equal pairs, ~1 for one matmul beside two views), and their typical
+  // (energy-weighted median) ratio A/B. Such a finding is waste only when the
+  // typical pair differs by more than tau over at least
+  // Options::min_same_work_pairs effective pairs: a sum over the pairs can be
+  // carried by one op that a machine stall slowed down.
   bool same_work = false;
   size_t paired_ops = 0;
+  double effective_pairs = 0;
   double typical_pair_ratio = 1;
 };
 
@@ -125,9 +136,14 @@ SideCost CostOf(const Trace& trace, const energy::Attribution& attribution, cons
 // Whether two region instances run the same work: the same op names in the
 // same order on inputs of the same shapes and dtypes (same_work.cc).
 bool SameWork(const Trace& a, const std::vector<int64_t>& ops_a, const Trace& b, const std::vector<int64_t>& ops_b);
-// ln(energy_A / energy_B) per op pair (inclusive plus issue energy).
-std::vector<double> PairLogRatios(const energy::Attribution& ea, const std::vector<int64_t>& ops_a,
+// ln(energy_A / energy_B) and energy per op pair (inclusive plus issue energy).
+std::vector<PairRatio> PairRatios(const energy::Attribution& ea, const std::vector<int64_t>& ops_a,
                                   const energy::Attribution& eb, const std::vector<int64_t>& ops_b);
+// The log ratio at which the pairs' cumulative energy, in ratio order, first
+// reaches half of their total; 0 for none.
+double WeightedMedianLogRatio(std::vector<PairRatio> pairs);
+// (sum of pair energies)^2 / sum of their squares; 0 for none.
+double EffectivePairs(const std::vector<PairRatio>& pairs);
 
 // Whether the exit-cut tensors hold the same values within `epsilon`.
 bool OutputsAgree(const std::vector<TensorPair>& outputs, const FingerprintMap& fa, const FingerprintMap& fb,

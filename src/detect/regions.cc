@@ -51,14 +51,17 @@ SideSummary Summarize(const Trace& t, const energy::Attribution& e) {
 // shared machine slows a few ops a lot and leaves the median where it was.
 void CheckSameWork(Finding& f, const Options& options) {
   f.same_work = f.kind == RegionKind::kMatched && !f.instances.empty();
-  std::vector<double> log_ratios;
+  std::vector<PairRatio> pairs;
   for (const RegionInstance& in : f.instances) {
     f.same_work = f.same_work && in.same_work;
-    log_ratios.insert(log_ratios.end(), in.pair_log_ratios.begin(), in.pair_log_ratios.end());
+    pairs.insert(pairs.end(), in.pair_ratios.begin(), in.pair_ratios.end());
   }
   if (!f.same_work) return;
-  f.paired_ops = log_ratios.size();
-  f.typical_pair_ratio = std::exp(Median(std::move(log_ratios)));
+  f.paired_ops = pairs.size();
+  // Weighted by energy: a view's ratio is timer noise, the matmul beside it
+  // is the region (grad-mode's lm_head region: view, alias, linear).
+  f.effective_pairs = EffectivePairs(pairs);
+  f.typical_pair_ratio = std::exp(WeightedMedianLogRatio(std::move(pairs)));
   if (f.verdict == Verdict::kEqual) return;
   const double typical_excess = f.wasteful_side == 'B' ? 1 / f.typical_pair_ratio - 1 : f.typical_pair_ratio - 1;
   if (f.share_of_total < options.min_same_work_share) {
@@ -66,15 +69,16 @@ void CheckSameWork(Finding& f, const Options& options) {
     f.outputs_note += fmt::format("; the same work on both sides, saving {:.1f}% of the job: below the same-work "
                                   "noise floor ({:.0f}%)",
                                   100 * f.share_of_total, 100 * options.min_same_work_share);
-  } else if (f.paired_ops < options.min_same_work_pairs) {
+  } else if (f.effective_pairs + 1e-9 < static_cast<double>(options.min_same_work_pairs)) {
     f.verdict = Verdict::kEqual;
-    f.outputs_note += fmt::format("; the same work on both sides and only {} op pair(s): too few to tell a cost "
-                                  "difference from timing noise",
-                                  f.paired_ops);
+    f.outputs_note += fmt::format("; the same work on both sides and its energy is carried by {:.1f} op pair(s) "
+                                  "(of {}): too few to tell a cost difference from timing noise",
+                                  f.effective_pairs, f.paired_ops);
   } else if (typical_excess <= options.tau) {
     f.verdict = Verdict::kEqual;
-    f.outputs_note += fmt::format("; the same work on both sides and the typical op pair differs by {:.1f}% (median "
-                                  "of {}), within tau: the total is carried by a few slow ops (timing noise)",
+    f.outputs_note += fmt::format("; the same work on both sides and the typical op pair differs by {:.1f}% "
+                                  "(energy-weighted median of {}), within tau: the total is carried by a few slow ops "
+                                  "(timing noise)",
                                   100 * typical_excess, f.paired_ops);
   }
 }
@@ -136,7 +140,7 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
   for (const RegionPair& rp : match.regions) {
     RegionInstance in{rp.ops_a, rp.ops_b, rp.outputs, CostOf(a, ea, rp.ops_a), CostOf(b, eb, rp.ops_b)};
     in.same_work = SameWork(a, rp.ops_a, b, rp.ops_b);
-    if (in.same_work) in.pair_log_ratios = PairLogRatios(ea, rp.ops_a, eb, rp.ops_b);
+    if (in.same_work) in.pair_ratios = PairRatios(ea, rp.ops_a, eb, rp.ops_b);
     std::string note;
     const bool agree = OutputsAgree(rp.outputs, fa, fb, options.output_epsilon, &note);
     auto names_a = NamesOf(a, rp.ops_a);

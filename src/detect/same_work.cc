@@ -52,9 +52,9 @@ bool SameWork(const Trace& a, const std::vector<int64_t>& ops_a, const Trace& b,
   return true;
 }
 
-std::vector<double> PairLogRatios(const energy::Attribution& ea, const std::vector<int64_t>& ops_a,
+std::vector<PairRatio> PairRatios(const energy::Attribution& ea, const std::vector<int64_t>& ops_a,
                                   const energy::Attribution& eb, const std::vector<int64_t>& ops_b) {
-  std::vector<double> out;
+  std::vector<PairRatio> out;
   const size_t n = std::min(ops_a.size(), ops_b.size());
   out.reserve(n);
   auto energy_of = [](const energy::Attribution& e, int64_t id) {
@@ -65,9 +65,31 @@ std::vector<double> PairLogRatios(const energy::Attribution& ea, const std::vect
     // A floor of 1 nJ keeps ops too short to register from dividing by zero.
     const double x = std::max(energy_of(ea, ops_a[i]), 1e-3);
     const double y = std::max(energy_of(eb, ops_b[i]), 1e-3);
-    out.push_back(std::log(x / y));
+    out.push_back({std::log(x / y), x + y});
   }
   return out;
+}
+
+double WeightedMedianLogRatio(std::vector<PairRatio> pairs) {
+  if (pairs.empty()) return 0;
+  std::sort(pairs.begin(), pairs.end(), [](const PairRatio& x, const PairRatio& y) { return x.log_ratio < y.log_ratio; });
+  double total = 0;
+  for (const PairRatio& p : pairs) total += p.energy_uj;
+  double seen = 0;
+  for (const PairRatio& p : pairs) {
+    seen += p.energy_uj;
+    if (seen >= total / 2) return p.log_ratio;
+  }
+  return pairs.back().log_ratio;
+}
+
+double EffectivePairs(const std::vector<PairRatio>& pairs) {
+  double sum = 0, sum_sq = 0;
+  for (const PairRatio& p : pairs) {
+    sum += p.energy_uj;
+    sum_sq += p.energy_uj * p.energy_uj;
+  }
+  return sum_sq > 0 ? sum * sum / sum_sq : 0;
 }
 
 }  // namespace magneton::detect

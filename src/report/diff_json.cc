@@ -90,6 +90,7 @@ json DiffToJson(const DiffReportInput& in) {
                         {"outputs_note", f.outputs_note},
                         {"same_work", f.same_work},
                         {"paired_ops", f.paired_ops},
+                        {"effective_pairs", Number(f.effective_pairs)},
                         {"typical_pair_ratio", Number(f.typical_pair_ratio)},
                         {"diagnosis", d ? DiagnosisJson(*d) : json(nullptr)}});
   }

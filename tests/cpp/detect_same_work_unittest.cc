@@ -106,6 +106,21 @@ TEST(DetectSameWork, TooFewPairsIsNotEvidence) {
   EXPECT_NE(f.outputs_note.find("too few"), std::string::npos) << f.outputs_note;
 }
 
+TEST(DetectSameWork, OnePairCarryingTheEnergyIsTooFewPairs) {
+  // grad-mode's lm_head region: two views beside one matmul. Three pairs, but
+  // the matmul carries the energy, and one slow matmul is a stall, not a cause.
+  Side a = MakeSide("aten::linear", {0.5, 0.5, 5200});
+  Side b = MakeSide("aten::linear", {0.3, 0.4, 3200});
+  StatusOr<DetectResult> r = Status::Ok();
+  const Finding& f = Top(a, b, &r);
+  EXPECT_TRUE(f.same_work);
+  EXPECT_EQ(f.paired_ops, 3u);
+  EXPECT_LT(f.effective_pairs, 1.01);
+  EXPECT_NEAR(f.typical_pair_ratio, 5200.0 / 3200.0, 1e-9) << "weighted by energy: the matmul's ratio";
+  EXPECT_EQ(f.verdict, Verdict::kEqual);
+  EXPECT_NE(f.outputs_note.find("too few"), std::string::npos) << f.outputs_note;
+}
+
 TEST(DetectSameWork, BelowTheSameWorkNoiseFloorIsEqual) {
   // Every pair 30% dearer, but the finding is 1.2% of a much larger job.
   Side a = MakeSide("aten::addmm", {130, 130, 130, 130});
