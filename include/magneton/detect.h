@@ -34,8 +34,8 @@ struct SideCost {
   double issue_uj = 0;
 };
 
-// One op pair of a same-work region: ln(energy A / energy B), and the pair's
-// energy (A + B), which weighs it.
+// One op pair of a same-work region: ln(energy A / energy B), and the
+// energy of its cheaper side, which weighs it.
 struct PairRatio {
   double log_ratio = 0;
   double energy_uj = 0;

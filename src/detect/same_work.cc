@@ -65,7 +65,9 @@ std::vector<PairRatio> PairRatios(const energy::Attribution& ea, const std::vect
     // A floor of 1 nJ keeps ops too short to register from dividing by zero.
     const double x = std::max(energy_of(ea, ops_a[i]), 1e-3);
     const double y = std::max(energy_of(eb, ops_b[i]), 1e-3);
-    out.push_back({std::log(x / y), x + y});
+    // Weighed by the cheaper side: a stall that slows one op must not also
+    // make that pair count more in the median it would shift.
+    out.push_back({std::log(x / y), std::min(x, y)});
   }
   return out;
 }
