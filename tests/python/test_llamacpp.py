@@ -82,10 +82,28 @@ def traces(workdir, gguf_path):
 
 
 def op_rows(db):
-    """(id, name, scope path, args, start, end) of every op, in order."""
+    """(id, name, scope path, args, start, end) of every ggml node, in order; the recorder's own ops
+    (magneton::fingerprint, written beside each node whose values it fingerprinted) are left out."""
     rows = db.query("SELECT o.id, s.value, o.scope_id, o.args, o.start_ns, o.end_ns FROM ops o "
-                    "JOIN strings s ON s.id = o.name_id ORDER BY o.id")
+                    "JOIN strings s ON s.id = o.name_id WHERE s.value NOT LIKE 'magneton::%' ORDER BY o.id")
     return [(i, n, db.scope_path(sc) if sc is not None else "", a, s, e) for i, n, sc, a, s, e in rows]
+
+
+def recorder_spans_lie_outside_nodes(db):
+    """True when no magneton::fingerprint op overlaps a node's compute interval (ggml reads its
+    interval around the compute; inputs are fingerprinted before it, outputs after)."""
+    nodes = sorted((s, e) for *_, s, e in op_rows(db))
+    spans = db.query("SELECT o.start_ns, o.end_ns FROM ops o JOIN strings s ON s.id = o.name_id "
+                     "WHERE s.value = 'magneton::fingerprint'")
+    import bisect
+    starts = [s for s, _ in nodes]
+    for s, e in spans:
+        i = bisect.bisect_right(starts, s) - 1
+        if i >= 0 and nodes[i][1] > s:
+            return False
+        if i + 1 < len(nodes) and nodes[i + 1][0] < e:
+            return False
+    return bool(spans)
 
 
 def node_name(args):
@@ -113,6 +131,8 @@ def test_recording_has_every_node_with_shapes_and_dataflow(traces):
     # The op clock: every node has an interval, and nodes run one after another.
     for (_, _, _, _, s, e), (_, _, _, _, s2, _) in zip(ops, ops[1:]):
         assert 0 < s <= e <= s2
+    # Fingerprinting (--values) is the recorder's time, outside every node's interval.
+    assert recorder_spans_lie_outside_nodes(db)
 
     by_name = {}
     for op_id, name, scope, args, *_ in ops:
