@@ -33,6 +33,20 @@ int64_t Input(const Trace& t, int64_t op, int slot = 0) {
   return kNoId;
 }
 
+// A view of `t` whose values --values may read at `data`.
+TensorView WithData(const FakeTensor& t, const void* data) {
+  TensorView v = t.view();
+  v.host_data = data;
+  return v;
+}
+
+// A recording with --values (fingerprints) at `path`; null if it did not start.
+Recorder* StartRecordingValues(const std::string& path) {
+  RecorderOptions options;
+  options.record_values = true;
+  return Recorder::Start(path, RunMetadata{}, options).ok() ? Recorder::Active() : nullptr;
+}
+
 TEST(Recorder, TensorIdentityThroughViewsAndInPlaceOps) {
   std::string path = TempPath("views.mtrace");
   ASSERT_TRUE(Recorder::Start(path, RunMetadata{}).ok());
@@ -127,23 +141,16 @@ TEST(Recorder, AnOverwrittenArgumentIsNotTheEarlierValueAtItsAddress) {
 // and every .contiguous() result was a tensor no match could use.)
 TEST(Recorder, TheValueAnOpWritesIsFingerprintedAtItsEnd) {
   std::string path = TempPath("copy_values.mtrace");
-  RecorderOptions options;
-  options.record_values = true;
-  ASSERT_TRUE(Recorder::Start(path, RunMetadata{}, options).ok());
-  Recorder* rec = Recorder::Active();
+  Recorder* rec = StartRecordingValues(path);
+  ASSERT_NE(rec, nullptr);
   std::vector<float> source = {1, 2, 3, 4}, buffer = {0, 0, 0, 0};
   FakeTensor src{reinterpret_cast<uintptr_t>(source.data()), 0, {4}, {1}};
   FakeTensor dst{reinterpret_cast<uintptr_t>(buffer.data()), 0, {4}, {1}};
-  auto with_data = [](const FakeTensor& t, const void* data) {
-    TensorView v = t.view();
-    v.host_data = data;
-    return v;
-  };
   int64_t copy = rec->BeginOp(rec->InternString("aten::copy_"), kNoId);
-  rec->AddOverwrittenInput(0, with_data(dst, buffer.data()));
-  rec->AddInput(1, with_data(src, source.data()));
+  rec->AddOverwrittenInput(0, WithData(dst, buffer.data()));
+  rec->AddInput(1, WithData(src, source.data()));
   buffer = source;  // the kernel runs; no version bump under this dispatch
-  rec->AddOutput(0, with_data(dst, buffer.data()));
+  rec->AddOutput(0, WithData(dst, buffer.data()));
   rec->EndOp("");
   ASSERT_TRUE(Recorder::Stop().ok());
   auto trace = ReadTrace(path);
@@ -160,10 +167,8 @@ TEST(Recorder, TheValueAnOpWritesIsFingerprintedAtItsEnd) {
 // it returns is that buffer, and gets its fingerprint when it is returned.
 TEST(Recorder, ABufferANestedOpAllocatedIsFingerprintedWhenReturned) {
   std::string path = TempPath("nested_alloc.mtrace");
-  RecorderOptions options;
-  options.record_values = true;
-  ASSERT_TRUE(Recorder::Start(path, RunMetadata{}, options).ok());
-  Recorder* rec = Recorder::Active();
+  Recorder* rec = StartRecordingValues(path);
+  ASSERT_NE(rec, nullptr);
   std::vector<float> input = {1, 2, 3, 4}, result = {0, 0, 0, 0};
   FakeTensor in{reinterpret_cast<uintptr_t>(input.data()), 0, {4}, {1}};
   FakeTensor out{reinterpret_cast<uintptr_t>(result.data()), 0, {4}, {1}};
@@ -222,22 +227,15 @@ TEST(Recorder, ValuesAtAReusedAddressGetTheirOwnFingerprints) {
   // --values: a buffer freed and handed to a new value (same address, layout
   // and version) must be fingerprinted again; a view of one value may reuse.
   std::string path = TempPath("fpreuse.mtrace");
-  RecorderOptions options;
-  options.record_values = true;
-  ASSERT_TRUE(Recorder::Start(path, RunMetadata{}, options).ok());
-  Recorder* rec = Recorder::Active();
+  Recorder* rec = StartRecordingValues(path);
+  ASSERT_NE(rec, nullptr);
   std::vector<float> buffer(6, 1.0f);
   FakeTensor a{reinterpret_cast<uintptr_t>(buffer.data()), 0, {2, 3}, {3, 1}};
   FakeTensor at{a.addr, 0, {3, 2}, {1, 3}};
   auto produce = [&](const char* name, const FakeTensor* in, const FakeTensor& out, bool view) {
     int64_t id = rec->BeginOp(rec->InternString(name), kNoId);
-    if (in) {
-      TensorView v = in->view();
-      v.host_data = buffer.data();
-      rec->AddInput(0, v);
-    }
-    TensorView v = out.view();
-    v.host_data = buffer.data();
+    if (in) rec->AddInput(0, WithData(*in, buffer.data()));
+    TensorView v = WithData(out, buffer.data());
     v.is_view = view;
     rec->AddOutput(0, v);
     rec->EndOp("");
@@ -266,26 +264,19 @@ TEST(Recorder, ValuesWrittenInPlaceWithoutVersionBumpAreFingerprintedAgain) {
   // same before and after the write. The written value must get its own
   // fingerprint, not the cached one of the uninitialised buffer.
   std::string path = TempPath("inplace_values.mtrace");
-  RecorderOptions options;
-  options.record_values = true;
-  ASSERT_TRUE(Recorder::Start(path, RunMetadata{}, options).ok());
-  Recorder* rec = Recorder::Active();
+  Recorder* rec = StartRecordingValues(path);
+  ASSERT_NE(rec, nullptr);
   std::vector<float> source = {1, 2, 3, 4}, buffer = {0, 0, 0, 0};
   FakeTensor src{reinterpret_cast<uintptr_t>(source.data()), 0, {4}, {1}};
   FakeTensor dst{reinterpret_cast<uintptr_t>(buffer.data()), 0, {4}, {1}};
-  auto with_data = [](const FakeTensor& t, const void* data) {
-    TensorView v = t.view();
-    v.host_data = data;
-    return v;
-  };
   int64_t alloc = rec->BeginOp(rec->InternString("aten::zeros"), kNoId);
-  rec->AddOutput(0, with_data(dst, buffer.data()));
+  rec->AddOutput(0, WithData(dst, buffer.data()));
   rec->EndOp("");
   buffer = source;  // the copy's kernel writes before its end callback
   int64_t copy = rec->BeginOp(rec->InternString("aten::copy_"), kNoId);
-  rec->AddInput(0, with_data(dst, buffer.data()));
-  rec->AddInput(1, with_data(src, source.data()));
-  rec->AddOutput(0, with_data(dst, buffer.data()));
+  rec->AddInput(0, WithData(dst, buffer.data()));
+  rec->AddInput(1, WithData(src, source.data()));
+  rec->AddOutput(0, WithData(dst, buffer.data()));
   rec->EndOp("");
   ASSERT_TRUE(Recorder::Stop().ok());
   auto trace = ReadTrace(path);
@@ -354,29 +345,22 @@ TEST(Recorder, OpsFromManyThreadsNestPerThread) {
 // time before its outputs were fingerprinted.
 TEST(Recorder, FingerprintingIsARecorderOpOfItsOwn) {
   std::string path = TempPath("fpspans.mtrace");
-  RecorderOptions options;
-  options.record_values = true;
-  ASSERT_TRUE(Recorder::Start(path, RunMetadata{}, options).ok());
-  Recorder* rec = Recorder::Active();
+  Recorder* rec = StartRecordingValues(path);
+  ASSERT_NE(rec, nullptr);
   std::vector<float> buffer(1 << 16, 0.5f);
   FakeTensor in{reinterpret_cast<uintptr_t>(buffer.data()), 0, {256, 256}, {256, 1}};
   FakeTensor out{reinterpret_cast<uintptr_t>(buffer.data()) + 4, 0, {256, 256}, {256, 1}};
-  auto with_data = [&](const FakeTensor& t) {
-    TensorView v = t.view();
-    v.host_data = buffer.data();
-    return v;
-  };
   const int64_t outer = rec->BeginOp(rec->InternString("engine::block"), kNoId);
   const int64_t inner = rec->BeginOp(rec->InternString("engine::relu"), kNoId);
-  rec->AddInput(0, with_data(in));
-  rec->AddOutput(0, with_data(out));
+  rec->AddInput(0, WithData(in, buffer.data()));
+  rec->AddOutput(0, WithData(out, buffer.data()));
   rec->EndOp("");
   // An engine that measured the op itself: its end is before the output's fingerprint.
   const int64_t timed = rec->BeginOp(rec->InternString("engine::add"), kNoId);
   const int64_t timed_start = MonotonicNowNs();
   const int64_t timed_end = MonotonicNowNs();
   FakeTensor out2{reinterpret_cast<uintptr_t>(buffer.data()) + 8, 0, {256, 256}, {256, 1}};
-  rec->AddOutput(0, with_data(out2));
+  rec->AddOutput(0, WithData(out2, buffer.data()));
   rec->EndOp("", timed_start, timed_end);
   rec->EndOp("");
   ASSERT_TRUE(Recorder::Stop().ok());
