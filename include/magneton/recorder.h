@@ -126,7 +126,9 @@ class Recorder {
   void FingerprintValue(int64_t tensor_id, const TensorView& t, int64_t viewed_id);
   int64_t ResolveTensor(const TensorView& t, bool is_output, int64_t op_id, int64_t viewed_id = kNoId);
   // Registers a new value; state mutex held. key_ptr: the private TensorKey.
-  int64_t NewTensor(const TensorView& t, bool is_output, int64_t op_id, const void* key_ptr);
+  // fingerprinted: the caller fingerprints it now (else the op that returns
+  // it does, once its values exist).
+  int64_t NewTensor(const TensorView& t, bool is_output, int64_t op_id, const void* key_ptr, bool fingerprinted);
 
   static std::atomic<Recorder*> active_;
   std::unique_ptr<TraceWriter> writer_;

@@ -227,24 +227,24 @@ StatusOr<Attribution> AttributeEnergy(const Trace& trace, const std::vector<Ener
 
   out.ops.resize(trace.ops.size());
   for (size_t i = 0; i < trace.ops.size(); ++i) out.ops[i].op_id = trace.ops[i].id;
-  for (const auto& p : pieces) {
-    if (p.end_ns <= p.start_ns) continue;
-    double e = share_prefix[cut_index(p.end_ns)] - share_prefix[cut_index(p.start_ns)];
-    out.ops[p.op].exclusive_uj += e;
-    out.ops[p.op].exclusive_ns += p.end_ns - p.start_ns;
-    out.attributed_uj += e;
-  }
+  // Each piece takes its share of the energy over its interval (prefix sums)
+  // into the op's field pair, and into the trace-wide sum.
+  auto charge = [&](const std::vector<Piece>& list, const std::vector<double>& prefix, double OpEnergy::*uj,
+                    int64_t OpEnergy::*ns, double* sum_uj) {
+    for (const auto& p : list) {
+      if (p.end_ns <= p.start_ns) continue;
+      const double e = prefix[cut_index(p.end_ns)] - prefix[cut_index(p.start_ns)];
+      out.ops[p.op].*uj += e;
+      out.ops[p.op].*ns += p.end_ns - p.start_ns;
+      *sum_uj += e;
+    }
+  };
+  charge(pieces, share_prefix, &OpEnergy::exclusive_uj, &OpEnergy::exclusive_ns, &out.attributed_uj);
+  charge(issue_pieces, issue_prefix, &OpEnergy::issue_uj, &OpEnergy::issue_ns, &out.issue_uj);
   for (size_t i = 0; i < trace.ops.size(); ++i) {
     if (!recorder_op[i]) continue;
     out.recorder_uj += out.ops[i].exclusive_uj;
     out.recorder_ns += out.ops[i].exclusive_ns;
-  }
-  for (const auto& p : issue_pieces) {
-    if (p.end_ns <= p.start_ns) continue;
-    double e = issue_prefix[cut_index(p.end_ns)] - issue_prefix[cut_index(p.start_ns)];
-    out.ops[p.op].issue_uj += e;
-    out.ops[p.op].issue_ns += p.end_ns - p.start_ns;
-    out.issue_uj += e;
   }
   // Inclusive: children were pushed after their parents, so walking ops by
   // descending start (then ascending length) visits children before parents.

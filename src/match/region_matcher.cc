@@ -40,6 +40,13 @@ struct Dominance {
   std::vector<int32_t> segment;                   // per member: deepest strict path dominator position, or -1
 };
 
+// Removes `gone` (node indices that left the level) from `members`.
+void DropMembers(std::vector<int32_t>& members, std::vector<int32_t> gone) {
+  if (gone.empty()) return;
+  std::sort(gone.begin(), gone.end());
+  std::erase_if(members, [&](int32_t v) { return std::binary_search(gone.begin(), gone.end(), v); });
+}
+
 class Matcher {
  public:
   Matcher(const DataflowGraph& a, const FingerprintMap& fa, const DataflowGraph& b, const FingerprintMap& fb,
@@ -298,11 +305,8 @@ class Matcher {
       r.depth = depth;
       result_.regions.push_back(std::move(r));
     }
-    auto drop = [](std::vector<int32_t>& members, const std::vector<int32_t>& gone) {
-      std::erase_if(members, [&](int32_t v) { return std::find(gone.begin(), gone.end(), v) != gone.end(); });
-    };
-    drop(la.members, peeled_a);
-    drop(lb.members, peeled_b);
+    DropMembers(la.members, std::move(peeled_a));
+    DropMembers(lb.members, std::move(peeled_b));
   }
 
   void Emit(Level la, Level lb, const std::vector<TensorPair>& entry, bool from_inputs,
@@ -370,14 +374,8 @@ class Matcher {
       MatchLevel(Level{ca.members, ca.sink}, Level{cb.members, cb.sink}, entry, from_inputs, {out}, depth + 1);
     }
     comparisons_ += index.comparisons();
-    if (gone_a.empty()) return;
-    std::sort(gone_a.begin(), gone_a.end());
-    std::sort(gone_b.begin(), gone_b.end());
-    auto drop = [](std::vector<int32_t>& members, const std::vector<int32_t>& gone) {
-      std::erase_if(members, [&](int32_t v) { return std::binary_search(gone.begin(), gone.end(), v); });
-    };
-    drop(la.members, gone_a);
-    drop(lb.members, gone_b);
+    DropMembers(la.members, std::move(gone_a));
+    DropMembers(lb.members, std::move(gone_b));
   }
 
   void MatchLevel(Level la, Level lb, const std::vector<TensorPair>& entry, bool from_inputs,

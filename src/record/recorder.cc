@@ -7,7 +7,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -311,15 +310,15 @@ int64_t Recorder::ResolveTensor(const TensorView& t, bool is_output, int64_t op_
     }
     if (t.is_view && viewed_id != kNoId && it->second.id == viewed_id) return it->second.id;
   }
-  int64_t id = NewTensor(t, is_output, op_id, &key);
   const bool fingerprint = record_values_ && t.host_data;
-  if (fingerprint) state_->tensors[key].fingerprinted = true;
+  int64_t id = NewTensor(t, is_output, op_id, &key, fingerprint);
   lock.unlock();
   if (fingerprint) FingerprintValue(id, t, viewed_id);
   return id;
 }
 
-int64_t Recorder::NewTensor(const TensorView& t, bool is_output, int64_t op_id, const void* key_ptr) {
+int64_t Recorder::NewTensor(const TensorView& t, bool is_output, int64_t op_id, const void* key_ptr,
+                            bool fingerprinted) {
   const TensorKey& key = *static_cast<const TensorKey*>(key_ptr);
   TensorMeta meta;
   meta.id = state_->next_tensor_id++;
@@ -331,7 +330,7 @@ int64_t Recorder::NewTensor(const TensorView& t, bool is_output, int64_t op_id, 
   meta.device = std::string(t.device);
   meta.version = t.version;
   meta.producer_op_id = is_output ? op_id : kNoId;
-  state_->tensors.insert_or_assign(key, TensorEntry{meta.id, meta.producer_op_id});
+  state_->tensors.insert_or_assign(key, TensorEntry{meta.id, meta.producer_op_id, fingerprinted});
   int64_t id = meta.id;
   writer_->AppendTensor(std::move(meta));
   return id;
@@ -402,7 +401,7 @@ void Recorder::AddOverwrittenInput(int32_t slot, const TensorView& tensor) {
   int64_t id;
   {
     std::lock_guard<std::mutex> lock(state_->mu);
-    id = NewTensor(tensor, /*is_output=*/true, p.event.id, &key);
+    id = NewTensor(tensor, /*is_output=*/true, p.event.id, &key, /*fingerprinted=*/false);
   }
   p.links.push_back({p.event.id, TensorRole::kInput, slot, id});
   p.input_storages.emplace_back(tensor.storage_addr, id);
