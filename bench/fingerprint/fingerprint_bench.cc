@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "magneton/fingerprint.h"
+#include "fingerprint/fingerprint.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "magneton/energy.h"
+#include "energy/energy.h"
 
 int main(int argc, char** argv) {
   auto meter = magneton::energy::OpenNvmlMeter();

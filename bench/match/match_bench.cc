@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "magneton/match.h"
+#include "match/match.h"
 
 namespace {
 

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "energy/clock.h"
-#include "magneton/energy.h"
-#include "magneton/energy_sampler.h"
+#include "base/clock.h"
+#include "energy/energy.h"
+#include "energy/sampler.h"
 
 namespace {
 
@@ -30,7 +30,7 @@ class MillisecondCounter : public Meter {
   magneton::Provenance provenance() const override { return magneton::Provenance::kMeasured; }
   magneton::StatusOr<magneton::energy::MeterReading> Read() override {
     magneton::energy::MeterReading r;
-    r.t_ns = magneton::energy::MonotonicNowNs();
+    r.t_ns = magneton::magneton::MonotonicNowNs();
     r.domains.push_back({static_cast<double>(++reads_), magneton::energy::kNaN});
     return r;
   }

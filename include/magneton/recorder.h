@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "magneton/clock.h"
 #include "magneton/status.h"
 #include "magneton/trace.h"
 #include "magneton/trace_writer.h"
@@ -46,9 +47,7 @@ struct RecorderOptions {
   bool record_values = false;
 };
 
-struct TensorBuffer;  // magneton/fingerprint.h
-
-int64_t MonotonicNowNs();
+struct TensorBuffer;  // fingerprint/fingerprint.h
 
 // The recorder op that covers --values fingerprinting on the traced thread
 // (an IsRecorderOp name): its time and energy are the recorder's, not the

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "magneton/provenance.h"
+
 namespace magneton {
 
 // Bumped on any incompatible change to the on-disk schema (docs/TRACE_FORMAT.md).
@@ -31,6 +33,8 @@ struct RunMetadata {
   std::string cwd;  // working directory of the traced program (for re-runs)
   std::string engine = "pytorch";  // which recorder wrote the ops
   std::map<std::string, std::string> versions;  // framework -> version
+  // Every other meta row (energy.*, ort.session.*, trace.*), as written.
+  std::map<std::string, std::string> extra;
 };
 
 // One entry of the config snapshot: a flag, env var, model config field, or
@@ -108,8 +112,6 @@ struct DeviceActivity {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
 };
-
-enum class Provenance : int { kMeasured = 0, kEstimated = 1 };
 
 struct EnergySample {
   std::string domain;  // e.g. "cpu-package-0", "gpu-0"

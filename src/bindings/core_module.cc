@@ -1,4 +1,5 @@
-// magneton._core: the Python edge of the C++ core. No logic of its own: it
+// magneton._core: the Python edge of the recording core (what a traced
+// process loads; the analysis is magneton._analysis). No logic of its own: it
 // converts arguments, calls the core and turns a bad Status into an exception.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
@@ -9,11 +10,9 @@
 
 #include "bindings/ort_bindings.h"
 #include "bindings/array_ops.h"
-#include "magneton/line_diagnosis.h"
 #include "magneton/recorder.h"
-#include "magneton/trace_reader.h"
 #include "pyhooks/python_stack.h"
-#include "report/summary.h"
+#include "trace/line_trace_file.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -84,17 +83,6 @@ NB_MODULE(_core, m) {
 
   magneton::RegisterArrayOps(m);
 
-  m.def("summarize", [](const std::string& path, int top) {
-    auto trace = magneton::ReadTrace(path);
-    ThrowIfError(trace.status());
-    return magneton::FormatSummary(*trace, top);
-  }, "path"_a, "top"_a = 15);
-  m.def("validate", [](const std::string& path) {
-    auto trace = magneton::ReadTrace(path);
-    ThrowIfError(trace.status());
-    return trace->ops.size();
-  }, "path"_a, "Reads and validates a trace; returns its op count or raises.");
-
   magneton::RegisterOrtBindings(m);
   // Line tracing for `magneton diff` re-runs (python/magneton/line_trace.py).
   using Watched = std::tuple<size_t, std::string, std::string>;
@@ -102,13 +90,13 @@ NB_MODULE(_core, m) {
   m.def("write_line_trace", [](const std::string& path,
                                const std::vector<std::tuple<std::string, std::string, int64_t>>& targets,
                                const std::vector<Call>& calls) {
-    magneton::diagnose::LineTrace t;
+    magneton::LineTrace t;
     for (const auto& [file, function, line] : targets) t.targets.push_back({file, function, line});
     for (const auto& [target, lines, values] : calls) {
-      magneton::diagnose::LineCall c{target, lines, {}};
+      magneton::LineCall c{target, lines, {}};
       for (const auto& [event, expr, value] : values) c.values.push_back({event, expr, value});
       t.calls.push_back(std::move(c));
     }
-    ThrowIfError(magneton::diagnose::WriteLineTrace(path, t));
+    ThrowIfError(magneton::WriteLineTrace(path, t));
   }, "path"_a, "targets"_a, "calls"_a);
 }

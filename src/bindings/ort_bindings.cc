@@ -1,5 +1,5 @@
 // magneton._core.OrtSession: the Python edge of ONNX Runtime ingestion
-// (include/magneton/ort.h). Holds one session's graph, clock readings and
+// (include/ort/ort.h). Holds one session's graph, clock readings and
 // value fingerprints until the profile is ingested at stop().
 #include <mutex>
 
@@ -9,8 +9,8 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings/ort_bindings.h"
-#include "magneton/fingerprint.h"
-#include "magneton/ort.h"
+#include "fingerprint/fingerprint.h"
+#include "ort/ort.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -136,7 +136,7 @@ class OrtSession {
 }  // namespace
 
 void RegisterOrtBindings(nb::module_& m) {
-  nb::class_<OrtSession>(m, "OrtSession", "One ONNX Runtime session being recorded (include/magneton/ort.h).")
+  nb::class_<OrtSession>(m, "OrtSession", "One ONNX Runtime session being recorded (include/ort/ort.h).")
       .def(nb::init<const std::string&, int64_t>(), "graph_json"_a, "profiling_start_ns"_a)
       .def("begin_run", &OrtSession::BeginRun)
       .def("end_run", &OrtSession::EndRun, "run"_a)

@@ -6,26 +6,25 @@
 // line by line (docs/DIFF.md), and the demo closes with that root cause.
 #include <cstdio>
 #include <filesystem>
-#include <set>
 
 #include <fmt/format.h>
-
-#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "analysis/session_data.h"
+#include "base/format.h"
 #include "cli/command.h"
-#include "cli/record_child.h"
-#include "cli/subprocess.h"
-#include "magneton/energy_attribution.h"
-#include "magneton/trace_reader.h"
+#include "cli/record_report.h"
+#include "cli/text_file.h"
+#include "magneton/analysis.h"
+#include "runner/process_runner.h"
+#include "runner/subprocess.h"
 
 namespace magneton::cli {
 namespace {
 
 // The line-level root cause from the diff's JSON report, as one line ("" if none).
-std::string LineRootCause(const std::string& json_path) {
-  std::ifstream in(json_path);
-  nlohmann::json report = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+std::string LineRootCause(const std::string& json_text) {
+  nlohmann::json report = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (report.is_discarded() || !report.contains("findings")) return "";
   for (const auto& f : report["findings"]) {
     const auto& d = f.value("diagnosis", nlohmann::json());
@@ -41,28 +40,6 @@ std::string LineRootCause(const std::string& json_path) {
                        o.value("value_a", "?"), o.value("value_b", "?"));
   }
   return "";
-}
-
-struct RunEnergy {
-  double total_uj = 0;
-  std::string domain;
-  Provenance provenance = Provenance::kEstimated;
-  bool ok = false;
-};
-
-// The job's energy (first op to last op; interpreter start-up and imports
-// excluded, as in the diff) in the trace's first domain, for the closing line.
-RunEnergy TotalEnergy(const std::string& path) {
-  RunEnergy out;
-  auto trace = ReadTrace(path);
-  if (!trace.ok() || trace->energy_samples.empty()) return out;
-  out.domain = trace->energy_samples.front().domain;
-  auto a = energy::AttributeEnergy(*trace, out.domain);
-  if (!a.ok()) return out;
-  out.total_uj = a->job_uj;
-  out.provenance = a->provenance;
-  out.ok = true;
-  return out;
 }
 
 class DemoCommand : public Command {
@@ -86,40 +63,47 @@ class DemoCommand : public Command {
     const std::vector<std::string> args = {"--layers", "2", "--prompt-tokens", "64", "--new-tokens",
                                            std::to_string(new_tokens_)};
 
+    runner::SubprocessRunner processes;
     for (const auto& [path, label, no_cache] : {std::tuple{a, "use_cache=False", true},
                                                  std::tuple{b, "use_cache=True", false}}) {
-      RecordRequest req;
+      RecordRunRequest req;
       req.output = path;
       req.label = label;
       req.values = true;
-      req.command = {FindPython(), "-m", script};
-      req.command.insert(req.command.end(), args.begin(), args.end());
-      if (no_cache) req.command.push_back("--no-cache");
-      std::fprintf(stderr, "magneton demo: recording %s\n", ShellQuote(req.command).c_str());
-      int code = RecordChild(req, /*verbose=*/true);
+      req.argv = {runner::FindPython(), "-m", script};
+      req.argv.insert(req.argv.end(), args.begin(), args.end());
+      if (no_cache) req.argv.push_back("--no-cache");
+      std::fprintf(stderr, "magneton demo: recording %s\n", runner::ShellQuote(req.argv).c_str());
+      const int code = ReportRecording(req, processes.Record(req));
       if (code != 0) return code;
     }
 
+    AnalysisOptions options;
+    options.min_share = 0.01;
+    auto session = AnalysisSession::Open({a}, {b}, options);
+    if (!session.ok()) return Fail(session.status().message());
+    (*session)->SetProgress([](const std::string& line) { std::fprintf(stderr, "magneton: %s\n", line.c_str()); });
+    Status st = (*session)->Diff();
+    if (st.ok()) st = (*session)->TraceLines(processes, RerunPolicy{});
+    if (!st.ok()) return Fail(st.message());
     const std::string html = (dir / "report.html").string();
     const std::string json = (dir / "report.json").string();
-    std::error_code self_ec;
-    std::string self = std::filesystem::read_symlink("/proc/self/exe", self_ec).string();
-    if (self_ec) self = "magneton";
-    std::string error;
-    int code = RunChild({self, "diff", a, b, "--html", html, "--json", json, "--min-share", "0.01"}, {}, &error);
-    if (code < 0) return Fail(error);
-    if (code != 0) return code;
+    const std::string json_text = (*session)->JsonReport();
+    std::fputs((*session)->TerminalReport().c_str(), stdout);
+    st = WriteTextFile(html, (*session)->HtmlReport());
+    if (st.ok()) st = WriteTextFile(json, json_text);
+    if (!st.ok()) return Fail(st.message());
 
-    RunEnergy ea = TotalEnergy(a), eb = TotalEnergy(b);
-    if (ea.ok && eb.ok && ea.provenance == eb.provenance && ea.total_uj > 0) {
-      const char* prov = ea.provenance == Provenance::kMeasured ? "measured" : "estimated";
+    const analysis::SessionData& d = (*session)->data();
+    const double ea = d.energy_a.job_uj, eb = d.energy_b.job_uj;  // the job, in the diff's domain
+    if (ea > 0) {
       std::printf(
           "\nFlipping use_cache to True (run B) changed the job's energy (first op to last op) from %.2f J to %.2f J "
           "(%s, %s): %.2f J saved, %.1f%% of run A, measured by running both configurations.\n",
-          ea.total_uj / 1e6, eb.total_uj / 1e6, prov, ea.domain.c_str(), (ea.total_uj - eb.total_uj) / 1e6,
-          100.0 * (ea.total_uj - eb.total_uj) / ea.total_uj);
+          ea / 1e6, eb / 1e6, ProvenanceName(d.energy_a.provenance), d.domain.c_str(), (ea - eb) / 1e6,
+          100.0 * (ea - eb) / ea);
     }
-    if (const std::string cause = LineRootCause(json); !cause.empty()) std::printf("%s\n", cause.c_str());
+    if (const std::string cause = LineRootCause(json_text); !cause.empty()) std::printf("%s\n", cause.c_str());
     std::printf("reports: %s  %s\ntraces:  %s  %s\n", html.c_str(), json.c_str(), a.c_str(), b.c_str());
     return 0;
   }

@@ -1,19 +1,12 @@
 // magneton diff a.mtrace b.mtrace: where one run spends more energy than the
-// other for the same results, and why (method.md sections 6 and 7).
+// other for the same results, and why (method.md sections 6 and 7). The work
+// is the analysis session's; this file parses arguments and prints.
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 
 #include "cli/command.h"
 #include "cli/text_file.h"
-#include "cli/line_rerun.h"
-#include "cli/record_child.h"
-#include "magneton/counterfactual.h"
-#include "magneton/detect.h"
-#include "magneton/diagnose.h"
-#include "magneton/fingerprint.h"
-#include "magneton/trace_reader.h"
-#include "report/diff_report.h"
+#include "magneton/analysis.h"
+#include "runner/process_runner.h"
 
 namespace magneton::cli {
 namespace {
@@ -27,7 +20,8 @@ class DiffCommand : public Command {
     sub->add_option("--tau", options_.tau, "Relative energy difference that counts")
         ->default_val(0.10)
         ->check(CLI::NonNegativeNumber);
-    sub->add_option("--epsilon", options_.match.epsilon, "Tensor equivalence tolerance for matching")
+    sub->add_option("--epsilon", options_.epsilon,
+                    "Tensor equivalence tolerance, for matching and for comparing region outputs")
         ->default_val(1e-2)
         ->check(CLI::NonNegativeNumber);
     sub->add_option("--min-share", options_.min_share,
@@ -48,100 +42,46 @@ class DiffCommand : public Command {
     sub->add_flag("--no-rerun", no_rerun_,
                   "Do not re-run the two recorded commands with the deviation-point function traced line by line "
                   "(by default diff does, once, for the top finding, when both traces carry a command line)");
+    sub->add_flag("--rerun", rerun_policy_.allow_foreign,
+                  "Also re-run commands of traces not recorded by this user on this machine (by default their "
+                  "commands are printed, never run)");
     sub->add_option("--confirm-min-saving", confirm_min_saving_, "Relative saving that confirms")->default_val(0.05);
     return sub;
   }
 
   int Run() override {
-    auto a = ReadTrace(path_a_);
-    if (!a.ok()) return Fail(a.status().message());
-    auto b = ReadTrace(path_b_);
-    if (!b.ok()) return Fail(b.status().message());
-    auto fa = LoadFingerprints(path_a_);
-    if (!fa.ok()) return Fail(fa.status().message());
-    auto fb = LoadFingerprints(path_b_);
-    if (!fb.ok()) return Fail(fb.status().message());
-    for (const auto& [path, fps] : {std::pair{path_a_, &*fa}, std::pair{path_b_, &*fb}}) {
-      if (fps->empty()) {
-        return Fail(path + " has no tensor fingerprints; diff compares tensor values, so record it with "
-                           "`magneton record --values ...`");
-      }
+    auto session = AnalysisSession::Open({path_a_}, {path_b_}, options_);
+    if (!session.ok()) return Fail(session.status().message());
+    (*session)->SetProgress([](const std::string& line) { std::fprintf(stderr, "magneton: %s\n", line.c_str()); });
+    Status st = (*session)->Diff();
+    if (!st.ok()) return Fail(st.message());
+    runner::SubprocessRunner processes;
+    if (!no_rerun_) {
+      st = (*session)->TraceLines(processes, rerun_policy_);
+      if (!st.ok()) return Fail(st.message());
     }
-    auto result = detect::Detect(*a, *fa, *b, *fb, options_);
-    if (!result.ok()) return Fail(result.status().message());
-    std::vector<diagnose::Diagnosis> diagnoses = diagnose::Diagnose(*a, *b, *result);
-    if (!no_rerun_) TraceLines(*a, *b, &diagnoses);
-    report::DiffReportInput in{path_a_, path_b_, &*a, &*b, &*result, &diagnoses};
-    std::fputs(report::RenderDiffTerminal(in).c_str(), stdout);
+    std::fputs((*session)->TerminalReport().c_str(), stdout);
     if (!json_path_.empty()) {
-      Status st = WriteTextFile(json_path_, report::DiffToJson(in).dump(2) + "\n");
+      st = WriteTextFile(json_path_, (*session)->JsonReport());
       if (!st.ok()) return Fail(st.message());
     }
     if (!html_path_.empty()) {
-      Status st = WriteTextFile(html_path_, report::RenderDiffHtml(in));
+      st = WriteTextFile(html_path_, (*session)->HtmlReport());
       if (!st.ok()) return Fail(st.message());
     }
-    if (confirm_) return Confirm(*a, *b, *result, diagnoses);
-    return 0;
-  }
-
-  // The line-level step (docs/DIFF.md) for the first flagged finding with a
-  // deviation point: one re-run of each side, so the cost stays bounded.
-  void TraceLines(const Trace& a, const Trace& b, std::vector<diagnose::Diagnosis>* diagnoses) {
-    if (a.meta.command_line.empty() || b.meta.command_line.empty()) return;
-    // A branch inside one function (the paths differ in the same function)
-    // is where a line trace finds something; identical paths down to the
-    // innermost frame differ only in tensor sizes.
-    diagnose::Diagnosis* chosen = nullptr;
-    for (diagnose::Diagnosis& d : *diagnoses) {
-      if (!d.deviation.found) continue;
-      if (chosen == nullptr) chosen = &d;
-      if (d.deviation.frame_a != d.deviation.frame_b) {
-        chosen = &d;
-        break;
-      }
-    }
-    if (chosen == nullptr) return;
-    std::error_code ec;
-    const std::string prefix = std::filesystem::absolute(path_a_, ec).string();
-    std::fprintf(stderr, "magneton: re-running A and B with %s traced line by line (--no-rerun skips this)\n",
-                 chosen->deviation.frame_a.c_str());
-    auto line = RunLineDiagnosis(a, b, chosen->deviation, prefix);
-    if (!line.ok()) {
-      std::fprintf(stderr, "magneton: no line-level diagnosis: %s\n", line.status().message().c_str());
-      diagnose::LineDiagnosis failed;
-      failed.note = line.status().message();
-      chosen->line = std::make_shared<const diagnose::LineDiagnosis>(std::move(failed));
-      return;
-    }
-    diagnose::ApplyLineDiagnosis(std::move(*line), diagnose::DiffConfig(a, b), chosen);
-  }
-
-  int Confirm(const Trace& a, const Trace& b, const detect::DetectResult& result,
-              const std::vector<diagnose::Diagnosis>& diagnoses) {
-    auto plan = diagnose::PlanCounterfactual(a, b, result, diagnoses);
-    if (!plan.ok()) {
-      std::printf("\n--confirm: nothing to re-run: %s\n", plan.status().message().c_str());
+    if (!confirm_) return 0;
+    // What --confirm re-runs is part of its result: say it on stdout.
+    (*session)->SetProgress([](const std::string& line) {
+      std::printf("\n%s\n", line.c_str());
+      std::fflush(stdout);
+    });
+    auto outcome = (*session)->Confirm(processes, rerun_policy_, confirm_min_saving_);
+    if (!outcome.ok()) return Fail(outcome.status().message());
+    if (!outcome->ran) {
+      std::printf("\n--confirm: %s\n", outcome->sentence.c_str());
       return 0;
     }
-    const std::string& original = plan->rerun_side == 'A' ? path_a_ : path_b_;
-    RecordRequest req;
-    req.output = original + ".confirm.mtrace";
-    req.label = "confirm " + plan->variable.key + "=" + plan->new_value;
-    req.command = {"/bin/sh", "-c", plan->command_line};
-    req.cwd = plan->cwd;
-    for (const auto& [k, v] : plan->environment) req.extra_env[k] = v;
-    std::printf("\n--confirm: re-running %c (%s) with %s = %s\n", plan->rerun_side, plan->command_line.c_str(),
-                plan->variable.key.c_str(), plan->new_value.c_str());
-    std::fflush(stdout);
-    int code = RecordChild(req, /*verbose=*/true);
-    if (code != 0) return Fail("the re-run failed (exit code " + std::to_string(code) + "); nothing confirmed");
-    auto after = ReadTrace(req.output);
-    if (!after.ok()) return Fail(after.status().message());
-    auto outcome = diagnose::EvaluateCounterfactual(*plan, plan->rerun_side == 'A' ? a : b, *after,
-                                                    confirm_min_saving_);
-    if (!outcome.ok()) return Fail(outcome.status().message());
-    std::printf("%s\n(re-run trace: %s)\n", outcome->sentence.c_str(), req.output.c_str());
+    std::printf("%s\n(re-run trace: %s)\n", outcome->sentence.c_str(), outcome->trace_path.c_str());
     return 0;
   }
 
@@ -150,7 +90,8 @@ class DiffCommand : public Command {
   bool confirm_ = false;
   bool no_rerun_ = false;
   double confirm_min_saving_ = 0.05;
-  detect::Options options_;
+  AnalysisOptions options_;
+  RerunPolicy rerun_policy_;
 };
 
 }  // namespace

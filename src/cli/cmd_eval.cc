@@ -1,6 +1,5 @@
 // magneton eval cases/: record every known case, diff it over an (epsilon,
 // tau) sweep, score it against expected.json, write docs/EVALUATION.md.
-#include <fcntl.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -18,10 +17,10 @@
 
 #include "cli/command.h"
 #include "cli/text_file.h"
-#include "cli/record_child.h"
-#include "cli/subprocess.h"
-#include "magneton/eval.h"
-#include "magneton/eval_env.h"
+#include "runner/record_child.h"
+#include "runner/subprocess.h"
+#include "eval/eval.h"
+#include "eval/eval_env.h"
 
 namespace magneton::cli {
 namespace {
@@ -46,7 +45,7 @@ std::string CommandLine(const std::string& fallback) {
   while (std::getline(in, arg, '\0')) argv.push_back(arg);
   if (argv.empty()) return fallback;
   argv[0] = "magneton";
-  return ShellQuote(argv);
+  return runner::ShellQuote(argv);
 }
 
 std::string NowUtc() {
@@ -64,36 +63,21 @@ std::string Machine() {
   return s + ", " + std::to_string(std::thread::hardware_concurrency()) + " CPU threads";
 }
 
-// Records one script with tensor values under `python`; its output goes to <trace>.log.
+// Records one script with tensor values under `python`; its output goes to
+// <trace>.log unless verbose.
 Status RecordScript(const std::string& python, const std::string& script, const std::string& trace, bool verbose) {
-  RecordRequest req;
+  RecordRunRequest req;
   req.output = trace;
   req.label = fs::path(script).parent_path().filename().string() + "/" + fs::path(script).filename().string();
-  req.command = {python, script};
+  req.argv = {python, script};
   req.values = true;
   const std::string log = trace + ".log";
-  int code;
-  if (verbose) {
-    code = RecordChild(req, /*verbose=*/true);
-  } else {
-    std::fflush(stdout);
-    std::fflush(stderr);
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) return Internal("cannot write " + log);
-    const int saved_out = ::dup(1), saved_err = ::dup(2);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    ::close(fd);
-    code = RecordChild(req, /*verbose=*/true);
-    std::fflush(stdout);
-    std::fflush(stderr);
-    ::dup2(saved_out, 1);
-    ::dup2(saved_err, 2);
-    ::close(saved_out);
-    ::close(saved_err);
-  }
-  if (code != 0) {
-    return Internal("recording " + script + " failed (exit " + std::to_string(code) + ")" +
+  if (!verbose) req.log_path = log;
+  auto recorded = runner::RecordChild(req);
+  if (!recorded.ok()) return recorded.status();
+  if (recorded->exit_code != 0 || !recorded->trace_status.ok()) {
+    const std::string why = recorded->trace_status.ok() ? "" : ": " + recorded->trace_status.message();
+    return Internal("recording " + script + " failed (exit " + std::to_string(recorded->exit_code) + ")" + why +
                     (verbose ? std::string() : "; " + log + " ends with: " + Tail(log, 600)));
   }
   return Status::Ok();
@@ -107,12 +91,12 @@ StatusOr<std::string> PythonForScript(const std::string& script, const std::stri
   auto env = eval::ReadCaseEnv(p.parent_path().string());
   if (!env.ok()) return env.status();
   const std::vector<std::string>& reqs = env->side(p.stem().string().empty() ? 'a' : p.stem().string()[0]);
-  if (reqs.empty()) return FindPython();
+  if (reqs.empty()) return runner::FindPython();
   // Asked once per eval (it imports torch), then the same for every case.
   static std::optional<StatusOr<eval::BasePython>> base;
-  if (!base) base = eval::QueryBasePython(FindPython(), RunCapture);
+  if (!base) base = eval::QueryBasePython(runner::FindPython(), runner::RunCapture);
   if (!base->ok()) return base->status();
-  return eval::EnsureCaseEnv(reqs, **base, cache_root, RunCapture, progress);
+  return eval::EnsureCaseEnv(reqs, **base, cache_root, runner::RunCapture, progress);
 }
 
 class EvalCommand : public Command {

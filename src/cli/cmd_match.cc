@@ -6,11 +6,10 @@
 #include <cstdio>
 #include <memory>
 
+#include "analysis/session_data.h"
 #include "cli/command.h"
-#include "cli/match_output.h"
-#include "magneton/fingerprint.h"
-#include "magneton/match.h"
-#include "magneton/trace_reader.h"
+#include "magneton/analysis.h"
+#include "report/match_output.h"
 
 namespace magneton::cli {
 namespace {
@@ -28,21 +27,6 @@ std::vector<std::string> SplitCommas(const std::string& s) {
   return out;
 }
 
-struct LoadedRun {
-  std::unique_ptr<Trace> trace;
-  std::unique_ptr<FingerprintMap> fingerprints;
-};
-
-StatusOr<LoadedRun> Load(const std::string& path) {
-  MAGNETON_ASSIGN_OR_RETURN(Trace trace, ReadTrace(path));
-  MAGNETON_ASSIGN_OR_RETURN(FingerprintMap fps, LoadFingerprints(path));
-  if (fps.empty()) {
-    return InvalidArgument(path + " has no tensor fingerprints; matching compares tensor values, so record it with "
-                                  "`magneton record --values ...`");
-  }
-  return LoadedRun{std::make_unique<Trace>(std::move(trace)), std::make_unique<FingerprintMap>(std::move(fps))};
-}
-
 class MatchCommand : public Command {
  public:
   CLI::App* Register(CLI::App& app) override {
@@ -50,46 +34,29 @@ class MatchCommand : public Command {
     sub->add_option("a", path_a_, "First system's trace(s), recorded with --values; comma-separated, one per model input")
         ->required();
     sub->add_option("b", path_b_, "Second system's trace(s), same model inputs in the same order")->required();
-    sub->add_option("--epsilon", epsilon_, "Tensor equivalence tolerance (relative to value scale)")
+    sub->add_option("--epsilon", options_.epsilon, "Tensor equivalence tolerance (relative to value scale)")
         ->default_val(1e-2)
         ->check(CLI::NonNegativeNumber);
-    sub->add_flag("--leaf-ops", leaf_ops_, "Use innermost ops as graph nodes instead of top-level ops");
+    sub->add_flag("--leaf-ops", options_.leaf_ops, "Use innermost ops as graph nodes instead of top-level ops");
     sub->add_flag("--json", json_, "Print the result as JSON (regions with op ids, names, scopes, boundary tensors)");
     return sub;
   }
 
   int Run() override {
-    const std::vector<std::string> paths_a = SplitCommas(path_a_), paths_b = SplitCommas(path_b_);
-    if (paths_a.empty() || paths_a.size() != paths_b.size()) {
-      return Fail("match: give the same number of traces on each side (one per model input), comma-separated");
-    }
-    std::vector<LoadedRun> runs_a, runs_b;
-    std::vector<TracePairInput> pairs;
-    for (size_t i = 0; i < paths_a.size(); ++i) {
-      auto ra = Load(paths_a[i]);
-      if (!ra.ok()) return Fail(ra.status().message());
-      auto rb = Load(paths_b[i]);
-      if (!rb.ok()) return Fail(rb.status().message());
-      runs_a.push_back(std::move(*ra));
-      runs_b.push_back(std::move(*rb));
-      pairs.push_back({runs_a.back().trace.get(), runs_a.back().fingerprints.get(), runs_b.back().trace.get(),
-                       runs_b.back().fingerprints.get()});
-    }
-    MatchOptions options;
-    options.epsilon = epsilon_;
-    options.graph.leaf_ops = leaf_ops_;
-    auto result = MatchAcrossInputs(pairs, options);
-    if (!result.ok()) return Fail(result.status().message());
-    const std::string out = json_ ? MatchJson(*pairs[0].a, *pairs[0].b, path_a_, path_b_, epsilon_, pairs.size(), *result)
-                                  : MatchText(*pairs[0].a, *pairs[0].b, path_a_, path_b_, epsilon_, pairs.size(), *result);
-    std::fputs(out.c_str(), stdout);
+    auto session = AnalysisSession::Open(SplitCommas(path_a_), SplitCommas(path_b_), options_);
+    if (!session.ok()) return Fail("match: " + session.status().message());
+    Status st = (*session)->Match();
+    if (!st.ok()) return Fail(st.message());
+    const analysis::SessionData& d = (*session)->data();
+    const auto render = json_ ? report::MatchJson : report::MatchText;
+    std::fputs(render(d.trace_a(), d.trace_b(), path_a_, path_b_, options_.epsilon, d.a.size(), *d.match).c_str(),
+               stdout);
     return 0;
   }
 
  private:
   std::string path_a_, path_b_;
-  double epsilon_ = 1e-2;
-  bool leaf_ops_ = false;
+  AnalysisOptions options_;
   bool json_ = false;
 };
 

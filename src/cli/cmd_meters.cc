@@ -4,12 +4,12 @@
 #include <string>
 
 #include "cli/command.h"
-#include "magneton/energy.h"
+#include "energy/energy.h"
+#include "base/format.h"
 
 namespace magneton::cli {
 namespace {
 
-const char* ProvenanceText(Provenance p) { return p == Provenance::kMeasured ? "measured" : "estimated"; }
 
 const char* StatusText(const Status& s) {
   switch (s.code()) {
@@ -30,7 +30,7 @@ class MetersCommand : public Command {
   int Run() override {
     energy::MeterDiscovery d = energy::DiscoverMeters();
     for (const auto& p : d.probes) {
-      std::printf("%-11s %-13s %-9s  %s\n", p.name.c_str(), StatusText(p.status), ProvenanceText(p.provenance),
+      std::printf("%-11s %-13s %-9s  %s\n", p.name.c_str(), StatusText(p.status), ProvenanceName(p.provenance),
                   p.status.ok() ? p.description.c_str() : p.status.message().c_str());
     }
     if (d.chosen.empty()) {
@@ -39,7 +39,7 @@ class MetersCommand : public Command {
     }
     std::string names;
     for (size_t i : d.chosen) names += (names.empty() ? "" : " + ") + d.probes[i].name;
-    std::printf("\nrecord would use: %s (%s): %s\n", names.c_str(), ProvenanceText(d.chosen_provenance),
+    std::printf("\nrecord would use: %s (%s): %s\n", names.c_str(), ProvenanceName(d.chosen_provenance),
                 d.choice_reason.c_str());
     return 0;
   }

@@ -1,9 +1,10 @@
 // magneton record -o run.mtrace [--label NAME] -- python script.py args...
-#include <cstdlib>
+#include <cstdio>
 #include <filesystem>
 
 #include "cli/command.h"
-#include "cli/record_child.h"
+#include "cli/record_report.h"
+#include "runner/record_child.h"
 
 namespace magneton::cli {
 namespace {
@@ -22,12 +23,12 @@ class RecordCommand : public Command {
   }
 
   int Run() override {
-    RecordRequest req;
+    RecordRunRequest req;
     req.output = output_;
     req.label = label_.empty() ? std::filesystem::path(output_).stem().string() : label_;
-    req.command = command_;
+    req.argv = command_;
     req.values = values_;
-    return RecordChild(req, /*verbose=*/true);
+    return ReportRecording(req, runner::RecordChild(req));
   }
 
  private:

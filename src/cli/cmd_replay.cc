@@ -2,7 +2,7 @@
 // PyTorch ops in a Python that has torch (the replay itself is C++ inside
 // magneton._torch_hook), and stores per-call time and energy in the trace.
 #include "cli/command.h"
-#include "cli/subprocess.h"
+#include "runner/subprocess.h"
 
 namespace magneton::cli {
 namespace {
@@ -21,7 +21,7 @@ class ReplayCommand : public Command {
   }
 
   int Run() override {
-    std::vector<std::string> argv = {FindPython(),   "-m",        "magneton.replay", path_, "--top",
+    std::vector<std::string> argv = {runner::FindPython(),   "-m",        "magneton.replay", path_, "--top",
                                      std::to_string(top_), "--min-round-s", std::to_string(min_round_s_),
                                      "--rounds",     std::to_string(rounds_)};
     if (!ops_.empty()) {
@@ -30,7 +30,7 @@ class ReplayCommand : public Command {
     }
     if (no_store_) argv.push_back("--no-store");
     std::string error;
-    int code = RunChild(argv, {}, &error);
+    int code = runner::RunChild(argv, {}, &error);
     if (code < 0) return Fail(error);
     return code;
   }

@@ -1,5 +1,5 @@
 // Waste vs trade-off vs equal (method.md section 6).
-#include "magneton/detect.h"
+#include "detect/detect.h"
 
 namespace magneton::detect {
 

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "magneton/detect.h"
+#include "detect/detect.h"
 
 namespace magneton::detect {
 

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "magneton/detect.h"
+#include "detect/detect.h"
 
 namespace magneton::detect {
 namespace {

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "magneton/detect.h"
+#include "detect/detect.h"
 
 namespace magneton::detect {
 namespace {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "magneton/diagnose.h"
+#include "diagnose/diagnose.h"
 
 namespace magneton::diagnose {
 namespace {

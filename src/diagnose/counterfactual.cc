@@ -1,11 +1,10 @@
-#include "magneton/counterfactual.h"
+#include "diagnose/counterfactual.h"
 
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
-
-#include "magneton/energy_attribution.h"
-#include "magneton/line_diagnosis.h"
+#include "energy/attribution.h"
+#include "diagnose/line_diagnosis.h"
+#include "base/format.h"
 
 namespace magneton::diagnose {
 
@@ -33,29 +32,11 @@ StatusOr<Counterfactual> PlanCounterfactual(const Trace& a, const Trace& b, cons
     plan.variable = d.candidates.front().config;
     const bool rerun_a = plan.rerun_side == 'A';
     plan.new_value = rerun_a ? plan.variable.value_b : plan.variable.value_a;
-    const Trace& wasteful = rerun_a ? a : b;
-    plan.command_line = wasteful.meta.command_line;
-    plan.cwd = wasteful.meta.cwd;
-    if (plan.command_line.empty()) return FailedPrecondition("the wasteful run recorded no command line to re-run");
+    if ((rerun_a ? a : b).meta.command_line.empty()) {
+      return FailedPrecondition("the wasteful run recorded no command line to re-run");
+    }
     if (plan.new_value == "<absent>") {
       return FailedPrecondition("the efficient run has no value for " + plan.variable.key + " to set");
-    }
-    nlohmann::json overrides = nlohmann::json::array();
-    overrides.push_back({{"key", plan.variable.key}, {"value", plan.new_value}, {"source", plan.variable.source}});
-    plan.environment.emplace_back("MAGNETON_OVERRIDES", overrides.dump());
-    if (plan.variable.source == "env" && plan.variable.key.rfind("env.", 0) == 0) {
-      const std::string name = plan.variable.key.substr(4);
-      plan.environment.emplace_back(name, plan.new_value);
-      // A command that sets the variable itself (`env NAME=0 python ...`)
-      // would override ours: set it there instead.
-      const std::string old_value = rerun_a ? plan.variable.value_a : plan.variable.value_b;
-      const std::string from = name + "=" + old_value;
-      const size_t pos = plan.command_line.find(from);
-      const size_t end = pos + from.size();
-      if (pos != std::string::npos && (pos == 0 || plan.command_line[pos - 1] == ' ') &&
-          (end == plan.command_line.size() || plan.command_line[end] == ' ')) {
-        plan.command_line.replace(pos, from.size(), name + "=" + plan.new_value);
-      }
     }
     return plan;
   }
@@ -63,12 +44,13 @@ StatusOr<Counterfactual> PlanCounterfactual(const Trace& a, const Trace& b, cons
 }
 
 StatusOr<CounterfactualOutcome> EvaluateCounterfactual(const Counterfactual& plan, const Trace& before,
-                                                       const Trace& after, double min_saving) {
+                                                       const Trace& after, const std::string& domain,
+                                                       double min_saving) {
   if (before.energy_samples.empty() || after.energy_samples.empty()) {
     return FailedPrecondition("a run has no energy samples (recorded with MAGNETON_ENERGY=0?)");
   }
   CounterfactualOutcome out;
-  out.domain = before.energy_samples.front().domain;
+  out.domain = domain;
   MAGNETON_ASSIGN_OR_RETURN(energy::Attribution eb, energy::AttributeEnergy(before, out.domain));
   MAGNETON_ASSIGN_OR_RETURN(energy::Attribution ea, energy::AttributeEnergy(after, out.domain));
   if (eb.provenance != ea.provenance) return FailedPrecondition("the two runs' energy has different provenance");
@@ -77,7 +59,7 @@ StatusOr<CounterfactualOutcome> EvaluateCounterfactual(const Counterfactual& pla
   // imports are not what the flipped variable changes.
   out.before_uj = eb.job_uj;
   out.after_uj = ea.job_uj;
-  const char* prov = out.provenance == Provenance::kMeasured ? "measured" : "estimated";
+  const char* prov = ProvenanceName(out.provenance);
   double saved = out.before_uj - out.after_uj;
   double share = out.before_uj > 0 ? saved / out.before_uj : 0;
   out.confirmed = share >= min_saving;

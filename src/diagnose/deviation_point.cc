@@ -3,7 +3,7 @@
 // paths, not the whole trace, avoids "diverges at the dispatcher".
 #include <algorithm>
 
-#include "magneton/diagnose.h"
+#include "diagnose/diagnose.h"
 
 namespace magneton::diagnose {
 

@@ -7,7 +7,8 @@
 #include <set>
 #include <unordered_map>
 
-#include "magneton/diagnose.h"
+#include "diagnose/diagnose.h"
+#include "base/format.h"
 
 namespace magneton::diagnose {
 namespace {
@@ -151,7 +152,7 @@ std::string Sentence(const Finding& f, const Diagnosis& d, const detect::DetectR
     why_trade_off = f.outputs_agree ? ", a trade-off: the cheaper side is slower" : ", a trade-off: " + f.outputs_note;
   }
   std::string s = fmt::format("{} spends {} more than {} here ({:.1f}% of {}'s job energy{}); ", costly,
-                              detect::FormatEnergy(f.saving_uj, r.provenance), cheap, 100 * f.share_of_total, costly,
+                              magneton::FormatEnergy(f.saving_uj, r.provenance), cheap, 100 * f.share_of_total, costly,
                               why_trade_off);
   if (d.kind == Kind::kOutsideOps) {
     s += fmt::format("this energy is spent while no operator runs (Python, framework overhead, waiting)");

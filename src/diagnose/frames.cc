@@ -2,7 +2,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "magneton/diagnose.h"
+#include "diagnose/diagnose.h"
 
 namespace magneton::diagnose {
 

@@ -3,7 +3,7 @@
 // number of times on both sides until they diverge).
 #include <algorithm>
 
-#include "magneton/line_diagnosis.h"
+#include "diagnose/line_diagnosis.h"
 
 namespace magneton::diagnose {
 

@@ -2,7 +2,7 @@
 // received it as an argument (a tensor of another shape, a cache object),
 // the reason lies in a caller; each caller on the recorded path is traced in
 // the same re-run, and analysed at the line where it made the call.
-#include "magneton/line_diagnosis.h"
+#include "diagnose/line_diagnosis.h"
 
 namespace magneton::diagnose {
 

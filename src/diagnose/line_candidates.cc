@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "magneton/line_diagnosis.h"
+#include "diagnose/line_diagnosis.h"
 
 namespace magneton::diagnose {
 namespace {

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <set>
 
-#include "magneton/line_diagnosis.h"
+#include "diagnose/line_diagnosis.h"
 
 namespace magneton::diagnose {
 namespace {

@@ -6,7 +6,7 @@
 #include <cctype>
 #include <set>
 
-#include "magneton/line_diagnosis.h"
+#include "diagnose/line_diagnosis.h"
 
 namespace magneton::diagnose {
 namespace {

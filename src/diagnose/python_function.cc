@@ -6,7 +6,7 @@
 #include <fstream>
 #include <regex>
 
-#include "magneton/line_diagnosis.h"
+#include "diagnose/line_diagnosis.h"
 
 namespace magneton::diagnose {
 namespace {

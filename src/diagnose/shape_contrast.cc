@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <map>
 
-#include "magneton/diagnose.h"
+#include "diagnose/diagnose.h"
 
 namespace magneton::diagnose {
 namespace {

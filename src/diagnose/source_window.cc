@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <fstream>
 
-#include "magneton/diagnose.h"
+#include "diagnose/diagnose.h"
 
 namespace magneton::diagnose {
 

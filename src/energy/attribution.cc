@@ -2,7 +2,7 @@
 // time per thread, and an even split among threads running at once. The gap
 // before a thread's top-level op (after its previous one) is that op's issue
 // time: the host code that led to it, charged only while no op runs anywhere.
-#include "magneton/energy_attribution.h"
+#include "energy/attribution.h"
 
 #include <algorithm>
 #include <cmath>

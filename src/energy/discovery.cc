@@ -4,7 +4,7 @@
 #include <string>
 
 #include "energy/estimate_meter.h"
-#include "magneton/energy.h"
+#include "energy/energy.h"
 
 namespace magneton::energy {
 namespace {

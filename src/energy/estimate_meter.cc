@@ -9,9 +9,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "energy/clock.h"
+#include "base/clock.h"
 #include "energy/estimate_meter.h"
-#include "magneton/energy.h"
+#include "energy/energy.h"
 
 namespace magneton::energy {
 namespace {

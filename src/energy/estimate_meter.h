@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "magneton/energy.h"
+#include "energy/energy.h"
 
 namespace magneton::energy {
 

@@ -1,6 +1,6 @@
 #include <cmath>
 
-#include "magneton/energy.h"
+#include "energy/energy.h"
 
 namespace magneton::energy {
 

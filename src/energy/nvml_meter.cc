@@ -5,10 +5,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "energy/clock.h"
+#include "base/clock.h"
 #include "energy/counter_unwrap.h"
 #include "energy/nvml_api.h"
-#include "magneton/energy.h"
+#include "energy/energy.h"
 
 namespace magneton::energy {
 namespace {

@@ -9,9 +9,9 @@
 #include <cstring>
 #include <filesystem>
 
-#include "energy/clock.h"
+#include "base/clock.h"
 #include "energy/sysfs.h"
-#include "magneton/energy.h"
+#include "energy/energy.h"
 
 namespace magneton::energy {
 namespace {

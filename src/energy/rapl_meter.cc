@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <map>
 
-#include "energy/clock.h"
+#include "base/clock.h"
 #include "energy/counter_unwrap.h"
 #include "energy/sysfs.h"
 

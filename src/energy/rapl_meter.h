@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "magneton/energy.h"
+#include "energy/energy.h"
 
 namespace magneton::energy {
 

@@ -1,10 +1,10 @@
-#include "magneton/energy_sampler.h"
+#include "energy/sampler.h"
 
 #include <time.h>
 
 #include <algorithm>
 
-#include "energy/clock.h"
+#include "base/clock.h"
 
 namespace magneton::energy {
 namespace {

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "magneton/energy.h"
+#include "energy/energy.h"
 #include "magneton/status.h"
 
 namespace magneton::energy {

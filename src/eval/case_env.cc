@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "magneton/eval_env.h"
+#include "eval/eval_env.h"
 
 namespace magneton::eval {
 namespace {

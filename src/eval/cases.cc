@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "magneton/eval.h"
+#include "eval/eval.h"
 
 namespace magneton::eval {
 namespace {

@@ -7,7 +7,7 @@
 #include <regex>
 #include <sstream>
 
-#include "magneton/eval_env.h"
+#include "eval/eval_env.h"
 
 namespace magneton::eval {
 namespace {

@@ -3,7 +3,8 @@
 
 #include <algorithm>
 
-#include "magneton/eval.h"
+#include "eval/eval.h"
+#include "base/format.h"
 
 namespace magneton::eval {
 namespace {
@@ -26,7 +27,7 @@ size_t HeadlineIndex(const Report& r) {
 
 std::string Saving(const CaseResult& c) {
   if (!c.ok) return "-";
-  return Pct(c.saving_share()) + " (" + detect::ProvenanceName(c.provenance) + ")";
+  return Pct(c.saving_share()) + " (" + magneton::ProvenanceName(c.provenance) + ")";
 }
 
 std::string Escape(std::string s) {
@@ -88,7 +89,7 @@ std::string RenderTable(const Report& r) {
   const SweepOptions& o = r.options;
   s += fmt::format("Per case at epsilon={} tau={} (min share {}; energy is {}):\n", Num(o.headline.epsilon),
                    Num(o.headline.tau), Num(o.min_share),
-                   r.cases.empty() ? "estimated" : detect::ProvenanceName(r.cases.front().provenance));
+                   r.cases.empty() ? "estimated" : magneton::ProvenanceName(r.cases.front().provenance));
   s += fmt::format("  {:<16} {:<8} {:<15} {:<11} {:<22} {}\n", "case", "category", "detected", "root cause",
                    "saving A-B (job)", "note");
   for (const CaseResult& c : r.cases) {
@@ -206,13 +207,13 @@ std::string RenderMarkdown(const Report& r) {
   s += "| case | category | detected | root cause right | saving (A − B) / A, job | energy A | energy B | top "
        "waste finding | note |\n|---|---|---|---|---|---|---|---|---|\n";
   for (const CaseResult& c : r.cases) {
-    const std::string ea = c.ok ? detect::FormatEnergy(c.energy_a_uj, c.provenance) : "-";
-    const std::string eb = c.ok ? detect::FormatEnergy(c.energy_b_uj, c.provenance) : "-";
+    const std::string ea = c.ok ? magneton::FormatEnergy(c.energy_a_uj, c.provenance) : "-";
+    const std::string eb = c.ok ? magneton::FormatEnergy(c.energy_b_uj, c.provenance) : "-";
     std::string top = "-";
     if (c.ok && c.headline_evidence.has_waste) {
       top = fmt::format("{} on {}, saves {} ({:.1f}% of the job)", c.headline_evidence.kind,
                         c.headline_evidence.wasteful_side,
-                        detect::FormatEnergy(c.headline_evidence.saving_uj, c.provenance),
+                        magneton::FormatEnergy(c.headline_evidence.saving_uj, c.provenance),
                         100 * c.headline_evidence.share_of_total);
     }
     if (c.ok && !c.expected.is_control()) {
@@ -279,7 +280,7 @@ nlohmann::json ToJson(const Report& r) {
                          {"ops_a", c.ops_a},            {"ops_b", c.ops_b}};
     if (c.ok) {
       cj["energy"] = {{"domain", c.domain},
-                      {"provenance", detect::ProvenanceName(c.provenance)},
+                      {"provenance", magneton::ProvenanceName(c.provenance)},
                       {"a_uj", c.energy_a_uj},
                       {"b_uj", c.energy_b_uj},
                       {"saving_share", c.saving_share()}};

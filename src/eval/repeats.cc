@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-#include "magneton/eval.h"
+#include "eval/eval.h"
 
 namespace magneton::eval {
 namespace {

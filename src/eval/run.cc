@@ -3,14 +3,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <sstream>
 
-#include "magneton/energy_attribution.h"
-#include "magneton/eval.h"
-#include "magneton/fingerprint.h"
-#include "magneton/match.h"
-#include "magneton/trace_reader.h"
+#include "analysis/session_data.h"
+#include "eval/eval.h"
+#include "magneton/analysis.h"
 
 namespace magneton::eval {
 namespace {
@@ -19,58 +16,30 @@ double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
 
-// The domain Detect would choose: common to both, with the most energy in A.
-StatusOr<std::string> ChooseDomain(const Trace& a, const Trace& b) {
-  std::set<std::string> da, db;
-  for (const EnergySample& s : a.energy_samples) da.insert(s.domain);
-  for (const EnergySample& s : b.energy_samples) db.insert(s.domain);
-  std::string domain;
-  double best = -1;
-  for (const std::string& d : da) {
-    if (!db.count(d)) continue;
-    auto e = energy::AttributeEnergy(a, d);
-    if (e.ok() && e->total_uj > best) {
-      best = e->total_uj;
-      domain = d;
-    }
-  }
-  if (domain.empty()) return FailedPrecondition("the two recordings have no energy domain in common");
-  return domain;
-}
-
 }  // namespace
 
-CaseResult EvaluateTraces(const Expected& expected, const Trace& a, const FingerprintMap& fa, const Trace& b,
-                          const FingerprintMap& fb, const SweepOptions& options) {
+CaseResult EvaluateSession(const Expected& expected, const AnalysisSession& session, const SweepOptions& options) {
+  const analysis::SessionData& data = session.data();
+  const Trace& a = data.trace_a();
+  const Trace& b = data.trace_b();
   CaseResult r;
   r.expected = expected;
   r.ops_a = a.ops.size();
   r.ops_b = b.ops.size();
-  if (fa.empty() || fb.empty()) {
-    r.error = "a recording has no tensor fingerprints (record with --values)";
+  if (!data.energy_status.ok()) {
+    r.error = data.energy_status.message();
     return r;
   }
-  auto domain = ChooseDomain(a, b);
-  if (!domain.ok()) {
-    r.error = domain.status().message();
-    return r;
-  }
-  auto ea = energy::AttributeEnergy(a, *domain);
-  auto eb = energy::AttributeEnergy(b, *domain);
-  if (!ea.ok() || !eb.ok()) {
-    r.error = "energy attribution failed: " + (!ea.ok() ? ea.status().message() : eb.status().message());
-    return r;
-  }
-  r.domain = *domain;
-  r.provenance = ea->provenance;
-  r.energy_a_uj = ea->job_uj;  // the job, first op to last op: imports are not the work
-  r.energy_b_uj = eb->job_uj;
+  r.domain = data.domain;
+  r.provenance = data.energy_a.provenance;
+  r.energy_a_uj = data.energy_a.job_uj;  // the job, first op to last op: imports are not the work
+  r.energy_b_uj = data.energy_b.job_uj;
 
   bool headline_done = false;
   for (double eps : options.epsilons) {
-    MatchOptions mo;
+    MatchOptions mo = data.match_options();
     mo.epsilon = eps;
-    auto match = MatchTraces(a, fa, b, fb, mo);
+    auto match = analysis::MatchRuns(data, mo);
     for (double tau : options.taus) {
       r.settings.push_back({eps, tau});
       CaseScore score;
@@ -78,14 +47,11 @@ CaseResult EvaluateTraces(const Expected& expected, const Trace& a, const Finger
       if (!match.ok()) {
         score.note = "matching failed: " + match.status().message();
       } else {
-        detect::Options o;
+        detect::Options o = data.detect_options();
         o.tau = tau;
-        o.max_slowdown = options.max_slowdown;
         o.output_epsilon = eps;  // one tolerance for matching and for comparing region outputs
-        o.min_share = options.min_share;
-        o.domain = *domain;
         o.match = mo;
-        auto det = detect::DetectFromMatch(a, fa, *ea, b, fb, *eb, *match, o);
+        auto det = analysis::DetectRuns(data, *match, o);
         if (!det.ok()) {
           score.note = "detection failed: " + det.status().message();
         } else {
@@ -124,21 +90,17 @@ CaseResult EvaluateTraces(const Expected& expected, const Trace& a, const Finger
 
 CaseResult EvaluateRecordings(const Expected& expected, const std::string& trace_a, const std::string& trace_b,
                               const SweepOptions& options) {
-  CaseResult fail;
-  fail.expected = expected;
-  auto a = ReadTrace(trace_a);
-  auto b = ReadTrace(trace_b);
-  if (!a.ok() || !b.ok()) {
-    fail.error = "cannot read a recording: " + (!a.ok() ? a.status().message() : b.status().message());
+  AnalysisOptions ao;
+  ao.min_share = options.min_share;
+  ao.max_slowdown = options.max_slowdown;
+  auto session = AnalysisSession::Open({trace_a}, {trace_b}, ao);
+  if (!session.ok()) {
+    CaseResult fail;
+    fail.expected = expected;
+    fail.error = "cannot load the recordings: " + session.status().message();
     return fail;
   }
-  auto fa = LoadFingerprints(trace_a);
-  auto fb = LoadFingerprints(trace_b);
-  if (!fa.ok() || !fb.ok()) {
-    fail.error = "cannot load fingerprints: " + (!fa.ok() ? fa.status().message() : fb.status().message());
-    return fail;
-  }
-  return EvaluateTraces(expected, *a, *fa, *b, *fb, options);
+  return EvaluateSession(expected, **session, options);
 }
 
 Counts CountAt(const std::vector<CaseResult>& cases, size_t i) {
@@ -158,7 +120,7 @@ Counts CountAt(const std::vector<CaseResult>& cases, size_t i) {
 }
 
 std::vector<CaseResult> RunSuite(const std::vector<CaseDir>& cases, const RunOptions& options,
-                                 const Recorder& record, const Progress& progress) {
+                                 const CaseRecorder& record, const Progress& progress) {
   namespace fs = std::filesystem;
   std::vector<CaseResult> out;
   const size_t n = cases.size();

@@ -5,7 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "magneton/eval.h"
+#include "eval/eval.h"
 
 namespace magneton::eval {
 namespace {

@@ -8,7 +8,7 @@
 //     u8 n_spectra, per spectrum: i64 rows, i64 cols, u8 k, f64 singular_values[k].
 #include <cstring>
 
-#include "magneton/fingerprint.h"
+#include "fingerprint/fingerprint.h"
 
 namespace magneton {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "magneton/fingerprint.h"
+#include "fingerprint/fingerprint.h"
 
 namespace magneton {
 namespace {

@@ -2,7 +2,7 @@
 #include <cctype>
 #include <string>
 
-#include "magneton/fingerprint.h"
+#include "fingerprint/fingerprint.h"
 
 namespace magneton {
 

@@ -7,7 +7,7 @@
 #include "fingerprint/sample_grid.h"
 #include "fingerprint/strided.h"
 #include "fingerprint/strong_part.h"
-#include "magneton/fingerprint.h"
+#include "fingerprint/fingerprint.h"
 
 namespace magneton {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "fingerprint/strided.h"
-#include "magneton/fingerprint.h"
+#include "fingerprint/fingerprint.h"
 
 namespace magneton::fingerprint_internal {
 

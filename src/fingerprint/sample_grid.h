@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "magneton/fingerprint.h"
+#include "fingerprint/fingerprint.h"
 
 namespace magneton::fingerprint_internal {
 

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "magneton/fingerprint.h"
+#include "fingerprint/fingerprint.h"
 
 namespace magneton::fingerprint_internal {
 

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "magneton/fingerprint.h"
+#include "fingerprint/fingerprint.h"
 
 namespace magneton::fingerprint_internal {
 

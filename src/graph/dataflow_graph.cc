@@ -7,7 +7,7 @@
 #include <tuple>
 
 #include "graph/tensor_origin.h"
-#include "magneton/graph.h"
+#include "graph/graph.h"
 
 namespace magneton {
 

@@ -1,6 +1,6 @@
 #include <algorithm>
 
-#include "magneton/graph.h"
+#include "graph/graph.h"
 
 namespace magneton {
 

@@ -3,7 +3,7 @@
 
 #include <unordered_map>
 
-#include "magneton/graph.h"
+#include "graph/graph.h"
 
 namespace magneton::graph_internal {
 

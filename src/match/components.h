@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "magneton/graph.h"
+#include "graph/graph.h"
 
 namespace magneton::match_internal {
 

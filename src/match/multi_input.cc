@@ -4,7 +4,7 @@
 #include <set>
 #include <utility>
 
-#include "magneton/match.h"
+#include "match/match.h"
 
 namespace magneton {
 

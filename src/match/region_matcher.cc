@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "magneton/match.h"
+#include "match/match.h"
 #include "match/components.h"
 #include "match/cut_points.h"
 

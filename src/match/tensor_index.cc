@@ -6,7 +6,7 @@
 #include <cmath>
 #include <functional>
 
-#include "magneton/match.h"
+#include "match/match.h"
 
 namespace magneton {
 namespace {

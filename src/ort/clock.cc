@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "magneton/ort.h"
+#include "ort/ort.h"
 
 namespace magneton::ort {
 namespace {

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <unordered_map>
 
-#include "magneton/ort.h"
+#include "ort/ort.h"
 
 namespace magneton::ort {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "magneton/ort.h"
+#include "ort/ort.h"
 
 namespace magneton::ort {
 namespace {

@@ -1,4 +1,5 @@
 #include "record/energy_session.h"
+#include "base/format.h"
 
 #include <fmt/format.h>
 
@@ -39,7 +40,7 @@ Status EnergySession::Stop() {
   }
   writer_->SetMeta("energy.meters", meters);
   writer_->SetMeta("energy.provenance",
-                   discovery_.chosen_provenance == Provenance::kMeasured ? "measured" : "estimated");
+                   ProvenanceName(discovery_.chosen_provenance));
   writer_->SetMeta("energy.choice", discovery_.choice_reason);
   writer_->SetMeta("energy.sampler", rates);
   return first_error;

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "magneton/energy.h"
-#include "magneton/energy_sampler.h"
+#include "energy/energy.h"
+#include "energy/sampler.h"
 #include "magneton/status.h"
 #include "magneton/trace_writer.h"
 

@@ -1,6 +1,6 @@
 #include "magneton/recorder.h"
 
-#include "magneton/fingerprint.h"
+#include "fingerprint/fingerprint.h"
 #include "record/energy_session.h"
 
 #include <sys/syscall.h>
@@ -14,12 +14,6 @@
 #include <vector>
 
 namespace magneton {
-
-int64_t MonotonicNowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 std::atomic<Recorder*> Recorder::active_{nullptr};
 

@@ -1,15 +1,14 @@
 #include "replay/replay_plan.h"
 
 #include <fmt/format.h>
-#include <sqlite3.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <unordered_map>
 
-#include "report/summary.h"
-#include "trace/sqlite_util.h"
+#include "trace/op_times.h"
+#include "base/format.h"
 
 namespace magneton::replay {
 namespace {
@@ -66,39 +65,6 @@ StatusOr<std::vector<PlannedOp>> PlanReplay(const Trace& trace, int top, const s
   return out;
 }
 
-Status StoreReplayResults(const std::string& trace_path, const std::vector<ReplayRecord>& records) {
-  sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(trace_path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
-  if (rc != SQLITE_OK) {
-    Status st = sqlite::ErrorFrom(db, rc, "cannot open " + trace_path + " to store replay results");
-    sqlite3_close(db);
-    return st;
-  }
-  Status st = sqlite::InTransaction(db, [&]() -> Status {
-    MAGNETON_ASSIGN_OR_RETURN(
-        sqlite::Statement s,
-        sqlite::Statement::Prepare(db, "INSERT INTO op_replays VALUES(?,?,?,?,?,?,?,?,?,?,?,?)"));
-    for (const ReplayRecord& r : records) {
-      s.BindInt(1, r.op_id);
-      s.BindText(2, r.signature);
-      s.BindInt(3, r.occurrences);
-      s.BindText(4, r.meter);
-      s.BindText(5, r.meter.empty() ? "" : (r.provenance == Provenance::kMeasured ? "measured" : "estimated"));
-      s.BindInt(6, r.calls_per_round);
-      s.BindInt(7, r.rounds);
-      s.BindDouble(8, r.duration_ns_mean);
-      s.BindDouble(9, r.duration_ns_stddev);
-      s.BindDouble(10, r.energy_uj_mean);
-      s.BindDouble(11, r.energy_uj_stddev);
-      s.BindText(12, r.error);
-      MAGNETON_RETURN_IF_ERROR(s.Run(db));
-    }
-    return Status::Ok();
-  });
-  sqlite3_close(db);
-  return st;
-}
-
 std::string FormatReplayTable(const std::vector<ReplayRecord>& records) {
   std::string out = fmt::format("{:<60} {:>6} {:>12} {:>8} {:>14} {:>8}  {}\n", "op signature", "count", "µs/call",
                                 "±%", "µJ/call", "±%", "provenance");
@@ -112,7 +78,7 @@ std::string FormatReplayTable(const std::vector<ReplayRecord>& records) {
     std::string energy = std::isnan(r.energy_uj_mean) ? "-" : fmt::format("{:.3f}", r.energy_uj_mean);
     std::string energy_pct = std::isnan(r.energy_uj_mean) ? "-" : fmt::format("{:.1f}", pct(r.energy_uj_stddev, r.energy_uj_mean));
     std::string prov = r.meter.empty() ? "time only (no meter)"
-                                       : fmt::format("{} ({})", r.provenance == Provenance::kMeasured ? "measured" : "estimated", r.meter);
+                                       : fmt::format("{} ({})", ProvenanceName(r.provenance), r.meter);
     out += fmt::format("{:<60} {:>6} {:>12.3f} {:>8.1f} {:>14} {:>8}  {}\n", sig, r.occurrences,
                        r.duration_ns_mean / 1000.0, pct(r.duration_ns_stddev, r.duration_ns_mean), energy, energy_pct,
                        prov);

@@ -7,6 +7,7 @@
 
 #include "magneton/status.h"
 #include "magneton/trace.h"
+#include "trace/op_replays.h"
 
 namespace magneton::replay {
 
@@ -30,21 +31,8 @@ struct PlannedOp {
 // top > 0: the top ops by summed self time; op_ids non-empty: exactly these.
 StatusOr<std::vector<PlannedOp>> PlanReplay(const Trace& trace, int top, const std::vector<int64_t>& op_ids);
 
-struct ReplayRecord {
-  int64_t op_id = kNoId;
-  std::string signature;
-  int64_t occurrences = 0;
-  std::string meter;                  // "" when only time was measured
-  Provenance provenance = Provenance::kEstimated;
-  int64_t calls_per_round = 0;
-  int64_t rounds = 0;
-  double duration_ns_mean = 0, duration_ns_stddev = 0;
-  double energy_uj_mean = 0, energy_uj_stddev = 0;  // NaN without a meter
-  std::string error;                  // why it could not be replayed
-};
-
-// Appends replay results to the trace file (table op_replays).
-Status StoreReplayResults(const std::string& trace_path, const std::vector<ReplayRecord>& records);
+// One replayed signature's result, as the op_replays table stores it.
+using ReplayRecord = OpReplay;
 
 std::string FormatReplayTable(const std::vector<ReplayRecord>& records);
 

@@ -5,8 +5,9 @@
 
 #include <algorithm>
 
-#include "magneton/line_diagnosis.h"
+#include "diagnose/line_diagnosis.h"
 #include "report/diff_report.h"
+#include "base/format.h"
 
 namespace magneton::report {
 namespace {
@@ -76,8 +77,8 @@ std::string RenderDiffHtml(const DiffReportInput& in) {
   const detect::DetectResult& r = *in.result;
   const Provenance p = r.provenance;
   const std::string prov = fmt::format("<span class=\"prov{}\">{}</span>", p == Provenance::kMeasured ? " measured" : "",
-                                       detect::ProvenanceName(p));
-  auto energy = [&](double uj) { return Esc(detect::FormatEnergy(uj, p)); };
+                                       magneton::ProvenanceName(p));
+  auto energy = [&](double uj) { return Esc(magneton::FormatEnergy(uj, p)); };
   std::string h = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
                   "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
                   "<title>magneton diff</title><style>";
@@ -86,8 +87,8 @@ std::string RenderDiffHtml(const DiffReportInput& in) {
   h += fmt::format(
       "<p>A: <code>{}</code> — {} ops, job {} in {} (whole run {})<br>B: <code>{}</code> — {} ops, job {} in {} "
       "(whole run {})</p>",
-      Esc(in.path_a), r.a.op_count, energy(r.a.job_uj), detect::FormatDuration(r.a.job_ns), energy(r.a.total_uj),
-      Esc(in.path_b), r.b.op_count, energy(r.b.job_uj), detect::FormatDuration(r.b.job_ns), energy(r.b.total_uj));
+      Esc(in.path_a), r.a.op_count, energy(r.a.job_uj), magneton::FormatDuration(r.a.job_ns), energy(r.a.total_uj),
+      Esc(in.path_b), r.b.op_count, energy(r.b.job_uj), magneton::FormatDuration(r.b.job_ns), energy(r.b.total_uj));
   h += fmt::format("<p>Energy domain <code>{}</code>: {} {}. τ = {:g}; {} matched region pair(s); waste that could be "
                    "saved: <b>{}</b>.</p>",
                    Esc(r.domain), prov,
@@ -121,7 +122,7 @@ std::string RenderDiffHtml(const DiffReportInput& in) {
                      "instance(s))<br>A: {} in {} · B: {} in {} · {}",
                      i + 1, i + 1, detect::VerdictName(f.verdict), detect::VerdictName(f.verdict),
                      Esc(diagnose::KindName(d->kind)), f.instances.size(), energy(f.a.energy_uj),
-                     detect::FormatDuration(f.a.time_ns), energy(f.b.energy_uj), detect::FormatDuration(f.b.time_ns),
+                     magneton::FormatDuration(f.a.time_ns), energy(f.b.energy_uj), magneton::FormatDuration(f.b.time_ns),
                      Esc(f.outputs_note));
     h += "<p class=\"sentence\">" + Esc(d->sentence) + "</p>";
     if (d->kind != diagnose::Kind::kOutsideOps) {

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "report/diff_report.h"
+#include "base/format.h"
 
 namespace magneton::report {
 namespace {
@@ -95,7 +96,7 @@ json DiffToJson(const DiffReportInput& in) {
                         {"diagnosis", d ? DiagnosisJson(*d) : json(nullptr)}});
   }
   return {{"schema", "magneton.diff/1"},
-          {"energy", {{"domain", r.domain}, {"provenance", detect::ProvenanceName(r.provenance)}}},
+          {"energy", {{"domain", r.domain}, {"provenance", magneton::ProvenanceName(r.provenance)}}},
           {"options",
            {{"tau", r.options.tau},
             {"max_slowdown", r.options.max_slowdown},

@@ -1,5 +1,5 @@
 // The line-level diagnosis as JSON (docs/REPORT_FORMAT.md, LineDiagnosis).
-#include "magneton/line_diagnosis.h"
+#include "diagnose/line_diagnosis.h"
 #include "report/diff_report.h"
 
 namespace magneton::report {

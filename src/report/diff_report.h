@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "magneton/detect.h"
-#include "magneton/diagnose.h"
+#include "detect/detect.h"
+#include "diagnose/diagnose.h"
 #include "magneton/trace.h"
 
 namespace magneton::report {

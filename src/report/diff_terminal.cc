@@ -2,8 +2,9 @@
 // flagged finding's diagnosis.
 #include <fmt/format.h>
 
-#include "magneton/line_diagnosis.h"
+#include "diagnose/line_diagnosis.h"
 #include "report/diff_report.h"
+#include "base/format.h"
 
 namespace magneton::report {
 namespace {
@@ -51,12 +52,12 @@ std::string RenderDiffTerminal(const DiffReportInput& in) {
   // The job (first op to last op) is what is compared; the whole run adds
   // interpreter start-up and imports.
   out += fmt::format("A: {}  ({} ops, job {} in {}; whole run {})\n", in.path_a, r.a.op_count,
-                     detect::FormatEnergy(r.a.job_uj, p), detect::FormatDuration(r.a.job_ns),
-                     detect::FormatEnergy(r.a.total_uj, p));
+                     magneton::FormatEnergy(r.a.job_uj, p), magneton::FormatDuration(r.a.job_ns),
+                     magneton::FormatEnergy(r.a.total_uj, p));
   out += fmt::format("B: {}  ({} ops, job {} in {}; whole run {})\n", in.path_b, r.b.op_count,
-                     detect::FormatEnergy(r.b.job_uj, p), detect::FormatDuration(r.b.job_ns),
-                     detect::FormatEnergy(r.b.total_uj, p));
-  out += fmt::format("energy domain {}: {}{}\n", r.domain, p == Provenance::kMeasured ? "MEASURED" : "ESTIMATED",
+                     magneton::FormatEnergy(r.b.job_uj, p), magneton::FormatDuration(r.b.job_ns),
+                     magneton::FormatEnergy(r.b.total_uj, p));
+  out += fmt::format("energy domain {}: {}{}\n", r.domain, ProvenanceHeading(p),
                      p == Provenance::kMeasured ? "" : " (no hardware counter; a model of CPU time, not joules measured)");
   size_t waste = 0, trade = 0;
   for (const Finding& f : r.findings) {
@@ -65,7 +66,7 @@ std::string RenderDiffTerminal(const DiffReportInput& in) {
   }
   out += fmt::format("tau {:g}, {} matched region pair(s) -> {} finding(s): {} waste, {} trade-off; waste total {}\n\n",
                      r.options.tau, r.matched_region_pairs, r.findings.size(), waste, trade,
-                     detect::FormatEnergy(WasteSavingUj(r), p));
+                     magneton::FormatEnergy(WasteSavingUj(r), p));
 
   out += fmt::format("{:>3}  {:<9}  {:<38}  {:>4}  {:>24}  {:>24}  {:>6}  {:>24}  {:>6}\n", "#", "verdict", "region",
                      "reps", "A energy", "B energy", "A/B", "could save", "share");
@@ -84,9 +85,9 @@ std::string RenderDiffTerminal(const DiffReportInput& in) {
     }
     out += fmt::format("{:>3}  {:<9}  {:<38}  {:>4}  {:>24}  {:>24}  {:>6.2f}  {:>24}  {:>5.1f}%\n", ++rank,
                        detect::VerdictName(f.verdict), Clip(RegionTitle(f), 38), f.instances.size(),
-                       detect::FormatEnergy(f.a.energy_uj, p), detect::FormatEnergy(f.b.energy_uj, p), f.energy_ratio,
+                       magneton::FormatEnergy(f.a.energy_uj, p), magneton::FormatEnergy(f.b.energy_uj, p), f.energy_ratio,
                        std::string(1, f.wasteful_side ? f.wasteful_side : '-') + ": " +
-                           detect::FormatEnergy(f.saving_uj, p),
+                           magneton::FormatEnergy(f.saving_uj, p),
                        100 * f.share_of_total);
   }
   if (rank == 0) out += "     no region differs by more than tau: nothing to fix\n";
@@ -102,9 +103,9 @@ std::string RenderDiffTerminal(const DiffReportInput& in) {
     // its root cause is the one thing the reader must not miss.
     if (++rank > kMaxRows && !(d && d->line)) continue;
     out += fmt::format("\n[{}] {} — {}\n", rank, detect::VerdictName(f.verdict), RegionTitle(f));
-    out += fmt::format("    A: {} in {}    B: {} in {}    ({})\n", detect::FormatEnergy(f.a.energy_uj, p),
-                       detect::FormatDuration(f.a.time_ns), detect::FormatEnergy(f.b.energy_uj, p),
-                       detect::FormatDuration(f.b.time_ns), f.outputs_note);
+    out += fmt::format("    A: {} in {}    B: {} in {}    ({})\n", magneton::FormatEnergy(f.a.energy_uj, p),
+                       magneton::FormatDuration(f.a.time_ns), magneton::FormatEnergy(f.b.energy_uj, p),
+                       magneton::FormatDuration(f.b.time_ns), f.outputs_note);
     if (!d) continue;
     out += "    " + d->sentence + "\n";
     // Side by side only where it fits; long regions are summarised in the sentence.

@@ -14,10 +14,6 @@ struct OpStats {
   int64_t self_ns = 0;   // exclusive of nested ops
 };
 
-// Each op's exclusive time (its duration minus its nested ops'), by index
-// into trace.ops.
-std::vector<int64_t> SelfTimesNs(const Trace& trace);
-
 // Per op name, sorted by self time, largest first.
 std::vector<OpStats> OpStatsByName(const Trace& trace);
 

@@ -1,5 +1,7 @@
 #include "torch_hook/replay.h"
 
+#include "magneton/clock.h"
+
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/ScalarType.h>
@@ -258,11 +260,6 @@ class StackBuilder {
   size_t next_ = 0;
 };
 
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
 StatusOr<ReplayResult> ReplayOp(const OpSpec& spec, const ReplayOptions& options) {
@@ -309,10 +306,10 @@ StatusOr<ReplayResult> ReplayOp(const OpSpec& spec, const ReplayOptions& options
   // Warm-up, and a first estimate of the call time to size the rounds.
   MAGNETON_RETURN_IF_ERROR(call_once());
   sync();
-  int64_t t0 = NowNs();
+  int64_t t0 = MonotonicNowNs();
   MAGNETON_RETURN_IF_ERROR(call_once());
   sync();
-  int64_t one_call_ns = std::max<int64_t>(1, NowNs() - t0);
+  int64_t one_call_ns = std::max<int64_t>(1, MonotonicNowNs() - t0);
   int64_t calls = std::clamp<int64_t>(options.min_round_ns / one_call_ns, 1, options.max_calls_per_round);
 
   ReplayResult result;
@@ -322,10 +319,10 @@ StatusOr<ReplayResult> ReplayOp(const OpSpec& spec, const ReplayOptions& options
     if (options.read_energy_uj) {
       MAGNETON_ASSIGN_OR_RETURN(e0, options.read_energy_uj());
     }
-    int64_t start = NowNs();
+    int64_t start = MonotonicNowNs();
     for (int64_t i = 0; i < calls; ++i) MAGNETON_RETURN_IF_ERROR(call_once());
     sync();
-    int64_t elapsed = NowNs() - start;
+    int64_t elapsed = MonotonicNowNs() - start;
     result.duration_ns_per_call.push_back(static_cast<double>(elapsed) / calls);
     if (options.read_energy_uj) {
       MAGNETON_ASSIGN_OR_RETURN(double e1, options.read_energy_uj());

@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "magneton/energy.h"
+#include "energy/energy.h"
 
 namespace magneton::replay {
 

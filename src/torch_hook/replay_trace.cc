@@ -67,7 +67,7 @@ StatusOr<std::vector<ReplayRecord>> ReplayTrace(const std::string& path, const R
     }
     records.push_back(std::move(r));
   }
-  if (options.store) MAGNETON_RETURN_IF_ERROR(StoreReplayResults(path, records));
+  if (options.store) MAGNETON_RETURN_IF_ERROR(AppendOpReplays(path, records));
   return records;
 }
 

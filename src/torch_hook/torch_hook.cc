@@ -25,6 +25,7 @@
 #include "magneton/recorder.h"
 #include "pyhooks/python_stack.h"
 #include "torch_hook/replay_trace.h"
+#include "base/format.h"
 
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -346,7 +347,7 @@ NB_MODULE(_torch_hook, m) {
           d["signature"] = r.signature;
           d["occurrences"] = r.occurrences;
           d["meter"] = r.meter;
-          d["provenance"] = r.meter.empty() ? "" : (r.provenance == magneton::Provenance::kMeasured ? "measured" : "estimated");
+          d["provenance"] = r.meter.empty() ? "" : magneton::ProvenanceName(r.provenance);
           d["calls_per_round"] = r.calls_per_round;
           d["duration_ns_mean"] = r.duration_ns_mean;
           d["duration_ns_stddev"] = r.duration_ns_stddev;

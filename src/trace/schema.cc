@@ -1,36 +1,88 @@
 #include "trace/schema.h"
 
-namespace magneton::schema {
+#include <array>
 
-const char* const kCreateTables = R"sql(
-CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE config(key TEXT PRIMARY KEY, value TEXT NOT NULL, source TEXT NOT NULL);
-CREATE TABLE strings(id INTEGER PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE frames(id INTEGER PRIMARY KEY, file_id INTEGER NOT NULL, line INTEGER NOT NULL,
-                    function_id INTEGER NOT NULL);
-CREATE TABLE call_paths(id INTEGER PRIMARY KEY, frame_id INTEGER NOT NULL, parent_id INTEGER);
-CREATE TABLE scopes(id INTEGER PRIMARY KEY, name_id INTEGER NOT NULL, type_id INTEGER NOT NULL,
-                    parent_id INTEGER);
-CREATE TABLE ops(id INTEGER PRIMARY KEY, name_id INTEGER NOT NULL, thread_id INTEGER NOT NULL,
-                 start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, parent_id INTEGER,
-                 scope_id INTEGER, call_path_id INTEGER, correlation_id INTEGER NOT NULL,
-                 args TEXT NOT NULL, inputs TEXT NOT NULL, outputs TEXT NOT NULL);
-CREATE TABLE tensors(id INTEGER PRIMARY KEY, storage_addr INTEGER NOT NULL,
-                     storage_offset INTEGER NOT NULL, shape TEXT NOT NULL, strides TEXT NOT NULL,
-                     dtype TEXT NOT NULL, device TEXT NOT NULL, version INTEGER NOT NULL,
-                     producer_op_id INTEGER);
-CREATE TABLE device_activities(correlation_id INTEGER NOT NULL, device TEXT NOT NULL,
-                               stream INTEGER NOT NULL, name_id INTEGER NOT NULL,
-                               start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL);
-CREATE TABLE energy_samples(domain TEXT NOT NULL, t_ns INTEGER NOT NULL, energy_uj REAL,
-                            power_mw REAL, provenance TEXT NOT NULL, meter TEXT NOT NULL);
-CREATE TABLE op_replays(op_id INTEGER NOT NULL, signature TEXT NOT NULL, occurrences INTEGER NOT NULL,
-                        meter TEXT NOT NULL, provenance TEXT NOT NULL, calls_per_round INTEGER NOT NULL,
-                        rounds INTEGER NOT NULL, duration_ns_mean REAL, duration_ns_stddev REAL,
-                        energy_uj_mean REAL, energy_uj_stddev REAL, error TEXT NOT NULL);
-CREATE TABLE fingerprints(tensor_id INTEGER PRIMARY KEY, kind TEXT NOT NULL, data BLOB NOT NULL);
--- Op inputs/outputs are stored inline on each op (a row per link would
--- double the rows written while recording); this view gives them as rows.
+namespace magneton::schema {
+namespace {
+
+constexpr Column kMetaColumns[] = {{"key", "TEXT PRIMARY KEY"}, {"value", "TEXT NOT NULL"}};
+constexpr Column kConfigColumns[] = {
+    {"key", "TEXT PRIMARY KEY"}, {"value", "TEXT NOT NULL"}, {"source", "TEXT NOT NULL"}};
+constexpr Column kStringsColumns[] = {{"id", "INTEGER PRIMARY KEY"}, {"value", "TEXT NOT NULL"}};
+constexpr Column kFramesColumns[] = {{"id", "INTEGER PRIMARY KEY"},
+                                     {"file_id", "INTEGER NOT NULL"},
+                                     {"line", "INTEGER NOT NULL"},
+                                     {"function_id", "INTEGER NOT NULL"}};
+constexpr Column kCallPathsColumns[] = {
+    {"id", "INTEGER PRIMARY KEY"}, {"frame_id", "INTEGER NOT NULL"}, {"parent_id", "INTEGER"}};
+constexpr Column kScopesColumns[] = {{"id", "INTEGER PRIMARY KEY"},
+                                     {"name_id", "INTEGER NOT NULL"},
+                                     {"type_id", "INTEGER NOT NULL"},
+                                     {"parent_id", "INTEGER"}};
+// Op inputs/outputs are stored inline on each op (a row per link would
+// double the rows written while recording); the op_tensors view gives them
+// as rows.
+constexpr Column kOpsColumns[] = {{"id", "INTEGER PRIMARY KEY"},
+                                  {"name_id", "INTEGER NOT NULL"},
+                                  {"thread_id", "INTEGER NOT NULL"},
+                                  {"start_ns", "INTEGER NOT NULL"},
+                                  {"end_ns", "INTEGER NOT NULL"},
+                                  {"parent_id", "INTEGER"},
+                                  {"scope_id", "INTEGER"},
+                                  {"call_path_id", "INTEGER"},
+                                  {"correlation_id", "INTEGER NOT NULL"},
+                                  {"args", "TEXT NOT NULL"},
+                                  {"inputs", "TEXT NOT NULL"},
+                                  {"outputs", "TEXT NOT NULL"}};
+constexpr Column kTensorsColumns[] = {{"id", "INTEGER PRIMARY KEY"},
+                                      {"storage_addr", "INTEGER NOT NULL"},
+                                      {"storage_offset", "INTEGER NOT NULL"},
+                                      {"shape", "TEXT NOT NULL"},
+                                      {"strides", "TEXT NOT NULL"},
+                                      {"dtype", "TEXT NOT NULL"},
+                                      {"device", "TEXT NOT NULL"},
+                                      {"version", "INTEGER NOT NULL"},
+                                      {"producer_op_id", "INTEGER"}};
+constexpr Column kDeviceActivitiesColumns[] = {{"correlation_id", "INTEGER NOT NULL"},
+                                               {"device", "TEXT NOT NULL"},
+                                               {"stream", "INTEGER NOT NULL"},
+                                               {"name_id", "INTEGER NOT NULL"},
+                                               {"start_ns", "INTEGER NOT NULL"},
+                                               {"end_ns", "INTEGER NOT NULL"}};
+constexpr Column kEnergySamplesColumns[] = {{"domain", "TEXT NOT NULL"}, {"t_ns", "INTEGER NOT NULL"},
+                                            {"energy_uj", "REAL"},       {"power_mw", "REAL"},
+                                            {"provenance", "TEXT NOT NULL"}, {"meter", "TEXT NOT NULL"}};
+constexpr Column kOpReplaysColumns[] = {{"op_id", "INTEGER NOT NULL"},
+                                        {"signature", "TEXT NOT NULL"},
+                                        {"occurrences", "INTEGER NOT NULL"},
+                                        {"meter", "TEXT NOT NULL"},
+                                        {"provenance", "TEXT NOT NULL"},
+                                        {"calls_per_round", "INTEGER NOT NULL"},
+                                        {"rounds", "INTEGER NOT NULL"},
+                                        {"duration_ns_mean", "REAL"},
+                                        {"duration_ns_stddev", "REAL"},
+                                        {"energy_uj_mean", "REAL"},
+                                        {"energy_uj_stddev", "REAL"},
+                                        {"error", "TEXT NOT NULL"}};
+constexpr Column kFingerprintsColumns[] = {
+    {"tensor_id", "INTEGER PRIMARY KEY"}, {"kind", "TEXT NOT NULL"}, {"data", "BLOB NOT NULL"}};
+
+const std::array<Table, 12> kTables = {{
+    {TableId::kMeta, "meta", kMetaColumns},
+    {TableId::kConfig, "config", kConfigColumns},
+    {TableId::kStrings, "strings", kStringsColumns},
+    {TableId::kFrames, "frames", kFramesColumns},
+    {TableId::kCallPaths, "call_paths", kCallPathsColumns},
+    {TableId::kScopes, "scopes", kScopesColumns},
+    {TableId::kOps, "ops", kOpsColumns},
+    {TableId::kTensors, "tensors", kTensorsColumns},
+    {TableId::kDeviceActivities, "device_activities", kDeviceActivitiesColumns},
+    {TableId::kEnergySamples, "energy_samples", kEnergySamplesColumns},
+    {TableId::kOpReplays, "op_replays", kOpReplaysColumns},
+    {TableId::kFingerprints, "fingerprints", kFingerprintsColumns},
+}};
+
+constexpr const char* kOpTensorsView = R"sql(
 CREATE VIEW op_tensors AS
   SELECT o.id AS op_id, 0 AS role, CAST(j.key AS INTEGER) AS slot, CAST(j.value AS INTEGER) AS tensor_id
     FROM ops o, json_each('[' || o.inputs || ']') j WHERE j.value >= 0
@@ -38,5 +90,49 @@ CREATE VIEW op_tensors AS
   SELECT o.id, 1, CAST(j.key AS INTEGER), CAST(j.value AS INTEGER)
     FROM ops o, json_each('[' || o.outputs || ']') j WHERE j.value >= 0;
 )sql";
+
+std::string ColumnList(const Table& t) {
+  std::string out;
+  for (const Column& c : t.columns) {
+    if (!out.empty()) out += ", ";
+    out += c.name;
+  }
+  return out;
+}
+
+}  // namespace
+
+const Table& GetTable(TableId id) { return kTables[static_cast<size_t>(id)]; }
+std::span<const Table> AllTables() { return kTables; }
+
+std::string CreateTablesSql() {
+  std::string out;
+  for (const Table& t : kTables) {
+    out += "CREATE TABLE ";
+    out += t.name;
+    out += "(";
+    for (size_t i = 0; i < t.columns.size(); ++i) {
+      if (i) out += ", ";
+      out += t.columns[i].name;
+      out += " ";
+      out += t.columns[i].type;
+    }
+    out += ");\n";
+  }
+  return out + kOpTensorsView;
+}
+
+std::string InsertSql(TableId id, bool or_replace) {
+  const Table& t = GetTable(id);
+  std::string marks;
+  for (size_t i = 0; i < t.columns.size(); ++i) marks += i ? ", ?" : "?";
+  return std::string(or_replace ? "INSERT OR REPLACE INTO " : "INSERT INTO ") + t.name + "(" + ColumnList(t) +
+         ") VALUES(" + marks + ")";
+}
+
+std::string SelectSql(TableId id, const char* suffix) {
+  const Table& t = GetTable(id);
+  return "SELECT " + ColumnList(t) + " FROM " + t.name + suffix;
+}
 
 }  // namespace magneton::schema

@@ -1,12 +1,52 @@
-// The on-disk schema of a .mtrace file (documented in docs/TRACE_FORMAT.md).
+// The on-disk schema of a .mtrace file, described once (docs/TRACE_FORMAT.md).
+// CREATE TABLE, INSERT and SELECT statements are all generated from this
+// description, so the writer, the reader and every table's own I/O agree on
+// the columns and their order: code binds and reads columns by position in
+// the order listed here.
 #pragma once
+
+#include <span>
+#include <string>
 
 namespace magneton::schema {
 
 // Written into meta('format') so that an unrelated SQLite file is refused.
 inline constexpr const char* kFormatName = "magneton-trace";
 
-// All tables, created in one transaction when a trace is created.
-extern const char* const kCreateTables;
+struct Column {
+  const char* name;
+  const char* type;  // SQL type and constraints
+};
+
+enum class TableId {
+  kMeta,
+  kConfig,
+  kStrings,
+  kFrames,
+  kCallPaths,
+  kScopes,
+  kOps,
+  kTensors,
+  kDeviceActivities,
+  kEnergySamples,
+  kOpReplays,
+  kFingerprints,
+};
+
+struct Table {
+  TableId id;
+  const char* name;
+  std::span<const Column> columns;
+};
+
+const Table& GetTable(TableId id);
+std::span<const Table> AllTables();
+
+// Every table and the op_tensors view, for one transaction at creation.
+std::string CreateTablesSql();
+// "INSERT [OR REPLACE] INTO ops(id, name_id, ...) VALUES(?, ?, ...)".
+std::string InsertSql(TableId id, bool or_replace = false);
+// "SELECT id, name_id, ... FROM ops" followed by `suffix` (" ORDER BY id").
+std::string SelectSql(TableId id, const char* suffix = "");
 
 }  // namespace magneton::schema

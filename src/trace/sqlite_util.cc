@@ -21,6 +21,15 @@ Status ErrorFrom(sqlite3* db, int rc, std::string_view what) {
   return Internal(msg);
 }
 
+StatusOr<Db> Open(const std::string& path, int flags, std::string_view what) {
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  Db db(raw);
+  if (rc != SQLITE_OK) return ErrorFrom(raw, rc, std::string(what) + " " + path);
+  sqlite3_busy_timeout(raw, 5000);
+  return db;
+}
+
 Status Exec(sqlite3* db, const char* sql) {
   char* err = nullptr;
   int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);

@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +41,9 @@ class Statement {
   void BindText(int index, std::string_view v) {
     sqlite3_bind_text(stmt_, index, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
   }
+  void BindBlob(int index, std::string_view v) {
+    sqlite3_bind_blob(stmt_, index, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
   // Executes a statement that returns no rows, then resets it for reuse.
   Status Run(sqlite3* db);
   // SQLITE_ROW -> true, SQLITE_DONE -> false, anything else -> error.
@@ -56,6 +60,13 @@ class Statement {
 };
 
 Status ErrorFrom(sqlite3* db, int rc, std::string_view what);
+
+struct DbCloser {
+  void operator()(sqlite3* db) const { sqlite3_close(db); }
+};
+using Db = std::unique_ptr<sqlite3, DbCloser>;
+// Opens `path` with sqlite3_open_v2 flags and a 5 s busy timeout.
+StatusOr<Db> Open(const std::string& path, int flags, std::string_view what);
 
 std::string JoinInts(const std::vector<int64_t>& values);
 // Parses "1,128,768" back; false on malformed text.

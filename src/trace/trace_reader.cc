@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <set>
 
 #include "trace/schema.h"
 #include "trace/sqlite_util.h"
@@ -50,7 +51,7 @@ bool InRange(int64_t id, size_t n, bool nullable) {
 
 Status LoadMeta(sqlite3* db, Trace* t) {
   std::map<std::string, std::string> kv;
-  MAGNETON_RETURN_IF_ERROR(ForEachRow(db, "SELECT key, value FROM meta", [&](Statement& s) {
+  MAGNETON_RETURN_IF_ERROR(ForEachRow(db, schema::SelectSql(schema::TableId::kMeta).c_str(), [&](Statement& s) {
     kv[s.ColumnText(0)] = s.ColumnText(1);
     return Status::Ok();
   }));
@@ -76,21 +77,27 @@ Status LoadMeta(sqlite3* db, Trace* t) {
   t->meta.host = kv["host"];
   t->meta.cwd = kv["cwd"];
   t->meta.engine = kv["engine"];
+  static const std::set<std::string> kNamed = {"format", "schema_version", "label", "command_line", "start_unix_ns",
+                                                "start_monotonic_ns", "host", "cwd", "engine"};
   for (const auto& [k, v] : kv) {
-    if (k.rfind("version.", 0) == 0) t->meta.versions[k.substr(8)] = v;
+    if (k.rfind("version.", 0) == 0) {
+      t->meta.versions[k.substr(8)] = v;
+    } else if (!kNamed.count(k)) {
+      t->meta.extra[k] = v;
+    }
   }
   return Status::Ok();
 }
 
 Status LoadTables(sqlite3* db, Trace* t) {
   MAGNETON_RETURN_IF_ERROR(LoadMeta(db, t));
-  MAGNETON_RETURN_IF_ERROR(ForEachRow(db, "SELECT key, value, source FROM config ORDER BY key",
+  MAGNETON_RETURN_IF_ERROR(ForEachRow(db, schema::SelectSql(schema::TableId::kConfig, " ORDER BY key").c_str(),
                                       [&](Statement& s) {
                                         t->config.push_back({s.ColumnText(0), s.ColumnText(1), s.ColumnText(2)});
                                         return Status::Ok();
                                       }));
   std::vector<int64_t> ids;
-  MAGNETON_RETURN_IF_ERROR(ForEachRow(db, "SELECT id, value FROM strings ORDER BY id", [&](Statement& s) {
+  MAGNETON_RETURN_IF_ERROR(ForEachRow(db, schema::SelectSql(schema::TableId::kStrings, " ORDER BY id").c_str(), [&](Statement& s) {
     ids.push_back(s.ColumnInt(0));
     t->strings.push_back(s.ColumnText(1));
     return Status::Ok();
@@ -99,7 +106,7 @@ Status LoadTables(sqlite3* db, Trace* t) {
   const size_t n_strings = t->strings.size();
 
   ids.clear();
-  MAGNETON_RETURN_IF_ERROR(ForEachRow(db, "SELECT id, file_id, line, function_id FROM frames ORDER BY id",
+  MAGNETON_RETURN_IF_ERROR(ForEachRow(db, schema::SelectSql(schema::TableId::kFrames, " ORDER BY id").c_str(),
                                       [&](Statement& s) {
                                         Frame f{s.ColumnInt(0), s.ColumnInt(1), s.ColumnInt(2), s.ColumnInt(3)};
                                         if (!InRange(f.file_id, n_strings, false) ||
@@ -113,7 +120,7 @@ Status LoadTables(sqlite3* db, Trace* t) {
   MAGNETON_RETURN_IF_ERROR(CheckDenseIds("frames", ids));
 
   ids.clear();
-  MAGNETON_RETURN_IF_ERROR(ForEachRow(db, "SELECT id, frame_id, parent_id FROM call_paths ORDER BY id",
+  MAGNETON_RETURN_IF_ERROR(ForEachRow(db, schema::SelectSql(schema::TableId::kCallPaths, " ORDER BY id").c_str(),
                                       [&](Statement& s) {
                                         CallPath p{s.ColumnInt(0), s.ColumnInt(1), s.ColumnNullableId(2)};
                                         // A parent is always interned before its child.
@@ -128,7 +135,7 @@ Status LoadTables(sqlite3* db, Trace* t) {
   MAGNETON_RETURN_IF_ERROR(CheckDenseIds("call_paths", ids));
 
   ids.clear();
-  MAGNETON_RETURN_IF_ERROR(ForEachRow(db, "SELECT id, name_id, type_id, parent_id FROM scopes ORDER BY id",
+  MAGNETON_RETURN_IF_ERROR(ForEachRow(db, schema::SelectSql(schema::TableId::kScopes, " ORDER BY id").c_str(),
                                       [&](Statement& s) {
                                         Scope sc{s.ColumnInt(0), s.ColumnInt(1), s.ColumnInt(2), s.ColumnNullableId(3)};
                                         if (!InRange(sc.name_id, n_strings, false) ||
@@ -145,8 +152,7 @@ Status LoadTables(sqlite3* db, Trace* t) {
   std::vector<OpTensor> pending_links;  // checked once tensors are loaded
   MAGNETON_RETURN_IF_ERROR(ForEachRow(
       db,
-      "SELECT id, name_id, thread_id, start_ns, end_ns, parent_id, scope_id, call_path_id, correlation_id, args, "
-      "inputs, outputs FROM ops ORDER BY id",
+      schema::SelectSql(schema::TableId::kOps, " ORDER BY id").c_str(),
       [&](Statement& s) {
         OpEvent op;
         op.id = s.ColumnInt(0);
@@ -179,8 +185,7 @@ Status LoadTables(sqlite3* db, Trace* t) {
   ids.clear();
   MAGNETON_RETURN_IF_ERROR(ForEachRow(
       db,
-      "SELECT id, storage_addr, storage_offset, shape, strides, dtype, device, version, producer_op_id "
-      "FROM tensors ORDER BY id",
+      schema::SelectSql(schema::TableId::kTensors, " ORDER BY id").c_str(),
       [&](Statement& s) {
         TensorMeta tm;
         tm.id = s.ColumnInt(0);
@@ -207,7 +212,7 @@ Status LoadTables(sqlite3* db, Trace* t) {
   t->op_tensors = std::move(pending_links);
 
   MAGNETON_RETURN_IF_ERROR(ForEachRow(
-      db, "SELECT correlation_id, device, stream, name_id, start_ns, end_ns FROM device_activities",
+      db, schema::SelectSql(schema::TableId::kDeviceActivities).c_str(),
       [&](Statement& s) {
         DeviceActivity a{static_cast<uint64_t>(s.ColumnInt(0)), s.ColumnText(1), s.ColumnInt(2), s.ColumnInt(3),
                          s.ColumnInt(4), s.ColumnInt(5)};
@@ -217,7 +222,7 @@ Status LoadTables(sqlite3* db, Trace* t) {
       }));
 
   MAGNETON_RETURN_IF_ERROR(ForEachRow(
-      db, "SELECT domain, t_ns, energy_uj, power_mw, provenance, meter FROM energy_samples ORDER BY domain, t_ns",
+      db, schema::SelectSql(schema::TableId::kEnergySamples, " ORDER BY domain, t_ns").c_str(),
       [&](Statement& s) {
         EnergySample e;
         e.domain = s.ColumnText(0);

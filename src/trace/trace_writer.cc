@@ -11,6 +11,7 @@
 
 #include "trace/schema.h"
 #include "trace/sqlite_util.h"
+#include "base/format.h"
 
 namespace magneton {
 
@@ -41,10 +42,6 @@ struct TraceWriter::Batch {
 };
 
 namespace {
-
-const char* ProvenanceName(Provenance p) {
-  return p == Provenance::kMeasured ? "measured" : "estimated";
-}
 
 // "5,-1,7": tensor ids by slot, -1 where a slot held no tensor.
 void LinksText(const std::vector<OpTensor>& links, size_t begin, size_t end, std::string* inputs,
@@ -104,9 +101,9 @@ StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(const std::string& pa
   // ledger. It keeps fsyncs out of the traced program's run.
   Status st = sqlite::Exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;");
   if (st.ok()) st = sqlite::Exec(db, "BEGIN");
-  if (st.ok()) st = sqlite::Exec(db, schema::kCreateTables);
+  if (st.ok()) st = sqlite::Exec(db, schema::CreateTablesSql().c_str());
   if (st.ok()) {
-    auto insert = sqlite::Statement::Prepare(db, "INSERT INTO meta(key, value) VALUES(?, ?)");
+    auto insert = sqlite::Statement::Prepare(db, schema::InsertSql(schema::TableId::kMeta).c_str());
     if (!insert.ok()) {
       st = insert.status();
     } else {
@@ -242,7 +239,7 @@ Status TraceWriter::WriteBatch(Batch& b) {
     using sqlite::Statement;
     if (!b.meta.empty()) {
       MAGNETON_ASSIGN_OR_RETURN(Statement s,
-                                Statement::Prepare(db_, "INSERT OR REPLACE INTO meta VALUES(?,?)"));
+                                Statement::Prepare(db_, schema::InsertSql(schema::TableId::kMeta, true).c_str()));
       for (auto& [k, v] : b.meta) {
         s.BindText(1, k);
         s.BindText(2, v);
@@ -250,7 +247,7 @@ Status TraceWriter::WriteBatch(Batch& b) {
       }
     }
     if (!b.strings.empty()) {
-      MAGNETON_ASSIGN_OR_RETURN(Statement s, Statement::Prepare(db_, "INSERT INTO strings VALUES(?,?)"));
+      MAGNETON_ASSIGN_OR_RETURN(Statement s, Statement::Prepare(db_, schema::InsertSql(schema::TableId::kStrings).c_str()));
       for (auto& [id, v] : b.strings) {
         s.BindInt(1, id);
         s.BindText(2, v);
@@ -258,7 +255,7 @@ Status TraceWriter::WriteBatch(Batch& b) {
       }
     }
     if (!b.frames.empty()) {
-      MAGNETON_ASSIGN_OR_RETURN(Statement s, Statement::Prepare(db_, "INSERT INTO frames VALUES(?,?,?,?)"));
+      MAGNETON_ASSIGN_OR_RETURN(Statement s, Statement::Prepare(db_, schema::InsertSql(schema::TableId::kFrames).c_str()));
       for (auto& f : b.frames) {
         s.BindInt(1, f.id);
         s.BindInt(2, f.file_id);
@@ -268,7 +265,7 @@ Status TraceWriter::WriteBatch(Batch& b) {
       }
     }
     if (!b.call_paths.empty()) {
-      MAGNETON_ASSIGN_OR_RETURN(Statement s, Statement::Prepare(db_, "INSERT INTO call_paths VALUES(?,?,?)"));
+      MAGNETON_ASSIGN_OR_RETURN(Statement s, Statement::Prepare(db_, schema::InsertSql(schema::TableId::kCallPaths).c_str()));
       for (auto& p : b.call_paths) {
         s.BindInt(1, p.id);
         s.BindInt(2, p.frame_id);
@@ -277,7 +274,7 @@ Status TraceWriter::WriteBatch(Batch& b) {
       }
     }
     if (!b.scopes.empty()) {
-      MAGNETON_ASSIGN_OR_RETURN(Statement s, Statement::Prepare(db_, "INSERT INTO scopes VALUES(?,?,?,?)"));
+      MAGNETON_ASSIGN_OR_RETURN(Statement s, Statement::Prepare(db_, schema::InsertSql(schema::TableId::kScopes).c_str()));
       for (auto& sc : b.scopes) {
         s.BindInt(1, sc.id);
         s.BindInt(2, sc.name_id);
@@ -288,7 +285,7 @@ Status TraceWriter::WriteBatch(Batch& b) {
     }
     if (!b.ops.empty()) {
       MAGNETON_ASSIGN_OR_RETURN(
-          Statement s, Statement::Prepare(db_, "INSERT INTO ops VALUES(?,?,?,?,?,?,?,?,?,?,?,?)"));
+          Statement s, Statement::Prepare(db_, schema::InsertSql(schema::TableId::kOps).c_str()));
       std::string inputs, outputs;
       size_t link = 0;
       for (size_t i = 0; i < b.ops.size(); ++i) {
@@ -312,7 +309,7 @@ Status TraceWriter::WriteBatch(Batch& b) {
     }
     if (!b.tensors.empty()) {
       MAGNETON_ASSIGN_OR_RETURN(
-          Statement s, Statement::Prepare(db_, "INSERT INTO tensors VALUES(?,?,?,?,?,?,?,?,?)"));
+          Statement s, Statement::Prepare(db_, schema::InsertSql(schema::TableId::kTensors).c_str()));
       for (auto& t : b.tensors) {
         s.BindInt(1, t.id);
         s.BindInt(2, static_cast<int64_t>(t.storage_addr));
@@ -328,7 +325,7 @@ Status TraceWriter::WriteBatch(Batch& b) {
     }
     if (!b.config.empty()) {
       MAGNETON_ASSIGN_OR_RETURN(
-          Statement s, Statement::Prepare(db_, "INSERT OR REPLACE INTO config VALUES(?,?,?)"));
+          Statement s, Statement::Prepare(db_, schema::InsertSql(schema::TableId::kConfig, true).c_str()));
       for (auto& c : b.config) {
         s.BindText(1, c.key);
         s.BindText(2, c.value);
@@ -338,7 +335,7 @@ Status TraceWriter::WriteBatch(Batch& b) {
     }
     if (!b.energy_samples.empty()) {
       MAGNETON_ASSIGN_OR_RETURN(
-          Statement s, Statement::Prepare(db_, "INSERT INTO energy_samples VALUES(?,?,?,?,?,?)"));
+          Statement s, Statement::Prepare(db_, schema::InsertSql(schema::TableId::kEnergySamples).c_str()));
       for (auto& e : b.energy_samples) {
         s.BindText(1, e.domain);
         s.BindInt(2, e.t_ns);
@@ -351,17 +348,17 @@ Status TraceWriter::WriteBatch(Batch& b) {
     }
     if (!b.fingerprints.empty()) {
       MAGNETON_ASSIGN_OR_RETURN(
-          Statement s, Statement::Prepare(db_, "INSERT OR REPLACE INTO fingerprints VALUES(?,?,?)"));
+          Statement s, Statement::Prepare(db_, schema::InsertSql(schema::TableId::kFingerprints, true).c_str()));
       for (auto& f : b.fingerprints) {
         s.BindInt(1, f.tensor_id);
         s.BindText(2, f.kind);
-        sqlite3_bind_blob(s.get(), 3, f.data.data(), static_cast<int>(f.data.size()), SQLITE_TRANSIENT);
+        s.BindBlob(3, f.data);
         MAGNETON_RETURN_IF_ERROR(s.Run(db_));
       }
     }
     if (!b.device_activities.empty()) {
       MAGNETON_ASSIGN_OR_RETURN(
-          Statement s, Statement::Prepare(db_, "INSERT INTO device_activities VALUES(?,?,?,?,?,?)"));
+          Statement s, Statement::Prepare(db_, schema::InsertSql(schema::TableId::kDeviceActivities).c_str()));
       for (auto& a : b.device_activities) {
         s.BindInt(1, static_cast<int64_t>(a.correlation_id));
         s.BindText(2, a.device);

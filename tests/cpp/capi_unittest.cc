@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "magneton/fingerprint.h"
+#include "fingerprint/fingerprint.h"
 #include "magneton/trace_reader.h"
 #include "test_util.h"
 

@@ -1,7 +1,7 @@
 // The waste / trade-off / equal rule and its boundaries (method.md section 6).
 #include <gtest/gtest.h>
 
-#include "magneton/detect.h"
+#include "detect/detect.h"
 
 namespace magneton::detect {
 namespace {

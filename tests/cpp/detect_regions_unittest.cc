@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "magneton/detect.h"
+#include "detect/detect.h"
 #include "synthetic_trace.h"
 
 namespace magneton::detect {

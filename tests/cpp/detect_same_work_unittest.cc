@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "magneton/detect.h"
+#include "detect/detect.h"
 #include "synthetic_trace.h"
 
 namespace magneton::detect {

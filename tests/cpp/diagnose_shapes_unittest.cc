@@ -1,7 +1,7 @@
 // ShapeContrast: the same op kinds on larger inputs are named by their shapes.
 #include <gtest/gtest.h>
 
-#include "magneton/diagnose.h"
+#include "diagnose/diagnose.h"
 
 namespace magneton::diagnose {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "magneton/diagnose.h"
+#include "diagnose/diagnose.h"
 #include "test_util.h"
 
 namespace magneton::diagnose {

@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "magneton/energy_attribution.h"
+#include "energy/attribution.h"
 
 namespace magneton::energy {
 namespace {

@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "energy/clock.h"
+#include "base/clock.h"
 #include "energy/perf_power_meter.h"
-#include "magneton/energy.h"
+#include "energy/energy.h"
 #include "test_util.h"
 
 namespace magneton::energy {

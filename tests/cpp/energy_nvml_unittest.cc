@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "magneton/energy.h"
+#include "energy/energy.h"
 
 namespace magneton::energy {
 namespace {

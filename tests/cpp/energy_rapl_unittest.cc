@@ -8,7 +8,7 @@
 
 #include "energy/counter_unwrap.h"
 #include "energy/rapl_meter.h"
-#include "magneton/energy.h"
+#include "energy/energy.h"
 #include "test_util.h"
 
 namespace magneton::energy {

@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <mutex>
 
-#include "energy/clock.h"
-#include "magneton/energy.h"
-#include "magneton/energy_sampler.h"
+#include "base/clock.h"
+#include "energy/energy.h"
+#include "energy/sampler.h"
 
 namespace magneton::energy {
 namespace {

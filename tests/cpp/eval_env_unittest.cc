@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "magneton/eval_env.h"
+#include "eval/eval_env.h"
 #include "test_util.h"
 
 namespace magneton::eval {

@@ -2,7 +2,7 @@
 // false positives on controls, and precision / recall / F1 over cases.
 #include <gtest/gtest.h>
 
-#include "magneton/eval.h"
+#include "eval/eval.h"
 
 namespace magneton::eval {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <random>
 
-#include "magneton/fingerprint.h"
+#include "fingerprint/fingerprint.h"
 #include "test_util.h"
 
 namespace magneton {

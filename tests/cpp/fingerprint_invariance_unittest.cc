@@ -8,7 +8,7 @@
 #include <limits>
 #include <random>
 
-#include "magneton/fingerprint.h"
+#include "fingerprint/fingerprint.h"
 
 namespace magneton {
 namespace {

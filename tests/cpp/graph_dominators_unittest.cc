@@ -1,7 +1,7 @@
 // Dataflow edges, tensor origins and (post-)dominators on hand-built traces.
 #include <gtest/gtest.h>
 
-#include "magneton/graph.h"
+#include "graph/graph.h"
 #include "synthetic_trace.h"
 #include "test_util.h"
 

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "magneton/line_diagnosis.h"
+#include "diagnose/line_diagnosis.h"
 
 namespace magneton::diagnose {
 namespace {

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <random>
 
-#include "magneton/match.h"
+#include "match/match.h"
 #include "synthetic_trace.h"
 #include "test_util.h"
 

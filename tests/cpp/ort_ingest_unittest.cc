@@ -1,4 +1,4 @@
-// ONNX Runtime ingestion (include/magneton/ort.h): profile JSON, graph JSON,
+// ONNX Runtime ingestion (include/ort/ort.h): profile JSON, graph JSON,
 // node-name scopes, the clock mapping and graph -> ops/tensors/edges, on
 // small hand-written fixtures shaped like ORT 1.32's output.
 #include <gtest/gtest.h>
@@ -7,8 +7,8 @@
 
 #include <fstream>
 
-#include "magneton/fingerprint.h"
-#include "magneton/ort.h"
+#include "fingerprint/fingerprint.h"
+#include "ort/ort.h"
 #include "magneton/recorder.h"
 #include "magneton/trace_reader.h"
 #include "test_util.h"

@@ -2,7 +2,7 @@
 
 #include <thread>
 
-#include "magneton/fingerprint.h"
+#include "fingerprint/fingerprint.h"
 #include "magneton/recorder.h"
 #include "magneton/trace_reader.h"
 #include "test_util.h"

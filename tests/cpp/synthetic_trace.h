@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "magneton/fingerprint.h"
+#include "fingerprint/fingerprint.h"
 #include "magneton/recorder.h"
 #include "magneton/trace_reader.h"
 

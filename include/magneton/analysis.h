@@ -1,0 +1,94 @@
+// The analysis session: one object per comparison of two runs. It loads both
+// sides' traces and fingerprints once, chooses the energy domain once, and
+// runs match -> detect -> diagnose -> line-level re-run -> counterfactual,
+// starting programs only through the ProcessRunner it is given. `magneton
+// diff`, `match`, `demo`, `eval` and `--confirm` all go through it, so every
+// step sees the same traces, domain and results.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "magneton/process_runner.h"
+#include "magneton/status.h"
+
+namespace magneton {
+
+namespace analysis {
+struct SessionData;  // the typed state of a session (src/analysis/session_data.h); not a stable API
+}
+
+struct AnalysisOptions {
+  double tau = 0.10;                 // relative energy difference that counts
+  double epsilon = 1e-2;             // tensor equivalence tolerance (matching and region outputs)
+  double max_slowdown = 0.01;        // the cheaper side may be at most this much slower to be waste
+  double min_share = 0.0;            // findings saving less of the job than this are equal
+  double min_same_work_share = 0.05;  // noise floor of findings whose only evidence is timing
+  std::string domain;                // energy domain; "": the largest one both sides have
+  bool leaf_ops = false;             // match innermost ops instead of top-level ops
+};
+
+// Whether a re-run may start a command a trace names (docs/DIFF.md, "Re-runs").
+struct RerunPolicy {
+  // Run commands of traces this user did not record on this machine too
+  // (`--rerun`); otherwise such a command is printed, never run.
+  bool allow_foreign = false;
+};
+
+struct ConfirmOutcome {
+  bool ran = false;        // false: nothing to re-run (reason in `sentence`)
+  bool confirmed = false;  // the re-run saved at least the threshold
+  std::string sentence;    // what happened, for the user
+  std::string trace_path;  // the re-run's trace
+};
+
+class AnalysisSession {
+ public:
+  // Each side: one trace per model input, the same inputs in the same order
+  // on both sides. Every trace must carry value fingerprints (record --values).
+  static StatusOr<std::unique_ptr<AnalysisSession>> Open(const std::vector<std::string>& traces_a,
+                                                         const std::vector<std::string>& traces_b,
+                                                         const AnalysisOptions& options = {});
+  // Over runs already loaded (data->a, data->b and data->options set): for
+  // tests and the Python analysis module.
+  static StatusOr<std::unique_ptr<AnalysisSession>> FromData(std::unique_ptr<analysis::SessionData> data);
+  ~AnalysisSession();
+
+  // Matching only (`magneton match`).
+  Status Match();
+  // Match, detect, diagnose.
+  Status Diff();
+  // The line-level step (docs/DIFF.md) for the top finding with a deviation
+  // point: one re-run of each side with that function traced line by line.
+  // Its outcome is part of that finding's diagnosis; a re-run that cannot or
+  // may not happen is noted there, and is not an error.
+  Status TraceLines(ProcessRunner& runner, const RerunPolicy& policy);
+  // --confirm: re-record the wasteful side with the top suspected variable
+  // set to the other side's value and compare their job energy in the
+  // session's domain.
+  StatusOr<ConfirmOutcome> Confirm(ProcessRunner& runner, const RerunPolicy& policy, double min_saving);
+
+  // The diff's renderings (after Diff()); the JSON schema is
+  // docs/REPORT_FORMAT.md.
+  std::string TerminalReport() const;
+  std::string JsonReport() const;
+  std::string HtmlReport() const;
+
+  // Where the session says what it is doing (re-runs); default: nowhere.
+  void SetProgress(std::function<void(const std::string&)> progress);
+
+  const std::string& domain() const;
+  const AnalysisOptions& options() const;
+  const analysis::SessionData& data() const { return *data_; }
+  analysis::SessionData& mutable_data() { return *data_; }
+
+ private:
+  explicit AnalysisSession(std::unique_ptr<analysis::SessionData> data);
+  void Say(const std::string& line) const;
+  std::unique_ptr<analysis::SessionData> data_;
+  std::function<void(const std::string&)> progress_;
+};
+
+}  // namespace magneton

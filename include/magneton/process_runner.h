@@ -1,0 +1,54 @@
+// How the analysis starts programs: the line-level re-run, --confirm's
+// recording with an override, A/B recordings, the case suite. An interface,
+// so that the analysis never spawns anything itself and tests script it.
+// The CLI's implementation is runner/process_runner.h.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "magneton/status.h"
+
+namespace magneton {
+
+struct RunRequest {
+  std::string shell_command;               // run by /bin/sh -c
+  std::string cwd;                         // "": the caller's
+  std::map<std::string, std::string> env;  // set on top of the caller's environment
+  std::string log_path;                    // stdout and stderr go here; "": the caller's
+  // Put magneton's Python bootstrap on PYTHONPATH (the line tracer runs there).
+  bool with_python_hooks = false;
+};
+
+struct RecordRunRequest {
+  std::vector<std::string> argv;           // the program; {"/bin/sh", "-c", line} for a shell line
+  std::string cwd;                         // "": the caller's
+  std::map<std::string, std::string> env;  // set on top of the caller's environment
+  std::string output;                      // the trace file to write
+  std::string label;
+  bool values = false;                     // fingerprint tensor values (record --values)
+  std::string log_path;                    // the program's output goes here; "": the caller's
+};
+
+struct RecordRunResult {
+  int exit_code = 0;  // 128 + signal when it was killed
+  // Ok when the program left a readable trace; otherwise why there is none.
+  Status trace_status;
+  size_t ops = 0;  // what the readable trace holds
+  size_t tensors = 0;
+};
+
+class ProcessRunner {
+ public:
+  virtual ~ProcessRunner() = default;
+  // Runs to completion: the exit code (128 + signal when killed), or an
+  // error when it could not start.
+  virtual StatusOr<int> Run(const RunRequest& request) = 0;
+  // Records the program into request.output: an error when it could not
+  // start; otherwise its exit code and whether it left a readable trace (a
+  // program that failed midway still leaves the ops recorded before).
+  virtual StatusOr<RecordRunResult> Record(const RecordRunRequest& request) = 0;
+};
+
+}  // namespace magneton

@@ -1,0 +1,78 @@
+#include "analysis/line_rerun.h"
+
+#include <filesystem>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+
+namespace magneton::analysis {
+namespace {
+
+// Runs one side's recorded command with the tracer request; its output goes
+// to a log file so the diff report stays readable.
+Status RunTraced(const Trace& t, char side, const std::string& request, const std::string& log,
+                 ProcessRunner& runner) {
+  if (t.meta.command_line.empty()) {
+    return FailedPrecondition(std::string("trace ") + side + " recorded no command line to re-run");
+  }
+  RunRequest run;
+  run.shell_command = t.meta.command_line;
+  run.cwd = t.meta.cwd;
+  run.env = {{"MAGNETON_LINE_TRACE", request}};
+  run.log_path = log;
+  run.with_python_hooks = true;
+  MAGNETON_ASSIGN_OR_RETURN(const int code, runner.Run(run));
+  if (code != 0) {
+    return Internal(std::string("the re-run of ") + side + " exited with code " + std::to_string(code) + " (see " +
+                    log + ")");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<diagnose::LineDiagnosis> RunLineDiagnosis(const Trace& a, const Trace& b,
+                                                   const diagnose::DeviationPoint& deviation,
+                                                   const std::string& work_prefix, ProcessRunner& runner) {
+  if (!deviation.found) return NotFound("no deviation point to trace");
+  // The deviation-point function, then its callers on the recorded path,
+  // nearest first; one target per distinct function.
+  constexpr size_t kMaxFrames = 16;
+  std::vector<std::string> path{deviation.frame_a};
+  for (size_t k = deviation.common_path.size(); k-- > 0 && path.size() < kMaxFrames;) {
+    if (k + 1 == deviation.common_path.size() && deviation.common_path[k] == deviation.frame_a) continue;
+    path.push_back(deviation.common_path[k]);
+  }
+  std::vector<diagnose::TracedFrame> frames;
+  nlohmann::json targets = nlohmann::json::array();
+  std::map<std::pair<std::string, std::string>, int> target_of;
+  for (const std::string& text : path) {
+    const diagnose::FrameRef frame = diagnose::ParseFrame(text);
+    auto fn = diagnose::ReadPyFunction(frame.file, frame.line, frame.function);
+    if (!fn.ok()) {
+      if (frames.empty()) return fn.status();  // the deviation point itself cannot be traced
+      break;  // the walk cannot cross a frame it cannot read (a module body, a lambda)
+    }
+    auto [it, inserted] = target_of.try_emplace({frame.file, frame.function}, static_cast<int>(targets.size()));
+    if (inserted) {
+      nlohmann::json watch = nlohmann::json::object();
+      for (const auto& [line, exprs] : diagnose::WatchList(*fn)) watch[std::to_string(line)] = exprs;
+      targets.push_back({{"file", frame.file}, {"function", frame.function}, {"line", frame.line}, {"watch", watch}});
+    }
+    frames.push_back({std::move(*fn), frame.line, it->second});
+  }
+  diagnose::LineTrace traces[2];
+  for (int s = 0; s < 2; ++s) {
+    const char side = s == 0 ? 'A' : 'B';
+    const std::string out = work_prefix + ".lines." + side + ".json";
+    std::error_code ec;
+    std::filesystem::remove(out, ec);  // never read an old re-run's lines
+    nlohmann::json request = {{"out", out}, {"targets", targets}};
+    MAGNETON_RETURN_IF_ERROR(RunTraced(s == 0 ? a : b, side, request.dump(), work_prefix + ".lines." + side + ".log", runner));
+    MAGNETON_ASSIGN_OR_RETURN(traces[s], diagnose::ReadLineTrace(out));
+  }
+  return diagnose::AnalyzeCallPath(frames, traces[0], traces[1], diagnose::DiffConfig(a, b));
+}
+
+}  // namespace magneton::analysis

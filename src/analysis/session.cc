@@ -1,0 +1,227 @@
+#include "magneton/analysis.h"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "analysis/confirm.h"
+#include "analysis/domain.h"
+#include "analysis/line_rerun.h"
+#include "analysis/rerun_authority.h"
+#include "analysis/session_data.h"
+#include "diagnose/counterfactual.h"
+#include "diagnose/line_diagnosis.h"
+#include "magneton/trace_reader.h"
+
+namespace magneton {
+namespace analysis {
+namespace {
+
+StatusOr<LoadedRun> Load(const std::string& path) {
+  LoadedRun run;
+  run.path = path;
+  MAGNETON_ASSIGN_OR_RETURN(run.trace, ReadTrace(path));
+  MAGNETON_ASSIGN_OR_RETURN(run.fingerprints, LoadFingerprints(path));
+  if (run.fingerprints.empty()) {
+    return InvalidArgument(path + " has no tensor fingerprints; the analysis compares tensor values, so record it "
+                                  "with `magneton record --values ...`");
+  }
+  return run;
+}
+
+std::string Joined(const std::vector<LoadedRun>& runs) {
+  std::string out;
+  for (const LoadedRun& r : runs) out += (out.empty() ? "" : ",") + r.path;
+  return out;
+}
+
+}  // namespace
+
+MatchOptions SessionData::match_options() const {
+  MatchOptions m;
+  m.epsilon = options.epsilon;
+  m.graph.leaf_ops = options.leaf_ops;
+  return m;
+}
+
+detect::Options SessionData::detect_options() const {
+  detect::Options o;
+  o.tau = options.tau;
+  o.max_slowdown = options.max_slowdown;
+  o.output_epsilon = options.epsilon;  // one tolerance for matching and for comparing region outputs
+  o.min_share = options.min_share;
+  o.min_same_work_share = options.min_same_work_share;
+  o.domain = domain;
+  o.match = match_options();
+  return o;
+}
+
+report::DiffReportInput SessionData::report_input() const {
+  return report::DiffReportInput{Joined(a), Joined(b), &trace_a(), &trace_b(),
+                                 detection ? &*detection : nullptr, &diagnoses};
+}
+
+StatusOr<MatchResult> MatchRuns(const SessionData& data, const MatchOptions& options) {
+  if (data.a.size() == 1) {
+    return MatchTraces(data.trace_a(), data.a.front().fingerprints, data.trace_b(), data.b.front().fingerprints,
+                       options);
+  }
+  std::vector<TracePairInput> pairs;
+  for (size_t i = 0; i < data.a.size(); ++i) {
+    pairs.push_back({&data.a[i].trace, &data.a[i].fingerprints, &data.b[i].trace, &data.b[i].fingerprints});
+  }
+  return MatchAcrossInputs(pairs, options);
+}
+
+StatusOr<detect::DetectResult> DetectRuns(const SessionData& data, const MatchResult& match,
+                                          const detect::Options& options) {
+  return detect::DetectFromMatch(data.trace_a(), data.a.front().fingerprints, data.energy_a, data.trace_b(),
+                                 data.b.front().fingerprints, data.energy_b, match, options);
+}
+
+}  // namespace analysis
+
+AnalysisSession::AnalysisSession(std::unique_ptr<analysis::SessionData> data) : data_(std::move(data)) {}
+AnalysisSession::~AnalysisSession() = default;
+
+StatusOr<std::unique_ptr<AnalysisSession>> AnalysisSession::Open(const std::vector<std::string>& traces_a,
+                                                                 const std::vector<std::string>& traces_b,
+                                                                 const AnalysisOptions& options) {
+  if (traces_a.empty() || traces_a.size() != traces_b.size()) {
+    return InvalidArgument("give the same number of traces on each side (one per model input), comma-separated");
+  }
+  auto data = std::make_unique<analysis::SessionData>();
+  data->options = options;
+  for (size_t i = 0; i < traces_a.size(); ++i) {
+    MAGNETON_ASSIGN_OR_RETURN(analysis::LoadedRun a, analysis::Load(traces_a[i]));
+    MAGNETON_ASSIGN_OR_RETURN(analysis::LoadedRun b, analysis::Load(traces_b[i]));
+    data->a.push_back(std::move(a));
+    data->b.push_back(std::move(b));
+  }
+  return FromData(std::move(data));
+}
+
+StatusOr<std::unique_ptr<AnalysisSession>> AnalysisSession::FromData(std::unique_ptr<analysis::SessionData> data) {
+  if (data->a.empty() || data->a.size() != data->b.size()) {
+    return InvalidArgument("give the same number of traces on each side (one per model input)");
+  }
+  // Matching needs no energy; a pair without a common domain fails only the
+  // steps that compare energy.
+  data->energy_status = [&]() -> Status {
+    MAGNETON_ASSIGN_OR_RETURN(data->domain,
+                              analysis::ChooseDomain(data->trace_a(), data->trace_b(), data->options.domain));
+    MAGNETON_ASSIGN_OR_RETURN(data->energy_a, energy::AttributeEnergy(data->trace_a(), data->domain));
+    MAGNETON_ASSIGN_OR_RETURN(data->energy_b, energy::AttributeEnergy(data->trace_b(), data->domain));
+    return Status::Ok();
+  }();
+  return std::unique_ptr<AnalysisSession>(new AnalysisSession(std::move(data)));
+}
+
+const std::string& AnalysisSession::domain() const { return data_->domain; }
+const AnalysisOptions& AnalysisSession::options() const { return data_->options; }
+
+void AnalysisSession::SetProgress(std::function<void(const std::string&)> progress) {
+  progress_ = std::move(progress);
+}
+
+void AnalysisSession::Say(const std::string& line) const {
+  if (progress_) progress_(line);
+}
+
+Status AnalysisSession::Match() {
+  MAGNETON_ASSIGN_OR_RETURN(data_->match, analysis::MatchRuns(*data_, data_->match_options()));
+  return Status::Ok();
+}
+
+Status AnalysisSession::Diff() {
+  MAGNETON_RETURN_IF_ERROR(data_->energy_status);
+  if (!data_->match) MAGNETON_RETURN_IF_ERROR(Match());
+  MAGNETON_ASSIGN_OR_RETURN(data_->detection, analysis::DetectRuns(*data_, *data_->match, data_->detect_options()));
+  data_->diagnoses = diagnose::Diagnose(data_->trace_a(), data_->trace_b(), *data_->detection);
+  return Status::Ok();
+}
+
+Status AnalysisSession::TraceLines(ProcessRunner& runner, const RerunPolicy& policy) {
+  if (!data_->detection) return FailedPrecondition("TraceLines needs Diff() first");
+  const Trace& a = data_->trace_a();
+  const Trace& b = data_->trace_b();
+  if (a.meta.command_line.empty() || b.meta.command_line.empty()) return Status::Ok();
+  // A branch inside one function (the paths differ in the same function)
+  // is where a line trace finds something; identical paths down to the
+  // innermost frame differ only in tensor sizes.
+  diagnose::Diagnosis* chosen = nullptr;
+  for (diagnose::Diagnosis& d : data_->diagnoses) {
+    if (!d.deviation.found) continue;
+    if (chosen == nullptr) chosen = &d;
+    if (d.deviation.frame_a != d.deviation.frame_b) {
+      chosen = &d;
+      break;
+    }
+  }
+  if (chosen == nullptr) return Status::Ok();
+  auto note = [&](const std::string& why) {
+    diagnose::LineDiagnosis failed;
+    failed.note = why;
+    chosen->line = std::make_shared<const diagnose::LineDiagnosis>(std::move(failed));
+  };
+  for (const analysis::LoadedRun* run : {&data_->a.front(), &data_->b.front()}) {
+    Status allowed = analysis::AuthorizeRerun(run->trace, run->path, policy);
+    if (!allowed.ok()) {
+      Say("no line-level re-run: " + allowed.message());
+      note(allowed.message());
+      return Status::Ok();
+    }
+  }
+  std::error_code ec;
+  const std::string prefix = std::filesystem::absolute(data_->a.front().path, ec).string();
+  Say("re-running A and B with " + chosen->deviation.frame_a + " traced line by line (--no-rerun skips this)");
+  auto line = analysis::RunLineDiagnosis(a, b, chosen->deviation, prefix, runner);
+  if (!line.ok()) {
+    Say("no line-level diagnosis: " + line.status().message());
+    note(line.status().message());
+    return Status::Ok();
+  }
+  diagnose::ApplyLineDiagnosis(std::move(*line), diagnose::DiffConfig(a, b), chosen);
+  return Status::Ok();
+}
+
+StatusOr<ConfirmOutcome> AnalysisSession::Confirm(ProcessRunner& runner, const RerunPolicy& policy,
+                                                  double min_saving) {
+  if (!data_->detection) return FailedPrecondition("Confirm needs Diff() first");
+  ConfirmOutcome out;
+  auto plan = diagnose::PlanCounterfactual(data_->trace_a(), data_->trace_b(), *data_->detection, data_->diagnoses);
+  if (!plan.ok()) {
+    out.sentence = "nothing to re-run: " + plan.status().message();
+    return out;
+  }
+  // The re-run takes its command from the wasteful trace and the value it
+  // sets from the other one: both must be allowed to start programs.
+  for (const analysis::LoadedRun* run : {&data_->a.front(), &data_->b.front()}) {
+    Status allowed = analysis::AuthorizeRerun(run->trace, run->path, policy);
+    if (!allowed.ok()) {
+      out.sentence = "not re-run: " + allowed.message();
+      return out;
+    }
+  }
+  const analysis::LoadedRun& wasteful = plan->rerun_side == 'A' ? data_->a.front() : data_->b.front();
+  const RecordRunRequest req = analysis::ConfirmRequest(*plan, wasteful.trace, wasteful.path);
+  Say(std::string("--confirm: re-running ") + plan->rerun_side + " (" + req.argv.back() + ") with " +
+      plan->variable.key + " = " + plan->new_value);
+  MAGNETON_ASSIGN_OR_RETURN(const RecordRunResult recorded, runner.Record(req));
+  if (recorded.exit_code != 0) {
+    return Internal("the re-run failed (exit code " + std::to_string(recorded.exit_code) + "); nothing confirmed");
+  }
+  MAGNETON_ASSIGN_OR_RETURN(const Trace after, ReadTrace(req.output));
+  MAGNETON_ASSIGN_OR_RETURN(const diagnose::CounterfactualOutcome outcome,
+                            diagnose::EvaluateCounterfactual(*plan, wasteful.trace, after, data_->domain, min_saving));
+  out.ran = true;
+  out.confirmed = outcome.confirmed;
+  out.sentence = outcome.sentence;
+  out.trace_path = req.output;
+  return out;
+}
+
+std::string AnalysisSession::TerminalReport() const { return report::RenderDiffTerminal(data_->report_input()); }
+std::string AnalysisSession::JsonReport() const { return report::DiffToJson(data_->report_input()).dump(2) + "\n"; }
+std::string AnalysisSession::HtmlReport() const { return report::RenderDiffHtml(data_->report_input()); }
+
+}  // namespace magneton

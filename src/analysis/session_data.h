@@ -1,0 +1,53 @@
+// The typed state of an AnalysisSession (include/magneton/analysis.h): what
+// it loaded and what each step produced. Internal: the CLI, eval and the
+// Python analysis module read it; it is not a stable API.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "detect/detect.h"
+#include "diagnose/diagnose.h"
+#include "energy/attribution.h"
+#include "fingerprint/fingerprint.h"
+#include "magneton/analysis.h"
+#include "magneton/trace.h"
+#include "match/match.h"
+#include "report/diff_report.h"
+
+namespace magneton::analysis {
+
+struct LoadedRun {
+  std::string path;  // as given
+  Trace trace;
+  FingerprintMap fingerprints;
+};
+
+struct SessionData {
+  AnalysisOptions options;
+  // One run per model input on each side, in the same order; energy and
+  // detection use the first pair.
+  std::vector<LoadedRun> a, b;
+  std::string domain;  // chosen once (ChooseDomain); every step uses it
+  energy::Attribution energy_a, energy_b;
+  Status energy_status;  // why there is no domain or attribution, if so
+  std::optional<MatchResult> match;
+  std::optional<detect::DetectResult> detection;
+  std::vector<diagnose::Diagnosis> diagnoses;
+
+  const Trace& trace_a() const { return a.front().trace; }
+  const Trace& trace_b() const { return b.front().trace; }
+  // The session's options as each stage takes them.
+  MatchOptions match_options() const;
+  detect::Options detect_options() const;
+  // For the renderings; needs detection.
+  report::DiffReportInput report_input() const;
+};
+
+// The steps, on given options (eval sweeps them over one loaded session).
+StatusOr<MatchResult> MatchRuns(const SessionData& data, const MatchOptions& options);
+StatusOr<detect::DetectResult> DetectRuns(const SessionData& data, const MatchResult& match,
+                                          const detect::Options& options);
+
+}  // namespace magneton::analysis

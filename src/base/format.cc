@@ -1,0 +1,31 @@
+#include "base/format.h"
+
+#include <fmt/format.h>
+
+namespace magneton {
+
+const char* ProvenanceName(Provenance provenance) {
+  return provenance == Provenance::kMeasured ? "measured" : "estimated";
+}
+
+const char* ProvenanceHeading(Provenance provenance) {
+  return provenance == Provenance::kMeasured ? "MEASURED" : "ESTIMATED";
+}
+
+std::string FormatEnergy(double energy_uj, Provenance provenance) {
+  const double abs_uj = energy_uj < 0 ? -energy_uj : energy_uj;
+  std::string number = abs_uj >= 1e6   ? fmt::format("{:.3g} J", energy_uj / 1e6)
+                       : abs_uj >= 1e3 ? fmt::format("{:.3g} mJ", energy_uj / 1e3)
+                                       : fmt::format("{:.3g} µJ", energy_uj);
+  return number + " (" + ProvenanceName(provenance) + ")";
+}
+
+std::string FormatDuration(int64_t duration_ns) {
+  const double ns = static_cast<double>(duration_ns);
+  if (ns >= 1e9) return fmt::format("{:.3g} s", ns / 1e9);
+  if (ns >= 1e6) return fmt::format("{:.3g} ms", ns / 1e6);
+  if (ns >= 1e3) return fmt::format("{:.3g} µs", ns / 1e3);
+  return fmt::format("{} ns", duration_ns);
+}
+
+}  // namespace magneton

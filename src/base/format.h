@@ -1,0 +1,21 @@
+// Spellings every output shares: provenance names and energy/duration text.
+// Every energy figure a report prints carries its provenance.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "magneton/provenance.h"
+
+namespace magneton {
+
+// "measured" / "estimated": the trace file's and the JSON reports' spelling.
+const char* ProvenanceName(Provenance provenance);
+// "MEASURED" / "ESTIMATED": headings of terminal output.
+const char* ProvenanceHeading(Provenance provenance);
+// "1.23 mJ (estimated)".
+std::string FormatEnergy(double energy_uj, Provenance provenance);
+// "12.3 ms".
+std::string FormatDuration(int64_t duration_ns);
+
+}  // namespace magneton

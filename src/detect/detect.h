@@ -1,0 +1,156 @@
+// Differential detection (method.md section 6): for every region pair that
+// matching found, energy and time on both sides, their ratio, and whether the
+// difference is waste (the cheaper side is not slower and computes the same
+// outputs), a trade-off, or equal. Energy outside every op and unmatched ops
+// are regions of their own; repeated regions are aggregated.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/format.h"
+#include "energy/attribution.h"
+#include "fingerprint/fingerprint.h"
+#include "match/match.h"
+#include "magneton/status.h"
+#include "magneton/trace.h"
+
+namespace magneton::detect {
+
+enum class RegionKind { kMatched, kOutsideOps, kUnmatched };
+enum class Verdict { kWaste, kTradeOff, kEqual };
+const char* RegionKindName(RegionKind kind);  // "matched", "outside_ops", "unmatched"
+const char* VerdictName(Verdict verdict);     // "waste", "trade_off", "equal"
+
+struct SideCost {
+  double energy_uj = 0;
+  int64_t time_ns = 0;
+  // The part of energy_uj spent issuing the region's top-level ops (host code
+  // in the gaps before them; energy::OpEnergy::issue_uj).
+  double issue_uj = 0;
+};
+
+// One op pair of a same-work region: ln(energy A / energy B), and the
+// energy of its cheaper side, which weighs it.
+struct PairRatio {
+  double log_ratio = 0;
+  double energy_uj = 0;
+};
+
+// One occurrence of a region (one layer, one decode step).
+struct RegionInstance {
+  std::vector<int64_t> ops_a;  // graph node ops (each stands for its subtree)
+  std::vector<int64_t> ops_b;
+  std::vector<TensorPair> outputs;  // the exit cut, empty for non-matched kinds
+  SideCost a, b;
+  // Same ops, order, input shapes and dtypes on both sides (SameWork); then
+  // each op pair's ln(energy A / energy B) and energy, in order.
+  bool same_work = false;
+  std::vector<PairRatio> pair_ratios;
+};
+
+struct Finding {
+  RegionKind kind = RegionKind::kMatched;
+  Verdict verdict = Verdict::kEqual;
+  std::vector<std::string> names_a;  // op-name sequence of one instance
+  std::vector<std::string> names_b;
+  std::vector<RegionInstance> instances;  // aggregated repeats, in trace order
+  SideCost a, b;                          // summed over instances
+  double energy_ratio = 1;  // a / b; +inf when b spent nothing
+  char wasteful_side = 0;   // 'A' or 'B' (the side spending more), 0 when equal energy
+  double saving_uj = 0;     // |a - b|: what the costlier side could save by doing what the other does
+  double share_of_total = 0;  // saving_uj / the costlier run's job energy (SideSummary::job_uj)
+  bool outputs_agree = false;
+  std::string outputs_note;  // why they do or do not agree
+  // Matched findings whose every instance is the same work on both sides:
+  // the op pairs over all instances, how many of them carry its energy
+  // (effective_pairs = (sum w)^2 / sum w^2 over pair energies w: 3 for three
+  // equal pairs, ~1 for one matmul beside two views), and their typical
+  // (energy-weighted median) ratio A/B. Such a finding is waste only when the
+  // typical pair differs by more than tau over at least
+  // Options::min_same_work_pairs effective pairs: a sum over the pairs can be
+  // carried by one op that a machine stall slowed down.
+  bool same_work = false;
+  size_t paired_ops = 0;
+  double effective_pairs = 0;
+  double typical_pair_ratio = 1;
+};
+
+struct Options {
+  double tau = 0.10;           // relative energy difference that counts (method.md: 10%)
+  double max_slowdown = 0.01;  // the cheaper side may be at most this much slower to be waste
+  double output_epsilon = 1e-2;  // CompareFingerprints tolerance on region outputs
+  // Findings saving less than this share of the end-to-end energy are "equal":
+  // below it, estimated energy differences on tiny regions are timing noise.
+  double min_share = 0.0;
+  // Fewest op pairs a same-work finding needs (see Finding::same_work).
+  size_t min_same_work_pairs = 3;
+  // The noise floor of a same-work finding, as a share of the job: its only
+  // evidence is timing, and on a shared 2-core VM the same run recorded
+  // twice showed same-work differences beyond tau of up to 4.1% of the job
+  // (cases/identical, docs/EVALUATION.md). Findings whose ops differ are
+  // evidence by themselves and keep min_share.
+  double min_same_work_share = 0.05;
+  std::string domain;  // informational: the attributions given are in this domain
+  MatchOptions match;
+};
+
+struct SideSummary {
+  double total_uj = 0;        // the domain's energy over the sample window
+  double unattributed_uj = 0;  // while no op ran
+  int64_t duration_ns = 0;    // the sample window
+  size_t op_count = 0;
+  // The job, first op start to last op end: what is compared. Start-up
+  // (interpreter, imports) and exit lie outside it and are only reported.
+  double job_uj = 0;
+  int64_t job_ns = 0;
+  double idle_in_job_uj = 0;  // inside the job while no op ran
+  double issue_uj = 0;        // the part of idle_in_job_uj charged to ops as issue time
+};
+
+struct DetectResult {
+  std::string domain;
+  Provenance provenance = Provenance::kEstimated;
+  Options options;
+  SideSummary a, b;
+  size_t matched_region_pairs = 0;
+  // Ranked: waste by saving_uj, then trade-offs by saving_uj, then equal.
+  std::vector<Finding> findings;
+};
+
+// The median of `values` (the mean of the middle two for an even count); 0
+// for none.
+double Median(std::vector<double> values);
+
+// The classification rule on one (aggregated) region.
+Verdict Classify(const SideCost& a, const SideCost& b, bool outputs_agree, const Options& options);
+
+// Energy and time of a set of graph-node ops: inclusive energy (the node's
+// whole subtree) and wall time, summed.
+SideCost CostOf(const Trace& trace, const energy::Attribution& attribution, const std::vector<int64_t>& node_ops);
+
+// Whether two region instances run the same work: the same op names in the
+// same order on inputs of the same shapes and dtypes (same_work.cc).
+bool SameWork(const Trace& a, const std::vector<int64_t>& ops_a, const Trace& b, const std::vector<int64_t>& ops_b);
+// ln(energy_A / energy_B) and energy per op pair (inclusive plus issue energy).
+std::vector<PairRatio> PairRatios(const energy::Attribution& ea, const std::vector<int64_t>& ops_a,
+                                  const energy::Attribution& eb, const std::vector<int64_t>& ops_b);
+// The log ratio at which the pairs' cumulative energy, in ratio order, first
+// reaches half of their total; 0 for none.
+double WeightedMedianLogRatio(std::vector<PairRatio> pairs);
+// (sum of pair energies)^2 / sum of their squares; 0 for none.
+double EffectivePairs(const std::vector<PairRatio>& pairs);
+
+// Whether the exit-cut tensors hold the same values within `epsilon`.
+bool OutputsAgree(const std::vector<TensorPair>& outputs, const FingerprintMap& fa, const FingerprintMap& fb,
+                  double epsilon, std::string* note);
+
+// Detection on given attributions and match (the analysis session,
+// src/analysis/, attributes energy in its one domain and matches first).
+// Refuses two attributions whose energy provenances differ.
+StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa, const energy::Attribution& ea,
+                                       const Trace& b, const FingerprintMap& fb, const energy::Attribution& eb,
+                                       const MatchResult& match, const Options& options);
+
+}  // namespace magneton::detect

@@ -1,0 +1,48 @@
+// The counterfactual experiment behind `magneton diff --confirm`: re-run the
+// wasteful side with the suspected variable set to the efficient side's
+// value, and compare the energy of the two runs of that side.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "detect/detect.h"
+#include "diagnose/diagnose.h"
+#include "magneton/status.h"
+#include "magneton/trace.h"
+
+namespace magneton::diagnose {
+
+// What to flip; how to re-run with it is the analysis session's business
+// (src/analysis/confirm.cc).
+struct Counterfactual {
+  size_t finding_index = 0;
+  char rerun_side = 'A';       // the wasteful side, re-run with the override
+  ConfigDifference variable;   // key, value on each side, source
+  std::string new_value;       // the efficient side's value
+};
+
+// The experiment for the top candidate of the finding whose cause the
+// line-level re-run established (Diagnosis::line with a config key; a waste
+// or trade-off finding), else of the top-ranked waste finding. Fails with a
+// reason when there is no such finding, no candidate, no command line to
+// re-run, or no value on the efficient side.
+StatusOr<Counterfactual> PlanCounterfactual(const Trace& a, const Trace& b, const detect::DetectResult& result,
+                                            const std::vector<Diagnosis>& diagnoses);
+
+struct CounterfactualOutcome {
+  double before_uj = 0;  // the wasteful run as recorded
+  double after_uj = 0;   // the re-run with the override
+  Provenance provenance = Provenance::kEstimated;
+  std::string domain;
+  bool confirmed = false;  // the re-run saves more than the threshold
+  std::string sentence;
+};
+
+// Job energy of both runs of the wasteful side in `domain` (the diff's);
+// confirmed when the re-run uses at least `min_saving` (relative) less.
+StatusOr<CounterfactualOutcome> EvaluateCounterfactual(const Counterfactual& plan, const Trace& before,
+                                                       const Trace& after, const std::string& domain,
+                                                       double min_saving);
+
+}  // namespace magneton::diagnose

@@ -1,0 +1,109 @@
+// Semantic matching of two runs (method.md section 5): which tensors hold the
+// same values, and which regions of the two dataflow graphs compute the same
+// thing between such tensors. Fingerprints are supplied by the caller.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "fingerprint/fingerprint.h"
+#include "graph/graph.h"
+#include "magneton/status.h"
+#include "magneton/trace.h"
+
+namespace magneton {
+
+struct MatchOptions {
+  double epsilon = 1e-2;  // the one tolerance, passed to Equivalent()
+  GraphOptions graph;
+  // A tensor equivalent to very many others (zeros, constants) is a poor cut
+  // point; beyond this many candidates the rest are ignored.
+  int max_candidates_per_tensor = 16;
+  // Recursion guard. Each level splits off at least one cut; diffusers' Flux
+  // model (13k ops) needed 145 levels, and 64 left a 2.7k-op region behind.
+  int max_depth = 1024;
+};
+
+// Tiered candidate lookup: an exact key on (element count, dtype class,
+// NaN/Inf counts) plus tolerant cells over four statistics that Equivalent()
+// bounds (log rms, mean/rms, skewness, kurtosis; the last two are full-pass
+// statistics, exact even when quantiles are sampled, keyed per band of
+// rms/std because their tolerance scales with it).
+// A query probes only the cells its tolerance interval overlaps (1-2 per
+// statistic), then runs the full Equivalent() check. Never all-pairs.
+class TensorIndex {
+ public:
+  explicit TensorIndex(double epsilon);
+  // `fp` must outlive the index; `payload` is returned by Find.
+  void Add(const Fingerprint* fp, int64_t payload);
+  // Payloads of equivalent entries, in insertion order, at most `limit`.
+  void Find(const Fingerprint& fp, size_t limit, std::vector<int64_t>* out) const;
+  int64_t comparisons() const { return comparisons_; }
+
+  static constexpr int kDims = 4;                 // tolerant statistics
+  using Cell = std::array<int64_t, kDims + 1>;   // spread band, then one cell per statistic
+
+ private:
+  struct Entry {
+    const Fingerprint* fp;
+    int64_t payload;
+  };
+  uint64_t BucketKey(const Fingerprint& fp, const Cell& cell) const;
+
+  double epsilon_;
+  std::unordered_map<uint64_t, std::vector<Entry>> buckets_;
+  mutable int64_t comparisons_ = 0;
+};
+
+struct TensorPair {
+  int64_t a = kNoId;
+  int64_t b = kNoId;
+  bool operator==(const TensorPair&) const = default;
+};
+
+// Every tensor of `a` with up to `max_per_tensor` equivalent tensors of `b`.
+std::vector<TensorPair> FindEquivalentTensors(const FingerprintMap& a, const FingerprintMap& b, double epsilon,
+                                              size_t max_per_tensor = 4);
+
+// A pair of regions that compute the same thing: they start from equivalent
+// tensors (or both from the model inputs) and end in equivalent tensors.
+struct RegionPair {
+  std::vector<int64_t> ops_a;  // node op ids (top-level or leaf ops), in order
+  std::vector<int64_t> ops_b;
+  std::vector<int32_t> nodes_a;  // graph node indices (ordinals), in order
+  std::vector<int32_t> nodes_b;
+  bool starts_at_model_inputs = false;
+  std::vector<TensorPair> inputs;   // the entry cut (empty at the model inputs)
+  std::vector<TensorPair> outputs;  // the exit cut
+  int depth = 0;                    // recursion level that produced it
+};
+
+struct MatchResult {
+  std::vector<RegionPair> regions;
+  std::vector<int64_t> unmatched_ops_a;  // nodes in no matched region
+  std::vector<int64_t> unmatched_ops_b;
+  int64_t tensor_comparisons = 0;  // Equivalent() calls, for complexity checks
+};
+
+StatusOr<MatchResult> MatchGraphs(const DataflowGraph& a, const FingerprintMap& fa, const DataflowGraph& b,
+                                  const FingerprintMap& fb, const MatchOptions& options = {});
+StatusOr<MatchResult> MatchTraces(const Trace& a, const FingerprintMap& fa, const Trace& b, const FingerprintMap& fb,
+                                  const MatchOptions& options = {});
+
+// One run of each system on the same model input.
+struct TracePairInput {
+  const Trace* a = nullptr;
+  const FingerprintMap* fingerprints_a = nullptr;
+  const Trace* b = nullptr;
+  const FingerprintMap* fingerprints_b = nullptr;
+};
+
+// Matches every pair and keeps a region pair (from the first pair) only if
+// the same region pair, by node ordinals, matched for every input. Assumes
+// each system runs the same op sequence for every input (fixed shapes).
+StatusOr<MatchResult> MatchAcrossInputs(const std::vector<TracePairInput>& inputs, const MatchOptions& options = {});
+
+}  // namespace magneton

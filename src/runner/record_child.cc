@@ -1,0 +1,58 @@
+#include "runner/record_child.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "magneton/trace_reader.h"
+#include "runner/subprocess.h"
+
+namespace magneton::runner {
+
+StatusOr<RecordRunResult> RecordChild(const RecordRunRequest& req) {
+  if (req.argv.empty()) {
+    return InvalidArgument("record needs a command to run, e.g. magneton record -- python script.py");
+  }
+  std::string python = req.argv[0];
+  if (std::filesystem::path(python).filename().string().rfind("python", 0) != 0) python = FindPython();
+  std::string error;
+  auto bootstrap = FindBootstrapDir(python, &error);
+  if (!bootstrap) return FailedPrecondition(error);
+
+  std::error_code ec;
+  std::filesystem::path out = std::filesystem::absolute(req.output, ec);
+  std::filesystem::remove(out, ec);  // never mistake an old trace for this run's
+  std::map<std::string, std::string> env = {
+      {"MAGNETON_RECORD_PATH", out.string()},
+      {"MAGNETON_RECORD_LABEL", req.label},
+      {"MAGNETON_COMMAND_LINE", ShellQuote(req.argv)},
+      {"MAGNETON_RECORD_VALUES", req.values ? "1" : "0"},
+  };
+  for (const auto& [k, v] : req.env) env[k] = v;
+  const char* old_path = std::getenv("PYTHONPATH");
+  env["PYTHONPATH"] = *bootstrap + (old_path && *old_path ? std::string(":") + old_path : std::string());
+
+  const int code = RunChild(req.argv, env, &error, req.cwd, req.log_path);
+  if (code < 0) return Internal(error);
+
+  RecordRunResult result;
+  result.exit_code = code;
+  if (!std::filesystem::exists(out, ec)) {
+    result.trace_status = FailedPrecondition("'" + req.argv[0] + "' exited with code " + std::to_string(code) +
+                                             " and wrote no trace (is it a Python program that imports torch?)");
+    return result;
+  }
+  auto trace = ReadTrace(out.string());
+  if (!trace.ok()) {
+    result.trace_status = Status(trace.status().code(),
+                                 "the trace " + out.string() + " cannot be read: " + trace.status().message());
+    return result;
+  }
+  result.ops = trace->ops.size();
+  result.tensors = trace->tensors.size();
+  return result;
+}
+
+}  // namespace magneton::runner

@@ -1,0 +1,239 @@
+// The analysis session end to end on a recorded pair (tests/cpp/diff_fixture.h),
+// with a scripted ProcessRunner in place of child processes: what it is asked
+// to run, and what the session makes of what it gets back.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <nlohmann/json.hpp>
+
+#include "analysis/session_data.h"
+#include "diagnose/line_diagnosis.h"
+#include "diff_fixture.h"
+#include "magneton/analysis.h"
+#include "magneton/recorder.h"
+#include "test_util.h"
+#include "trace/line_trace_file.h"
+
+namespace magneton::analysis {
+namespace {
+
+// The user's program the fixture's call paths name: main (line 3) calls
+// forward, which branches at line 10 (A takes line 11, B line 13).
+constexpr const char* kNetPy =
+    "def main(fused):\n"
+    "    x = None\n"
+    "    return forward(x, fused)\n"
+    "\n"
+    "\n"
+    "\n"
+    "\n"
+    "\n"
+    "def forward(x, fused):\n"
+    "    if fused:\n"
+    "        return linear(x)\n"
+    "    else:\n"
+    "        return mm(x)\n";
+
+class ScriptedRunner : public ProcessRunner {
+ public:
+  std::vector<RunRequest> runs;
+  std::vector<RecordRunRequest> records;
+  std::function<void(const RecordRunRequest&)> on_record;
+
+  // Plays the line tracer: writes the line trace the request asks for, with
+  // the lines each side executes and the watched values before them.
+  StatusOr<int> Run(const RunRequest& request) override {
+    runs.push_back(request);
+    const bool fused = request.shell_command.find("--fused") != std::string::npos;
+    const nlohmann::json req = nlohmann::json::parse(request.env.at("MAGNETON_LINE_TRACE"));
+    LineTrace trace;
+    int index = 0;
+    for (const auto& t : req["targets"]) {
+      trace.targets.push_back({t["file"], t["function"], t["line"]});
+      LineCall call;
+      call.target = index++;
+      call.lines = t["function"] == "main" ? std::vector<int64_t>{2, 3}
+                   : fused                 ? std::vector<int64_t>{10, 11}
+                                           : std::vector<int64_t>{10, 13};
+      for (size_t e = 0; e < call.lines.size(); ++e) {
+        const std::string line = std::to_string(call.lines[e]);
+        if (!t["watch"].contains(line)) continue;
+        for (const auto& expr : t["watch"][line]) {
+          call.values.push_back({e, expr, expr == "fused" ? (fused ? "True" : "False") : "None"});
+        }
+      }
+      trace.calls.push_back(std::move(call));
+    }
+    Status st = WriteLineTrace(req["out"], trace);
+    if (!st.ok()) return st;
+    return 0;
+  }
+
+  StatusOr<RecordRunResult> Record(const RecordRunRequest& request) override {
+    records.push_back(request);
+    if (on_record) on_record(request);
+    return RecordRunResult{0, Status::Ok(), 1, 1};
+  }
+};
+
+struct Pair {
+  std::string dir;
+  std::unique_ptr<AnalysisSession> session;
+};
+
+// The fixture's pair as a session, with the commands and working directory
+// a recording would have stored.
+Pair OpenPair(const std::string& name, std::function<void(Trace&, Trace&)> edit = nullptr) {
+  Pair p;
+  p.dir = testing::TempPath(name);
+  std::filesystem::create_directories(p.dir);
+  const std::string net = p.dir + "/net.py";
+  std::ofstream(net) << kNetPy;
+  testing::Side a = testing::Record(name + "_a.mtrace", true, false, net);
+  testing::Side b = testing::Record(name + "_b.mtrace", false, false, net);
+  a.trace.meta.command_line = "python net.py --fused";
+  b.trace.meta.command_line = "python net.py";
+  a.trace.meta.cwd = b.trace.meta.cwd = p.dir;
+  if (edit) edit(a.trace, b.trace);
+  auto data = std::make_unique<SessionData>();
+  data->a.push_back({a.path, std::move(a.trace), std::move(a.fps)});
+  data->b.push_back({b.path, std::move(b.trace), std::move(b.fps)});
+  auto session = AnalysisSession::FromData(std::move(data));
+  EXPECT_TRUE(session.ok()) << session.status().message();
+  if (session.ok()) p.session = std::move(session).value();
+  return p;
+}
+
+TEST(AnalysisSession, TraceLinesRunsBothRecordedCommandsThroughTheRunner) {
+  Pair p = OpenPair("lines");
+  ASSERT_TRUE(p.session);
+  ASSERT_TRUE(p.session->Diff().ok());
+  ScriptedRunner runner;
+  ASSERT_TRUE(p.session->TraceLines(runner, RerunPolicy{}).ok());
+
+  ASSERT_EQ(runner.runs.size(), 2u);
+  EXPECT_EQ(runner.runs[0].shell_command, "python net.py --fused");
+  EXPECT_EQ(runner.runs[1].shell_command, "python net.py");
+  for (const RunRequest& r : runner.runs) {
+    EXPECT_EQ(r.cwd, p.dir);
+    EXPECT_TRUE(r.with_python_hooks);
+    EXPECT_NE(r.log_path.find(".lines."), std::string::npos) << r.log_path;
+  }
+  EXPECT_TRUE(runner.records.empty());
+
+  const SessionData& d = p.session->data();
+  ASSERT_FALSE(d.diagnoses.empty());
+  const diagnose::Diagnosis& top = d.diagnoses.front();
+  ASSERT_TRUE(top.line) << "the line-level result is attached to the top finding's diagnosis";
+  EXPECT_TRUE(top.line->found) << top.line->note;
+  EXPECT_EQ(top.line->mode, "branch");
+  EXPECT_EQ(top.line->divergence.branch_line, 10);
+  EXPECT_EQ(top.line->origin.name, "fused");
+  EXPECT_NE(p.session->JsonReport().find("\"line_diagnosis\""), std::string::npos);
+}
+
+// The session's diff is the stages' diff: the report golden file
+// (tests/golden, written by report_diff_unittest from the stages called one
+// by one) comes out of the session unchanged.
+TEST(AnalysisSession, DiffGivesTheGoldenReport) {
+  testing::Side a = testing::Record("fused.mtrace", true, false), b = testing::Record("decomposed.mtrace", false, false);
+  auto data = std::make_unique<SessionData>();
+  data->a.push_back({"fused.mtrace", std::move(a.trace), std::move(a.fps)});
+  data->b.push_back({"decomposed.mtrace", std::move(b.trace), std::move(b.fps)});
+  auto session = AnalysisSession::FromData(std::move(data));
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  ASSERT_TRUE((*session)->Diff().ok());
+  std::ifstream golden(std::string(MAGNETON_GOLDEN_DIR) + "/diff_fused_vs_decomposed.json");
+  ASSERT_TRUE(golden);
+  std::stringstream want;
+  want << golden.rdbuf();
+  EXPECT_EQ((*session)->JsonReport(), want.str());
+}
+
+TEST(AnalysisSession, TraceLinesWithoutACommandRunsNothing) {
+  Pair p = OpenPair("nocommand", [](Trace& a, Trace&) { a.meta.command_line.clear(); });
+  ASSERT_TRUE(p.session);
+  ASSERT_TRUE(p.session->Diff().ok());
+  ScriptedRunner runner;
+  ASSERT_TRUE(p.session->TraceLines(runner, RerunPolicy{}).ok());
+  EXPECT_TRUE(runner.runs.empty());
+}
+
+// Both traces have two domains; the larger one (cpu-estimate) is the diff's,
+// and a-small sorts first. --confirm must measure the re-run in the diff's
+// domain: in a-small the scripted re-run costs more, in cpu-estimate half.
+TEST(AnalysisSession, ConfirmMeasuresTheRerunInTheDiffsDomain) {
+  auto add_small_domain = [](Trace& t) {
+    std::vector<EnergySample> small;
+    for (const EnergySample& s : t.energy_samples) {
+      small.push_back({"a-small", s.t_ns, 0.001 * static_cast<double>(s.t_ns), std::nan(""), Provenance::kEstimated,
+                       "scripted"});
+    }
+    t.energy_samples.insert(t.energy_samples.begin(), small.begin(), small.end());
+  };
+  Pair p = OpenPair("confirm", [&](Trace& a, Trace& b) {
+    add_small_domain(a);
+    add_small_domain(b);
+  });
+  ASSERT_TRUE(p.session);
+  EXPECT_EQ(p.session->domain(), "cpu-estimate");
+  ASSERT_TRUE(p.session->Diff().ok());
+  const SessionData& d = p.session->data();
+  ASSERT_FALSE(d.detection->findings.empty());
+  ASSERT_EQ(d.detection->findings.front().wasteful_side, 'A');
+  const double before_uj = d.energy_a.job_uj;
+  ASSERT_GT(before_uj, 0);
+
+  ScriptedRunner runner;
+  runner.on_record = [&](const RecordRunRequest& req) {
+    // The re-run: the same ops in half the time at the same power in
+    // cpu-estimate, and far more energy in a-small.
+    RunMetadata meta;
+    meta.label = req.label;
+    ASSERT_TRUE(Recorder::Start(req.output, meta).ok());
+    Recorder* rec = Recorder::Active();
+    const int64_t t0 = d.energy_a.ops_start_ns;
+    const int64_t t1 = t0 + (d.energy_a.ops_end_ns - t0) / 2;
+    rec->BeginOp(rec->InternString("aten::linear"), kNoId);
+    rec->EndOp("", t0, t1);
+    for (int64_t t = 0; t <= t1 + 1000; t += 100) {
+      rec->AppendEnergySample({"cpu-estimate", t, 0.01 * static_cast<double>(t), std::nan(""), Provenance::kEstimated,
+                               "scripted"});
+      rec->AppendEnergySample({"a-small", t, 0.1 * static_cast<double>(t), std::nan(""), Provenance::kEstimated,
+                               "scripted"});
+    }
+    ASSERT_TRUE(Recorder::Stop().ok());
+  };
+  auto outcome = p.session->Confirm(runner, RerunPolicy{}, 0.05);
+  ASSERT_TRUE(outcome.ok()) << outcome.status().message();
+  ASSERT_TRUE(outcome->ran) << outcome->sentence;
+  ASSERT_EQ(runner.records.size(), 1u);
+  const RecordRunRequest& req = runner.records[0];
+  EXPECT_EQ(req.argv, (std::vector<std::string>{"/bin/sh", "-c", "python net.py --fused"}));
+  EXPECT_EQ(req.cwd, p.dir);
+  ASSERT_TRUE(req.env.count("MAGNETON_OVERRIDES"));
+  const nlohmann::json overrides = nlohmann::json::parse(req.env.at("MAGNETON_OVERRIDES"));
+  ASSERT_EQ(overrides.size(), 1u);
+  EXPECT_FALSE(overrides[0]["key"].get<std::string>().empty());
+  EXPECT_TRUE(outcome->confirmed) << outcome->sentence;
+  EXPECT_NE(outcome->sentence.find("cpu-estimate"), std::string::npos) << outcome->sentence;
+  EXPECT_EQ(outcome->trace_path, req.output);
+}
+
+TEST(AnalysisSession, WithoutACommonDomainMatchingStillWorks) {
+  Pair p = OpenPair("nodomain", [](Trace& a, Trace&) {
+    for (EnergySample& s : a.energy_samples) s.domain = "elsewhere";
+  });
+  ASSERT_TRUE(p.session);
+  EXPECT_TRUE(p.session->Match().ok());
+  EXPECT_FALSE(p.session->data().match->regions.empty());
+  Status st = p.session->Diff();
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("no energy domain in common"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace magneton::analysis
