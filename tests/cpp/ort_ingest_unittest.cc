@@ -225,7 +225,7 @@ TEST(OrtIngest, GraphBecomesOpsTensorsAndEdgesOnTheMonotonicClock) {
   EXPECT_EQ(t->ops[0].parent_id, kNoId);
   EXPECT_EQ(t->ScopePath(t->ops[0].scope_id), "main_graph/layer");
   EXPECT_EQ(t->ScopePath(t->ops[1].scope_id), "main_graph/layer");  // ORT-named: its neighbour's scope
-  EXPECT_NE(t->ops[0].args.find("node=/layer/MatMul"), std::string::npos);
+  EXPECT_EQ(t->ops[0].args, R"({"node":"/layer/MatMul","ep":"CPUExecutionProvider"})");
   // Dataflow: Relu reads what MatMul wrote; the weight is one tensor across
   // runs, activations are new per run.
   for (int run = 0; run < 2; ++run) {

@@ -99,20 +99,20 @@ Side Record(const std::string& name, bool fused, bool evil) {
       rec->AddInput(1, view(w_addr, wshape, wstrides));
       rec->AddInput(2, view(b_addr, bshape, bstrides));
       rec->AddOutput(0, view(y_addr, shape, strides));
-      rec->EndOp("%,%,%");
+      rec->EndOp(R"([{"t":0},{"t":1},{"t":2}])");
     } else {
       uint64_t m_addr = next_addr += 0x10000;
       rec->BeginOp(rec->InternString("aten::mm"), lib_path(200, "mm"));
       rec->AddInput(0, view(x_addr, shape, strides));
       rec->AddInput(1, view(w_addr, wshape, wstrides));
       rec->AddOutput(0, view(m_addr, shape, strides));
-      rec->EndOp("%,%");
+      rec->EndOp(R"([{"t":0},{"t":1}])");
       fps.emplace_back(m_addr, Fp(Affine(x, w, nullptr), shape));
       rec->BeginOp(rec->InternString("aten::add"), lib_path(210, "add"));
       rec->AddInput(0, view(m_addr, shape, strides));
       rec->AddInput(1, view(b_addr, bshape, bstrides));
       rec->AddOutput(0, view(y_addr, shape, strides));
-      rec->EndOp("%,%");
+      rec->EndOp(R"([{"t":0},{"t":1}])");
     }
     fps.emplace_back(y_addr, Fp(y, shape));
     x = y;
@@ -122,7 +122,7 @@ Side Record(const std::string& name, bool fused, bool evil) {
   rec->BeginOp(rec->InternString("aten::relu"), lib_path(300, "relu"));
   rec->AddInput(0, view(x_addr, shape, strides));
   rec->AddOutput(0, view(z_addr, shape, strides));
-  rec->EndOp("%");
+  rec->EndOp(R"([{"t":0}])");
   for (auto& v : x) v = std::max(v, 0.f);
   fps.emplace_back(z_addr, Fp(x, shape));
   rec->SetConfig("env.OMP_NUM_THREADS", "2", "env");
