@@ -64,7 +64,7 @@ TEST(CApi, ExampleProgramRecordsATrace) {
 TEST(CApi, ArgumentsAreCheckedAndBadTextIsKeptAndCounted) {
   std::string path = testing::TempPath("capi_args.mtrace");
   ASSERT_EQ(magneton_start(path.c_str(), "args", "native", 0, 0), 0) << magneton_last_error();
-  const char* good = R"({"name":"it's "x", y","src":[1,0]})";
+  const char* good = R"({"name":"it's \"x\", y","src":[1,0]})";
   magneton_begin_op("native::good");
   magneton_end_op(good);
   EXPECT_STREQ(magneton_last_error(), "");
@@ -72,7 +72,8 @@ TEST(CApi, ArgumentsAreCheckedAndBadTextIsKeptAndCounted) {
   magneton_end_op("name=x src=1,0");
   EXPECT_NE(std::string(magneton_last_error()).find("not JSON"), std::string::npos) << magneton_last_error();
   magneton_begin_op("native::bad_tag");
-  magneton_end_op_at(R"([{"tensor":0}])", magneton_now_ns(), magneton_now_ns());
+  const int64_t t0 = magneton_now_ns();
+  magneton_end_op_at(R"([{"tensor":0}])", t0, t0 + 1000);
   magneton_begin_op("native::none");
   magneton_end_op(nullptr);
   ASSERT_EQ(magneton_stop(), 0) << magneton_last_error();

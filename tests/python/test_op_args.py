@@ -47,7 +47,7 @@ def test_tricky_arguments_read_back_exactly_and_replay(tmp_path):
         "aten::clone": [{"t": 0}, {"memory_format": "channels_last"}],
         "aten::layer_norm": [{"t": 0}, [4], None, None, 1e-12, True],
         "aten::full": [[2, 2], {"float": "-inf"}, {"dtype": "float32"}, {"layout": "strided"}, {"device": "cpu"},
-                       None],
+                       False],  # pin_memory, as torch's argument parser passes it
         "aten::add.Tensor": [{"t": 0}, {"t": 1}, -2],
         "aten::index.Tensor": [{"t": 0}, [None, {"t": 1}]],
     }
