@@ -2,7 +2,7 @@
 // Status, never a crash, hang or sanitizer report.
 //   cmake -S . -B build/fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang \
 //         -DMAGNETON_BUILD_FUZZERS=ON -DMAGNETON_BUILD_PYTHON=OFF
-//   ninja -C build/fuzz trace_reader_fuzzer && build/fuzz/fuzz/trace_reader_fuzzer -max_total_time=60 fuzz/corpus
+//   ninja -C build/fuzz trace_reader_fuzzer && build/fuzz/fuzz/trace_reader_fuzzer -max_total_time=60 fuzz/corpus/trace_reader
 #include <cstddef>
 #include <cstdint>
 

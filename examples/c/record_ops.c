@@ -25,7 +25,7 @@ static void layer(const char* scope, const magneton_tensor* tin, const magneton_
   magneton_add_input(1, tw);
   matmul_relu(in, w, out, N, K, K);
   magneton_add_output(0, tout);
-  magneton_end_op("%,%");
+  magneton_end_op("[{\"t\":0},{\"t\":1}]"); /* the op's arguments: two tensors */
   magneton_pop_scope();
 }
 

@@ -33,7 +33,13 @@ int magneton_is_recording(void);
 const char* magneton_last_error(void);
 
 /* An op on the calling thread: begin, then inputs/outputs, then end.
- * Returns the op id, or -1 when nothing is recording. */
+ * Returns the op id, or -1 when nothing is recording.
+ * args: the op's non-tensor arguments as JSON (docs/TRACE_FORMAT.md, "Op
+ * arguments"): a list of positional values, [{"t":0},{"t":1},1.0] (a tensor
+ * is {"t": input slot}), or an object of named parameters,
+ * {"name":"attn_norm-0","src":[0,1]}; NULL or "" for none. Text that is not
+ * such JSON is kept as {"unparsed": "<text>"}, counted in the trace's
+ * meta('capi.unparsed_args'), and magneton_last_error() says why. */
 int64_t magneton_begin_op(const char* name);
 void magneton_add_input(int32_t slot, const magneton_tensor* tensor);
 void magneton_add_output(int32_t slot, const magneton_tensor* tensor);

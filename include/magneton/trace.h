@@ -13,7 +13,8 @@
 namespace magneton {
 
 // Bumped on any incompatible change to the on-disk schema (docs/TRACE_FORMAT.md).
-inline constexpr int kTraceSchemaVersion = 1;
+// 2: ops.args is JSON (trace/op_args.h); 1 stored it as unescaped text.
+inline constexpr int kTraceSchemaVersion = 2;
 
 inline constexpr int64_t kNoId = -1;
 
@@ -100,7 +101,7 @@ struct OpEvent {
   int64_t call_path_id = kNoId;
   // Links host ops to asynchronous device work (CUPTI / CUDA events) later.
   uint64_t correlation_id = 0;
-  std::string args;  // non-tensor arguments, compact text, "%" marks a tensor
+  std::string args;  // non-tensor arguments as JSON (docs/TRACE_FORMAT.md, "Op arguments")
 };
 
 // Device work launched by an op and timed on the device (GPU kernels).

@@ -23,7 +23,7 @@ def main(argv=None) -> int:
     op_ids = [int(x) for x in args.ops.split(",") if x.strip()]
     try:
         _, table = hook.replay_trace(args.trace, args.top, op_ids, args.min_round_s, args.rounds, not args.no_store)
-    except RuntimeError as e:
+    except (OSError, ValueError, RuntimeError) as e:  # src/bindings/status_exception.h
         print(f"magneton: {e}", file=sys.stderr)
         return 1
     print(table, end="")

@@ -4,28 +4,14 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
+#include "bindings/status_exception.h"
 #include "magneton/trace_reader.h"
 #include "report/summary.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
 
-namespace {
-
-void ThrowIfError(const magneton::Status& st) {
-  if (st.ok()) return;
-  switch (st.code()) {
-    case magneton::StatusCode::kNotFound:
-      PyErr_SetString(PyExc_FileNotFoundError, st.message().c_str());
-      throw nb::python_error();
-    case magneton::StatusCode::kInvalidArgument:
-      throw nb::value_error(st.message().c_str());
-    default:
-      throw std::runtime_error(st.message());
-  }
-}
-
-}  // namespace
+using magneton::ThrowIfError;
 
 NB_MODULE(_analysis, m) {
   m.doc() = "Magneton's analysis (trace summaries and diffs)";

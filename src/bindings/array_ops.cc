@@ -6,13 +6,13 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
 
-#include <charconv>
 #include <string>
 #include <unordered_map>
 
 #include "magneton/recorder.h"
 #include "pyhooks/array_view.h"
 #include "pyhooks/python_stack.h"
+#include "trace/op_args.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -82,38 +82,103 @@ void AddArrays(Recorder& rec, nb::handle arrays, bool output) {
   Py_DECREF(seq);
 }
 
-// "key=value,..." for the scalar parameters of an op (axes, dtypes,
-// precision); sub-programs and other objects are left out.
-std::string ParamsText(nb::handle params) {
-  std::string out;
-  if (!params.is_valid() || !PyDict_Check(params.ptr())) return out;
-  PyObject *key, *value;
-  Py_ssize_t pos = 0;
-  while (PyDict_Next(params.ptr(), &pos, &key, &value)) {
-    bool simple = value == Py_None || PyBool_Check(value) || PyLong_Check(value) || PyFloat_Check(value) ||
-                  PyUnicode_Check(value) || PyTuple_Check(value);
-    if (!simple || !PyUnicode_Check(key)) {
-      // dtypes, enums (precision, rounding) print short; jaxprs do not.
-      PyObject* type_name = PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(value)), "__name__");
-      const char* t = type_name && PyUnicode_Check(type_name) ? PyUnicode_AsUTF8(type_name) : nullptr;
-      std::string_view tn = t ? t : "";
-      simple = tn == "dtype" || tn == "Precision" || tn == "GatherScatterMode" || tn == "RoundingMethod" ||
-               tn.find("DType") != std::string_view::npos;
-      Py_XDECREF(type_name);
-      PyErr_Clear();
-      if (!simple) continue;
-    }
+// How a param value is recorded: JSON's own kinds, a dtype, one of JAX's
+// enums (precision, rounding) by its printed text, or not at all
+// (sub-programs, callables).
+enum class ParamClass { kSkip, kPlain, kDtype, kEnum };
+
+ParamClass Classify(PyObject* value) {
+  if (value == Py_None || PyBool_Check(value) || PyLong_Check(value) || PyFloat_Check(value) ||
+      PyUnicode_Check(value) || PyTuple_Check(value)) {
+    return ParamClass::kPlain;
+  }
+  PyObject* type_attr = PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(value)), "__name__");
+  const char* t = type_attr && PyUnicode_Check(type_attr) ? PyUnicode_AsUTF8(type_attr) : nullptr;
+  const std::string_view tn = t ? t : "";
+  ParamClass c = ParamClass::kSkip;
+  if (tn == "dtype" || tn.find("DType") != std::string_view::npos) c = ParamClass::kDtype;
+  if (tn == "Precision" || tn == "GatherScatterMode" || tn == "RoundingMethod") c = ParamClass::kEnum;
+  Py_XDECREF(type_attr);
+  PyErr_Clear();
+  return c;
+}
+
+// A param value as op-arguments JSON (trace/op_args.h): tuples as lists; a
+// value inside a tuple that is not recorded, or one too big to be worth its
+// bytes, says only its type ({"unrecorded": ...}).
+void WriteParam(OpArgsWriter& w, PyObject* value, ParamClass c, int depth) {
+  if (c == ParamClass::kDtype || c == ParamClass::kEnum) {
     PyObject* text = PyObject_Str(value);
-    const char* k = PyUnicode_AsUTF8(key);
-    const char* v = text ? PyUnicode_AsUTF8(text) : nullptr;
-    if (k && v && std::string_view(v).size() <= 200) {
-      if (!out.empty()) out.push_back(',');
-      out.append(k).push_back('=');
-      out.append(v);
+    Py_ssize_t size = 0;
+    const char* v = text ? PyUnicode_AsUTF8AndSize(text, &size) : nullptr;
+    if (v && size <= 200) {
+      w.Typed(c == ParamClass::kDtype ? kArgDtype : kArgRepr, std::string_view(v, size));
+    } else {
+      w.Typed(kArgUnrecorded, Py_TYPE(value)->tp_name);
     }
     Py_XDECREF(text);
     PyErr_Clear();
+  } else if (c == ParamClass::kSkip) {
+    w.Typed(kArgUnrecorded, Py_TYPE(value)->tp_name);
+  } else if (value == Py_None) {
+    w.Null();
+  } else if (PyBool_Check(value)) {
+    w.Bool(value == Py_True);
+  } else if (PyLong_Check(value)) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (overflow != 0 || (v == -1 && PyErr_Occurred())) {
+      PyErr_Clear();
+      w.Typed(kArgUnrecorded, "int beyond int64");
+    } else {
+      w.Int(v);
+    }
+  } else if (PyFloat_Check(value)) {
+    w.Float(PyFloat_AS_DOUBLE(value));
+  } else if (PyUnicode_Check(value)) {
+    Py_ssize_t size = 0;
+    const char* s = PyUnicode_AsUTF8AndSize(value, &size);
+    if (!s || size > 200) {
+      PyErr_Clear();
+      w.Typed(kArgUnrecorded, s ? "str longer than 200 bytes" : "str");
+    } else {
+      w.String(std::string_view(s, size));
+    }
+  } else if (depth >= 4 || PyTuple_GET_SIZE(value) > 64) {
+    w.Typed(kArgUnrecorded, "tuple");
+  } else {
+    w.BeginList();
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(value); ++i) {
+      PyObject* item = PyTuple_GET_ITEM(value, i);
+      WriteParam(w, item, Classify(item), depth + 1);
+    }
+    w.EndList();
   }
+}
+
+// The scalar parameters of an op (axes, dtypes, precision) as a params
+// object; sub-programs and other objects are left out.
+std::string ParamsJson(nb::handle params) {
+  std::string out;
+  if (!params.is_valid() || !PyDict_Check(params.ptr())) return out;
+  OpArgsWriter w(&out);
+  w.BeginParams();
+  PyObject *key, *value;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(params.ptr(), &pos, &key, &value)) {
+    if (!PyUnicode_Check(key)) continue;
+    const ParamClass c = Classify(value);
+    if (c == ParamClass::kSkip) continue;
+    Py_ssize_t size = 0;
+    const char* k = PyUnicode_AsUTF8AndSize(key, &size);
+    if (!k) {
+      PyErr_Clear();
+      continue;
+    }
+    w.Key(std::string_view(k, size));
+    WriteParam(w, value, c, 0);
+  }
+  w.EndParams();
   return out;
 }
 
@@ -140,7 +205,7 @@ void RegisterArrayOps(nb::module_& m) {
           Recorder* rec = Recorder::Active();
           if (!rec || rec->OpDepth() == 0) return;
           AddArrays(*rec, outputs, /*output=*/true);
-          rec->EndOp(ParamsText(params));
+          rec->EndOp(ParamsJson(params));
         },
         "outputs"_a, "params"_a = nb::none(),
         "Ends this thread's innermost op: waits for each output array, records it, "

@@ -10,6 +10,7 @@
 
 #include "bindings/ort_bindings.h"
 #include "bindings/array_ops.h"
+#include "bindings/status_exception.h"
 #include "magneton/recorder.h"
 #include "pyhooks/python_stack.h"
 #include "trace/line_trace_file.h"
@@ -19,18 +20,7 @@ using namespace nb::literals;
 
 namespace {
 
-void ThrowIfError(const magneton::Status& st) {
-  if (st.ok()) return;
-  switch (st.code()) {
-    case magneton::StatusCode::kNotFound:
-      PyErr_SetString(PyExc_FileNotFoundError, st.message().c_str());
-      throw nb::python_error();
-    case magneton::StatusCode::kInvalidArgument:
-      throw nb::value_error(st.message().c_str());
-    default:
-      throw std::runtime_error(st.message());
-  }
-}
+using magneton::ThrowIfError;
 
 magneton::Recorder& Active() {
   magneton::Recorder* rec = magneton::Recorder::Active();

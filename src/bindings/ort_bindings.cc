@@ -9,6 +9,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings/ort_bindings.h"
+#include "bindings/status_exception.h"
 #include "fingerprint/fingerprint.h"
 #include "ort/ort.h"
 
@@ -17,12 +18,6 @@ using namespace nb::literals;
 
 namespace magneton {
 namespace {
-
-void Throw(const Status& st) {
-  if (st.ok()) return;
-  if (st.code() == StatusCode::kInvalidArgument) throw nb::value_error(st.message().c_str());
-  throw std::runtime_error(st.message());
-}
 
 // numpy dtype -> Magneton spelling; "" for what cannot be fingerprinted.
 std::string DTypeName(nb::dlpack::dtype t) {
@@ -41,7 +36,7 @@ class OrtSession {
  public:
   OrtSession(const std::string& graph_json, int64_t profiling_start_realtime_ns) {
     auto graph = ort::ParseGraphJson(graph_json);
-    Throw(graph.status());
+    ThrowIfError(graph.status());
     graph_ = std::move(graph).value();
     clock_.profiling_start_realtime_ns = profiling_start_realtime_ns;
     clock_.created = ort::MeasureClockOffset();
@@ -112,7 +107,7 @@ class OrtSession {
         stats = ort::IngestSession(graph_, *profile, clock_, values_, rec);
       }
     }
-    Throw(stats.status());
+    ThrowIfError(stats.status());
     nb::dict d;
     d["ops"] = stats->ops;
     d["tensors"] = stats->tensors;

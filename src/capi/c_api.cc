@@ -2,9 +2,11 @@
 // thread, never throws across the boundary.
 #include "magneton/c_api.h"
 
+#include <mutex>
 #include <string>
 
 #include "magneton/recorder.h"
+#include "trace/op_args.h"
 
 namespace {
 
@@ -30,6 +32,32 @@ magneton::TensorView ToView(const magneton_tensor* t) {
   v.version_tracked = t->version != 0;
   v.host_data = t->host_data;
   return v;
+}
+
+// The op's arguments as given when they are op-arguments JSON
+// (docs/TRACE_FORMAT.md), else kept whole as {"unparsed": "<text>"}:
+// counted in meta('capi.unparsed_args') and said by magneton_last_error().
+std::string CheckedArgs(magneton::Recorder& rec, const char* args) {
+  if (args == nullptr || *args == '\0') return "";
+  auto parsed = magneton::ParseOpArgs(args);
+  if (parsed.ok()) return args;
+  t_last_error = parsed.status().message();
+  std::string out;
+  magneton::OpArgsWriter w(&out);
+  w.BeginParams();
+  w.Key("unparsed");
+  w.String(args);
+  w.EndParams();
+  static std::mutex mu;
+  static uint64_t generation = 0;
+  static int64_t count = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  if (generation != rec.generation()) {
+    generation = rec.generation();
+    count = 0;
+  }
+  rec.SetMeta("capi.unparsed_args", std::to_string(++count));
+  return out;
 }
 
 }  // namespace
@@ -68,11 +96,13 @@ void magneton_add_output(int32_t slot, const magneton_tensor* tensor) {
 }
 
 void magneton_end_op(const char* args) {
-  if (magneton::Recorder* rec = magneton::Recorder::Active()) rec->EndOp(args ? args : "");
+  // The end time first: checking the arguments is not the op's time.
+  const int64_t end_ns = magneton::MonotonicNowNs();
+  if (magneton::Recorder* rec = magneton::Recorder::Active()) rec->EndOp(CheckedArgs(*rec, args), 0, end_ns);
 }
 
 void magneton_end_op_at(const char* args, int64_t start_ns, int64_t end_ns) {
-  if (magneton::Recorder* rec = magneton::Recorder::Active()) rec->EndOp(args ? args : "", start_ns, end_ns);
+  if (magneton::Recorder* rec = magneton::Recorder::Active()) rec->EndOp(CheckedArgs(*rec, args), start_ns, end_ns);
 }
 
 int64_t magneton_now_ns(void) { return magneton::MonotonicNowNs(); }

@@ -46,6 +46,38 @@ class Reader {
   size_t pos_ = 0;
 };
 
+// Counts and dims that no tensor has (negative, more special values than
+// elements, dims whose product overflows or exceeds the element count) are a
+// corrupt blob: the comparison's arithmetic on them would overflow (found by
+// fuzz/fingerprint_codec_fuzzer; fuzz/corpus/fingerprint_codec/counts_*).
+Status CheckCounts(const Fingerprint& fp) {
+  const Status bad = Corrupt("fingerprint blob has inconsistent counts or dims");
+  const LayoutInvariantPart& p = fp.invariant;
+  const int64_t n = p.element_count;
+  if (n < 0 || p.nan_count < 0 || p.pos_inf_count < 0 || p.neg_inf_count < 0 || p.quantile_sample_size < 0) return bad;
+  if (p.nan_count > n || p.pos_inf_count > n - p.nan_count || p.neg_inf_count > n - p.nan_count - p.pos_inf_count) {
+    return bad;
+  }
+  if (!fp.strong.present) return Status::Ok();
+  const StrongPart& s = fp.strong;
+  int64_t full = 1, core = 1;
+  for (size_t k = 0; k < s.dims.size(); ++k) {
+    if (s.core_dims[k] < 0 || s.core_dims[k] > s.dims[k]) return bad;
+    if (__builtin_mul_overflow(full, s.dims[k], &full) || full > n) return bad;
+    core *= s.core_dims[k];  // <= full: no overflow
+  }
+  for (const AxisMarginal& m : s.marginals) {
+    if (m.axis_size < 0) return bad;
+    for (int64_t c : m.chunk_elements) {
+      if (c < 0 || c > n) return bad;
+    }
+  }
+  for (const UnfoldingSpectrum& sp : s.spectra) {
+    if (sp.rows < 0 || sp.cols < 0 || sp.rows > core || sp.cols > core) return bad;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string EncodeFingerprint(const Fingerprint& fp) {
@@ -90,7 +122,8 @@ StatusOr<Fingerprint> DecodeFingerprint(std::string_view kind, std::string_view 
   Fingerprint fp;
   LayoutInvariantPart& p = fp.invariant;
   uint8_t cls = 0, has_strong = 0;
-  if (!r.Get(&cls) || !r.Get(&has_strong) || cls > 2) return truncated;
+  // A flag other than 0/1 is no blob the encoder writes (fuzz/corpus/fingerprint_codec/strong_flag_ff).
+  if (!r.Get(&cls) || !r.Get(&has_strong) || cls > 2 || has_strong > 1) return truncated;
   fp.dtype_class = static_cast<DTypeClass>(cls);
   for (int64_t* v : {&p.element_count, &p.nan_count, &p.pos_inf_count, &p.neg_inf_count, &p.quantile_sample_size}) {
     if (!r.Get(v)) return truncated;
@@ -140,6 +173,7 @@ StatusOr<Fingerprint> DecodeFingerprint(std::string_view kind, std::string_view 
     }
   }
   if (!r.AtEnd()) return truncated;
+  MAGNETON_RETURN_IF_ERROR(CheckCounts(fp));
   return fp;
 }
 

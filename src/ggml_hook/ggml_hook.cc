@@ -10,6 +10,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "ggml_hook/ggml_layout.h"
 #include "ggml_hook/ggml_node.h"
 #include "magneton/c_api.h"
+#include "trace/op_args.h"
 
 namespace {
 
@@ -101,14 +103,20 @@ void BeginNode(const ggml_tensor* t) {
       if (ok[i] && descs[i].is_weight == (pass == 1)) order.push_back(i);
     }
   }
-  std::string src;
+  t_pending.args.clear();
+  magneton::OpArgsWriter args(&t_pending.args);  // {"name": ..., "src": [...]} (docs/TRACE_FORMAT.md)
+  args.BeginParams();
+  args.Key("name");
+  args.String(std::string_view(t->name, strnlen(t->name, sizeof(t->name))));
+  args.Key("src");
+  args.BeginList();
   for (size_t slot = 0; slot < order.size(); ++slot) {
     magneton_tensor c = magneton::ggml_hook::ToCTensor(descs[order[slot]]);
     magneton_add_input(static_cast<int32_t>(slot), &c);
-    if (slot) src += ',';
-    src += std::to_string(order[slot]);
+    args.Int(order[slot]);
   }
-  t_pending.args = std::string("name=").append(t->name).append(" src=").append(src);
+  args.EndList();
+  args.EndParams();
 }
 
 // A node that writes through a view (SET_ROWS into the KV cache, CPY into a
@@ -165,7 +173,7 @@ bool magneton_ggml_eval_callback(struct ggml_tensor* t, bool ask, void* user_dat
   PendingNode& p = t_pending;
   if (ask) {
     const bool previous = chain != nullptr && chain->previous(t, true, chain->previous_user_data);
-    if (p.node != nullptr) magneton_end_op_at("aborted", p.start_ns, magneton_now_ns());  // never answered
+    if (p.node != nullptr) magneton_end_op_at(R"({"aborted":true})", p.start_ns, magneton_now_ns());  // never answered
     p.node = nullptr;
     p.previous_asked = previous;
     const bool ours = g_bound.load(std::memory_order_acquire) && magneton_is_recording();

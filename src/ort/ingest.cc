@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "ort/ort.h"
+#include "trace/op_args.h"
 
 namespace magneton::ort {
 namespace {
@@ -125,7 +126,17 @@ StatusOr<IngestStats> IngestSession(const Graph& graph, const Profile& profile, 
     p.op.thread_id = ev.thread_id;
     p.op.start_ns = to_monotonic(run, ev.ts_us);
     p.op.end_ns = p.op.start_ns + ev.dur_us * 1000;
-    p.op.args = "node=" + ev.node_name + (ev.provider.empty() ? "" : " ep=" + ev.provider);
+    {
+      OpArgsWriter args(&p.op.args);  // {"node": ..., "ep": ...} (docs/TRACE_FORMAT.md)
+      args.BeginParams();
+      args.Key("node");
+      args.String(ev.node_name);
+      if (!ev.provider.empty()) {
+        args.Key("ep");
+        args.String(ev.provider);
+      }
+      args.EndParams();
+    }
     p.scope = node ? node_scopes[node_it->second] : ScopeFromNodeName(ev.node_name);
     int64_t op_index = static_cast<int64_t>(ops.size());
     if (!node) {

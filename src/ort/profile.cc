@@ -2,6 +2,7 @@
 // Chrome trace events; node kernels are cat "Node" named "<node>_kernel_time"
 // (the "_fence_before"/"_fence_after" events around them are skipped).
 #include <algorithm>
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 
@@ -24,13 +25,33 @@ Status Bad(size_t index, const json& event, const std::string& what) {
 }
 
 // ts/dur are numbers of microseconds; tid/pid are numbers (older ORT builds
-// wrote a hashed thread id, still a number).
-StatusOr<int64_t> Int(const json& event, const char* key, size_t index) {
+// wrote a hashed thread id, still a number). Times beyond kMaxProfileUs are
+// corrupt (no session runs for 115 days) and would overflow the nanosecond
+// arithmetic of ingestion; a float outside int64 would be undefined to cast
+// (both found by the fuzz build: fuzz/corpus/ort_profile/ts_*).
+constexpr int64_t kMaxProfileUs = 10'000'000'000'000;  // 1e13 µs
+
+StatusOr<int64_t> Int(const json& event, const char* key, size_t index, bool is_time = true) {
   auto it = event.find(key);
   if (it == event.end() || !it->is_number()) return Bad(index, event, std::string("'") + key + "' missing or not a number");
-  if (it->is_number_float()) return static_cast<int64_t>(it->get<double>());
-  if (it->is_number_unsigned()) return static_cast<int64_t>(it->get<uint64_t>());
-  return it->get<int64_t>();
+  const double limit = is_time ? static_cast<double>(kMaxProfileUs) : 9.2e18;
+  if (it->is_number_float()) {
+    const double v = it->get<double>();
+    if (!(v >= -limit && v <= limit)) return Bad(index, event, std::string("'") + key + "' is out of range");
+    return static_cast<int64_t>(v);
+  }
+  if (it->is_number_unsigned()) {
+    const uint64_t v = it->get<uint64_t>();
+    if (is_time && v > static_cast<uint64_t>(kMaxProfileUs)) {
+      return Bad(index, event, std::string("'") + key + "' is out of range");
+    }
+    return static_cast<int64_t>(v);  // a hashed thread id may use all 64 bits
+  }
+  const int64_t v = it->get<int64_t>();
+  if (is_time && (v < -kMaxProfileUs || v > kMaxProfileUs)) {
+    return Bad(index, event, std::string("'") + key + "' is out of range");
+  }
+  return v;
 }
 
 // [{"float": [1, 12, 64]}, {"int64": [2]}]
@@ -95,7 +116,7 @@ StatusOr<Profile> ParseProfile(std::string_view text) {
     ev.node_name = n.substr(0, n.size() - kKernelSuffix.size());
     MAGNETON_ASSIGN_OR_RETURN(ev.ts_us, Int(e, "ts", i));
     MAGNETON_ASSIGN_OR_RETURN(ev.dur_us, Int(e, "dur", i));
-    MAGNETON_ASSIGN_OR_RETURN(ev.thread_id, Int(e, "tid", i));
+    MAGNETON_ASSIGN_OR_RETURN(ev.thread_id, Int(e, "tid", i, /*is_time=*/false));
     if (ev.dur_us < 0) return Bad(i, e, "negative 'dur'");
     auto args = e.find("args");
     if (args == e.end() || !args->is_object()) return Bad(i, e, "'args' missing or not an object");

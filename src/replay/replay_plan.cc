@@ -7,8 +7,9 @@
 #include <map>
 #include <unordered_map>
 
-#include "trace/op_times.h"
 #include "base/format.h"
+#include "trace/op_args.h"
+#include "trace/op_times.h"
 
 namespace magneton::replay {
 namespace {
@@ -18,10 +19,13 @@ PlannedOp Describe(const Trace& trace, const OpEvent& op, const std::vector<cons
   p.op_id = op.id;
   p.name = trace.str(op.name_id);
   p.args = op.args;
-  p.signature = p.name + "(" + op.args + ")";
+  // Arguments that do not parse keep their text in the signature; replaying
+  // the op then says what is wrong with them.
+  auto args = ParseOpArgs(op.args);
+  p.signature = p.name + "(" + (args.ok() ? FormatOpArgs(*args) : op.args) + ")";
   for (const OpTensor* l : inputs) {
     const TensorMeta& t = trace.tensors[l->tensor_id];
-    p.inputs.push_back({t.shape, t.strides, t.dtype, t.device});
+    p.inputs.push_back({l->slot, t.shape, t.strides, t.dtype, t.device});
     p.signature += fmt::format(" {}[{}]{}", t.dtype, fmt::join(t.shape, "x"), t.device == "cpu" ? "" : "@" + t.device);
   }
   return p;

@@ -12,6 +12,7 @@
 namespace magneton::replay {
 
 struct PlannedInput {
+  int64_t slot = 0;
   std::vector<int64_t> shape;
   std::vector<int64_t> strides;
   std::string dtype;
@@ -21,11 +22,11 @@ struct PlannedInput {
 struct PlannedOp {
   int64_t op_id = kNoId;           // a representative op
   std::string name;                // "aten::addmm"
-  std::string args;                // recorded argument text
+  std::string args;                // recorded arguments, JSON (trace/op_args.h)
   std::vector<PlannedInput> inputs;
   int64_t occurrences = 0;         // ops in the trace with this signature
   int64_t self_ns_total = 0;       // their summed exclusive time
-  std::string signature;
+  std::string signature;          // "aten::addmm(%0, %1, %2, 1, 1) float32[32] ..."
 };
 
 // top > 0: the top ops by summed self time; op_ids non-empty: exactly these.

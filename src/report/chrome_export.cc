@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include "trace/op_args.h"
+
 namespace magneton {
 
 Status WriteChromeTrace(const Trace& trace, std::ostream& out) {
@@ -18,7 +20,11 @@ Status WriteChromeTrace(const Trace& trace, std::ostream& out) {
     threads.insert(op.thread_id);
     json args = {{"op_id", op.id}};
     if (op.scope_id != kNoId) args["scope"] = trace.ScopePath(op.scope_id);
-    if (!op.args.empty()) args["args"] = op.args;
+    if (!op.args.empty()) {
+      // Structured where the arguments parse (docs/TRACE_FORMAT.md), else their text as stored.
+      auto parsed = ParseOpArgs(op.args);
+      args["args"] = parsed.ok() ? std::move(parsed).value() : json(op.args);
+    }
     if (op.call_path_id != kNoId) {
       auto frames = trace.CallPathFrames(op.call_path_id);
       if (!frames.empty()) args["source"] = frames.back();

@@ -6,123 +6,17 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/ScalarType.h>
 
+#include "torch_hook/torch_names.h"
+#include "trace/op_args.h"
+
 #include <chrono>
 #include <cstdlib>
 #include <optional>
 #include <string_view>
+#include <unordered_map>
 
 namespace magneton::replay {
 namespace {
-
-// A parsed argument of the recorded text.
-struct ArgNode {
-  enum Kind { kTensor, kNone, kBool, kInt, kDouble, kString, kBare, kList } kind = kNone;
-  int64_t i = 0;
-  double d = 0;
-  std::string s;
-  std::vector<ArgNode> items;
-};
-
-class ArgParser {
- public:
-  explicit ArgParser(std::string_view text) : text_(text) {}
-
-  StatusOr<std::vector<ArgNode>> ParseTopLevel() {
-    std::vector<ArgNode> out;
-    if (text_.empty()) return out;
-    while (true) {
-      MAGNETON_ASSIGN_OR_RETURN(ArgNode node, ParseOne());
-      out.push_back(std::move(node));
-      if (pos_ == text_.size()) return out;
-      if (text_[pos_] != ',') return Bad("expected ','");
-      ++pos_;
-    }
-  }
-
- private:
-  Status Bad(const std::string& what) const {
-    return InvalidArgument("cannot parse recorded arguments '" + std::string(text_) + "' at " +
-                           std::to_string(pos_) + ": " + what);
-  }
-
-  StatusOr<ArgNode> ParseOne() {
-    ArgNode n;
-    if (pos_ >= text_.size()) return Bad("unexpected end");
-    char c = text_[pos_];
-    if (c == '%') {
-      ++pos_;
-      n.kind = ArgNode::kTensor;
-      return n;
-    }
-    if (c == '[') {
-      ++pos_;
-      n.kind = ArgNode::kList;
-      if (pos_ < text_.size() && text_[pos_] == ']') {
-        ++pos_;
-        return n;
-      }
-      while (true) {
-        MAGNETON_ASSIGN_OR_RETURN(ArgNode item, ParseOne());
-        n.items.push_back(std::move(item));
-        if (pos_ >= text_.size()) return Bad("unterminated list");
-        if (text_[pos_] == ']') {
-          ++pos_;
-          return n;
-        }
-        if (text_[pos_] != ',') return Bad("expected ',' or ']'");
-        ++pos_;
-      }
-    }
-    if (c == '\'') {
-      size_t end = text_.find('\'', pos_ + 1);
-      if (end == std::string_view::npos) return Bad("unterminated string");
-      n.kind = ArgNode::kString;
-      n.s = std::string(text_.substr(pos_ + 1, end - pos_ - 1));
-      pos_ = end + 1;
-      return n;
-    }
-    size_t end = pos_;
-    while (end < text_.size() && text_[end] != ',' && text_[end] != ']') ++end;
-    std::string tok(text_.substr(pos_, end - pos_));
-    pos_ = end;
-    if (tok == "None") return n;
-    if (tok == "True" || tok == "False") {
-      n.kind = ArgNode::kBool;
-      n.i = tok == "True";
-      return n;
-    }
-    char* stop = nullptr;
-    long long iv = std::strtoll(tok.c_str(), &stop, 10);
-    if (!tok.empty() && stop && *stop == '\0') {
-      n.kind = ArgNode::kInt;
-      n.i = iv;
-      return n;
-    }
-    double dv = std::strtod(tok.c_str(), &stop);
-    if (!tok.empty() && stop && *stop == '\0') {
-      n.kind = ArgNode::kDouble;
-      n.d = dv;
-      return n;
-    }
-    n.kind = ArgNode::kBare;  // a device ("cpu") or an unsupported kind tag
-    n.s = tok;
-    return n;
-  }
-
-  std::string_view text_;
-  size_t pos_ = 0;
-};
-
-StatusOr<c10::ScalarType> DtypeFromName(const std::string& name) {
-  for (int i = 0; i < static_cast<int>(c10::ScalarType::NumOptions); ++i) {
-    auto st = static_cast<c10::ScalarType>(i);
-    try {
-      if (c10::getDtypeNames(st).first == name) return st;
-    } catch (...) {
-    }
-  }
-  return InvalidArgument("unknown dtype '" + name + "'");
-}
 
 // Recorded values do not travel, so inputs are regenerated: random normal
 // floats, zeros for integers (always a valid index), false for booleans.
@@ -147,117 +41,165 @@ StatusOr<at::Tensor> MakeInput(const TensorSpec& spec) {
   }
 }
 
+using json = nlohmann::json;
+
+// Builds the boxed stack from the recorded arguments (trace/op_args.h),
+// typed by the op's schema.
 class StackBuilder {
  public:
-  StackBuilder(const OpSpec& spec, std::vector<at::Tensor> inputs) : spec_(spec), inputs_(std::move(inputs)) {}
+  StackBuilder(const OpSpec& spec, std::unordered_map<int64_t, at::Tensor> inputs)
+      : spec_(spec), inputs_(std::move(inputs)) {}
 
-  StatusOr<c10::IValue> Convert(const ArgNode& node, const c10::TypePtr& type) {
-    if (node.kind == ArgNode::kNone) return c10::IValue();
-    c10::TypePtr t = type;
-    if (auto opt = t->castRaw<c10::OptionalType>()) t = opt->getElementType();
+  // real: the schema's real type (ScalarType where `type` says int).
+  StatusOr<c10::IValue> Convert(const json& node, const c10::TypePtr& type, const c10::TypePtr& real) {
+    const ArgKind kind = KindOf(node);
+    if (kind == ArgKind::kNull) return c10::IValue();
+    c10::TypePtr t = Unwrap(type);
     switch (t->kind()) {
       case c10::TypeKind::TensorType:
-        if (node.kind != ArgNode::kTensor) return Mismatch(node, t);
-        return NextTensor();
+        if (kind != ArgKind::kTensor) return Mismatch(t);
+        return Tensor(node);
       case c10::TypeKind::ListType: {
-        if (node.kind != ArgNode::kList) return Mismatch(node, t);
+        if (kind != ArgKind::kList) return Mismatch(t);
         c10::TypePtr elem = t->castRaw<c10::ListType>()->getElementType();
-        c10::TypePtr inner = elem;
-        if (auto opt = inner->castRaw<c10::OptionalType>()) inner = opt->getElementType();
+        c10::TypePtr inner = Unwrap(elem);
+        c10::TypePtr real_elem = Unwrap(real);
+        if (auto list = real_elem->castRaw<c10::ListType>()) real_elem = Unwrap(list->getElementType());
         if (inner->kind() == c10::TypeKind::TensorType) {
           if (elem->castRaw<c10::OptionalType>()) {
             c10::List<std::optional<at::Tensor>> list;
-            for (const ArgNode& item : node.items) {
-              if (item.kind == ArgNode::kNone) {
+            for (const json& item : node) {
+              if (KindOf(item) == ArgKind::kNull) {
                 list.push_back(std::nullopt);
-              } else {
-                MAGNETON_ASSIGN_OR_RETURN(c10::IValue v, NextTensor());
-                list.push_back(v.toTensor());
+                continue;
               }
+              if (KindOf(item) != ArgKind::kTensor) return Mismatch(inner);
+              MAGNETON_ASSIGN_OR_RETURN(c10::IValue v, Tensor(item));
+              list.push_back(v.toTensor());
             }
             return c10::IValue(list);
           }
           std::vector<at::Tensor> list;
-          for (size_t i = 0; i < node.items.size(); ++i) {
-            MAGNETON_ASSIGN_OR_RETURN(c10::IValue v, NextTensor());
+          for (const json& item : node) {
+            if (KindOf(item) != ArgKind::kTensor) return Mismatch(inner);
+            MAGNETON_ASSIGN_OR_RETURN(c10::IValue v, Tensor(item));
             list.push_back(v.toTensor());
           }
           return c10::IValue(list);
         }
         if (inner->kind() == c10::TypeKind::IntType || inner->kind() == c10::TypeKind::SymIntType) {
           std::vector<int64_t> ints;
-          for (const ArgNode& item : node.items) {
-            if (item.kind != ArgNode::kInt) return Mismatch(item, inner);
-            ints.push_back(item.i);
+          for (const json& item : node) {
+            MAGNETON_ASSIGN_OR_RETURN(int64_t v, Int(item, inner, real_elem));
+            ints.push_back(v);
           }
           return c10::IValue(ints);
         }
         if (inner->kind() == c10::TypeKind::FloatType) {
           std::vector<double> v;
-          for (const ArgNode& item : node.items) v.push_back(item.kind == ArgNode::kInt ? item.i : item.d);
+          for (const json& item : node) {
+            if (KindOf(item) != ArgKind::kInt && KindOf(item) != ArgKind::kFloat) return Mismatch(inner);
+            v.push_back(FloatValue(item));
+          }
           return c10::IValue(v);
         }
         if (inner->kind() == c10::TypeKind::BoolType) {
           c10::List<bool> v;
-          for (const ArgNode& item : node.items) v.push_back(item.i != 0);
+          for (const json& item : node) {
+            if (KindOf(item) != ArgKind::kBool) return Mismatch(inner);
+            v.push_back(item.get<bool>());
+          }
           return c10::IValue(v);
         }
         return Unsupported(t);
       }
       case c10::TypeKind::IntType:
       case c10::TypeKind::SymIntType:
-        // ScalarType, Layout and MemoryFormat arguments are ints in the schema.
-        if (node.kind != ArgNode::kInt) return Mismatch(node, t);
-        return c10::IValue(node.i);
-      case c10::TypeKind::FloatType:
-      case c10::TypeKind::SymFloatType:
-        if (node.kind == ArgNode::kInt) return c10::IValue(static_cast<double>(node.i));
-        if (node.kind != ArgNode::kDouble) return Mismatch(node, t);
-        return c10::IValue(node.d);
-      case c10::TypeKind::BoolType:
-      case c10::TypeKind::SymBoolType:
-        if (node.kind != ArgNode::kBool) return Mismatch(node, t);
-        return c10::IValue(node.i != 0);
-      case c10::TypeKind::NumberType:  // Scalar
-        if (node.kind == ArgNode::kInt) return c10::IValue(at::Scalar(node.i));
-        if (node.kind == ArgNode::kDouble) return c10::IValue(at::Scalar(node.d));
-        if (node.kind == ArgNode::kBool) return c10::IValue(at::Scalar(node.i != 0));
-        return Mismatch(node, t);
-      case c10::TypeKind::StringType:
-        if (node.kind != ArgNode::kString) return Mismatch(node, t);
-        return c10::IValue(node.s);
-      case c10::TypeKind::DeviceObjType:
-        try {
-          return c10::IValue(c10::Device(node.s));
-        } catch (const std::exception&) {
-          return Mismatch(node, t);
-        }
       case c10::TypeKind::ScalarTypeType:
       case c10::TypeKind::LayoutType:
-      case c10::TypeKind::MemoryFormatType:
-        if (node.kind != ArgNode::kInt) return Mismatch(node, t);
-        return c10::IValue(node.i);
+      case c10::TypeKind::MemoryFormatType: {
+        // ScalarType, Layout and MemoryFormat arguments are ints on the stack.
+        MAGNETON_ASSIGN_OR_RETURN(int64_t v, Int(node, t, Unwrap(real)));
+        return c10::IValue(v);
+      }
+      case c10::TypeKind::FloatType:
+      case c10::TypeKind::SymFloatType:
+        if (kind != ArgKind::kInt && kind != ArgKind::kFloat) return Mismatch(t);
+        return c10::IValue(FloatValue(node));
+      case c10::TypeKind::BoolType:
+      case c10::TypeKind::SymBoolType:
+        if (kind != ArgKind::kBool) return Mismatch(t);
+        return c10::IValue(node.get<bool>());
+      case c10::TypeKind::NumberType:  // Scalar
+        if (kind == ArgKind::kInt) return c10::IValue(at::Scalar(node.get<int64_t>()));
+        if (kind == ArgKind::kFloat) return c10::IValue(at::Scalar(FloatValue(node)));
+        if (kind == ArgKind::kBool) return c10::IValue(at::Scalar(node.get<bool>()));
+        if (kind == ArgKind::kComplex) {
+          const json& parts = node[kArgComplex];
+          return c10::IValue(at::Scalar(c10::complex<double>(FloatValue(parts[0]), FloatValue(parts[1]))));
+        }
+        return Mismatch(t);
+      case c10::TypeKind::StringType:
+        if (kind != ArgKind::kString) return Mismatch(t);
+        return c10::IValue(node.get<std::string>());
+      case c10::TypeKind::DeviceObjType:
+        if (kind != ArgKind::kDevice) return Mismatch(t);
+        try {
+          return c10::IValue(c10::Device(TypedValue(node)));
+        } catch (const std::exception&) {
+          return Mismatch(t);
+        }
       default:
         return Unsupported(t);
     }
   }
 
  private:
-  StatusOr<c10::IValue> NextTensor() {
-    if (next_ >= inputs_.size()) return InvalidArgument(spec_.name + ": more tensor arguments than recorded inputs");
-    return c10::IValue(inputs_[next_++]);
+  static c10::TypePtr Unwrap(const c10::TypePtr& t) {
+    if (auto opt = t->castRaw<c10::OptionalType>()) return opt->getElementType();
+    return t;
   }
-  Status Mismatch(const ArgNode& node, const c10::TypePtr& t) const {
-    return InvalidArgument(spec_.name + ": recorded argument does not fit schema type " + t->str() + " (" +
-                           spec_.args + ")");
+
+  // An int on the stack: a plain int, or the enum that the schema's real
+  // type names, recorded as its typed object.
+  StatusOr<int64_t> Int(const json& node, const c10::TypePtr& t, const c10::TypePtr& real) const {
+    const ArgKind kind = KindOf(node);
+    const c10::TypeKind want = real->kind();
+    if (kind == ArgKind::kInt) return node.get<int64_t>();
+    if (kind == ArgKind::kDtype && want == c10::TypeKind::ScalarTypeType) {
+      MAGNETON_ASSIGN_OR_RETURN(c10::ScalarType v, DtypeFromName(TypedValue(node)));
+      return static_cast<int64_t>(v);
+    }
+    if (kind == ArgKind::kLayout && want == c10::TypeKind::LayoutType) {
+      MAGNETON_ASSIGN_OR_RETURN(c10::Layout v, LayoutFromName(TypedValue(node)));
+      return static_cast<int64_t>(v);
+    }
+    if (kind == ArgKind::kMemoryFormat && want == c10::TypeKind::MemoryFormatType) {
+      MAGNETON_ASSIGN_OR_RETURN(c10::MemoryFormat v, MemoryFormatFromName(TypedValue(node)));
+      return static_cast<int64_t>(v);
+    }
+    return Mismatch(real->kind() == t->kind() ? t : real);
+  }
+
+  StatusOr<c10::IValue> Tensor(const json& node) {
+    auto it = inputs_.find(TensorSlot(node));
+    if (it == inputs_.end()) {
+      return InvalidArgument(spec_.name + ": argument names input slot " + std::to_string(TensorSlot(node)) +
+                             ", which the trace does not have");
+    }
+    return c10::IValue(it->second);
+  }
+  Status Mismatch(const c10::TypePtr& t) const {
+    std::string args = spec_.args.size() > 200 ? spec_.args.substr(0, 200) + "..." : spec_.args;
+    return InvalidArgument(spec_.name + ": recorded argument does not fit schema type " + t->str() + " (" + args +
+                           ")");
   }
   Status Unsupported(const c10::TypePtr& t) const {
     return Unavailable(spec_.name + ": replay does not support arguments of type " + t->str());
   }
 
   const OpSpec& spec_;
-  std::vector<at::Tensor> inputs_;
-  size_t next_ = 0;
+  std::unordered_map<int64_t, at::Tensor> inputs_;  // by slot
 };
 
 }  // namespace
@@ -272,20 +214,22 @@ StatusOr<ReplayResult> ReplayOp(const OpSpec& spec, const ReplayOptions& options
   if (!handle) return NotFound("no ATen operator named " + spec.name + " in this torch");
   const c10::FunctionSchema& schema = handle->schema();
 
-  MAGNETON_ASSIGN_OR_RETURN(std::vector<ArgNode> args, ArgParser(spec.args).ParseTopLevel());
+  MAGNETON_ASSIGN_OR_RETURN(json args, ParseOpArgs(spec.args));
+  if (!args.is_array()) return InvalidArgument(spec.name + ": recorded arguments are named parameters, not ATen's");
   if (args.size() != schema.arguments().size()) {
     return InvalidArgument(spec.name + ": recorded " + std::to_string(args.size()) + " arguments, schema has " +
                            std::to_string(schema.arguments().size()));
   }
-  std::vector<at::Tensor> inputs;
+  std::unordered_map<int64_t, at::Tensor> inputs;
   for (const TensorSpec& ts : spec.inputs) {
     MAGNETON_ASSIGN_OR_RETURN(at::Tensor t, MakeInput(ts));
-    inputs.push_back(std::move(t));
+    inputs[ts.slot] = std::move(t);
   }
   StackBuilder builder(spec, std::move(inputs));
   std::vector<c10::IValue> base_stack;
   for (size_t i = 0; i < args.size(); ++i) {
-    MAGNETON_ASSIGN_OR_RETURN(c10::IValue v, builder.Convert(args[i], schema.arguments()[i].type()));
+    const c10::Argument& a = schema.arguments()[i];
+    MAGNETON_ASSIGN_OR_RETURN(c10::IValue v, builder.Convert(args[i], a.type(), a.real_type()));
     base_stack.push_back(std::move(v));
   }
 

@@ -14,6 +14,7 @@
 namespace magneton::replay {
 
 struct TensorSpec {
+  int64_t slot = 0;    // the input slot ({"t": slot} in the arguments)
   std::vector<int64_t> shape;
   std::vector<int64_t> strides;
   std::string dtype;   // "float32", as recorded
@@ -22,8 +23,8 @@ struct TensorSpec {
 
 struct OpSpec {
   std::string name;  // "aten::addmm" or "aten::add.Tensor"
-  std::string args;  // recorded text: "%,%,1,1"
-  std::vector<TensorSpec> inputs;  // by slot; every "%" in args, in order
+  std::string args;  // recorded JSON (trace/op_args.h): [{"t":0},{"t":1},1,1]
+  std::vector<TensorSpec> inputs;  // the recorded inputs, each with its slot
 };
 
 struct ReplayOptions {
@@ -42,7 +43,7 @@ struct ReplayResult {
   std::vector<double> energy_uj_per_call;    // one per round (empty: no meter)
 };
 
-// Checks that the op can be rebuilt (schema found, arguments parse) and runs it.
+// Checks that the op can be rebuilt (schema found, arguments fit it) and runs it.
 StatusOr<ReplayResult> ReplayOp(const OpSpec& spec, const ReplayOptions& options);
 
 }  // namespace magneton::replay

@@ -39,7 +39,7 @@ StatusOr<std::vector<ReplayRecord>> ReplayTrace(const std::string& path, const R
     r.occurrences = p.occurrences;
     r.rounds = options.rounds;
     OpSpec spec{p.name, p.args, {}};
-    for (const PlannedInput& in : p.inputs) spec.inputs.push_back({in.shape, in.strides, in.dtype, in.device});
+    for (const PlannedInput& in : p.inputs) spec.inputs.push_back({in.slot, in.shape, in.strides, in.dtype, in.device});
     ReplayOptions ro;
     // GPU ops run asynchronously: a round ends when the device is done.
     for (const PlannedInput& in : p.inputs) {

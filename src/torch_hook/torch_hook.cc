@@ -13,7 +13,6 @@
 
 #include <array>
 #include <atomic>
-#include <charconv>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -22,10 +21,13 @@
 #include <unordered_set>
 #include <vector>
 
+#include "bindings/status_exception.h"
 #include "magneton/recorder.h"
 #include "pyhooks/python_stack.h"
 #include "torch_hook/replay_trace.h"
 #include "base/format.h"
+#include "torch_hook/torch_names.h"
+#include "trace/op_args.h"
 
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -40,26 +42,6 @@ std::optional<at::CallbackHandle> g_handle;
 // Ops this hook recorded since install: says whether torch took part in a
 // run that also drove another engine (the trace's `engine` meta).
 std::atomic<int64_t> g_ops_recorded{0};
-
-// "float32" etc. for every ScalarType, computed once.
-const std::string& DtypeName(c10::ScalarType t) {
-  static const auto* names = [] {
-    auto* arr = new std::array<std::string, static_cast<size_t>(c10::ScalarType::NumOptions)>();
-    for (size_t i = 0; i < arr->size(); ++i) {
-      auto st = static_cast<c10::ScalarType>(i);
-      try {
-        (*arr)[i] = c10::getDtypeNames(st).first;
-      } catch (...) {
-        (*arr)[i] = c10::toString(st);
-      }
-      if ((*arr)[i].empty()) (*arr)[i] = c10::toString(st);
-    }
-    return arr;
-  }();
-  size_t idx = static_cast<size_t>(t);
-  static const std::string kUnknown = "unknown";
-  return idx < names->size() ? (*names)[idx] : kUnknown;
-}
 
 struct NameCacheEntry {
   std::string text;
@@ -120,37 +102,63 @@ bool IsViewOp(const at::RecordFunction& fn) {
   return view;
 }
 
-// Arguments an op only writes: out= arguments, and self of the in-place ops
-// that overwrite it without reading it (copy_, fill_, zero_, the random
-// fills). Their old value is not an input: recording it would link the op to
-// whatever earlier value had the same address, layout and version (a freed
-// result of the previous iteration that the allocator handed out again).
-// Cached like IsViewOp; indexed by argument position.
-const std::vector<bool>& WriteOnlyArgs(const at::RecordFunction& fn) {
+// Which argument values are enums stored as ints: the schema's real type
+// says ScalarType, Layout or MemoryFormat where the IValue holds an int.
+enum class EnumArg : uint8_t { kNone, kDtype, kLayout, kMemoryFormat };
+
+EnumArg EnumArgOf(c10::TypePtr t) {
+  if (auto opt = t->castRaw<c10::OptionalType>()) t = opt->getElementType();
+  if (auto list = t->castRaw<c10::ListType>()) t = list->getElementType();
+  if (auto opt = t->castRaw<c10::OptionalType>()) t = opt->getElementType();
+  switch (t->kind()) {
+    case c10::TypeKind::ScalarTypeType: return EnumArg::kDtype;
+    case c10::TypeKind::LayoutType: return EnumArg::kLayout;
+    case c10::TypeKind::MemoryFormatType: return EnumArg::kMemoryFormat;
+    default: return EnumArg::kNone;
+  }
+}
+
+// What the schema says about each argument position, cached like IsViewOp.
+// write_only: arguments an op only writes: out= arguments, and self of the
+// in-place ops that overwrite it without reading it (copy_, fill_, zero_,
+// the random fills). Their old value is not an input: recording it would
+// link the op to whatever earlier value had the same address, layout and
+// version (a freed result of the previous iteration that the allocator
+// handed out again).
+struct ArgSchema {
+  std::vector<bool> write_only;
+  std::vector<EnumArg> enums;
+};
+
+const ArgSchema& ArgSchemaOf(const at::RecordFunction& fn) {
   struct Entry {
     std::string text;
-    std::vector<bool> write_only;
+    ArgSchema schema;
   };
   thread_local std::unordered_map<const char*, Entry> cache;
   const char* name = fn.name();
   auto it = cache.find(name);
-  if (it != cache.end() && it->second.text == name) return it->second.write_only;
+  if (it != cache.end() && it->second.text == name) return it->second.schema;
   static const std::unordered_set<std::string_view> kOverwrite = {
       "aten::copy_",    "aten::fill_",     "aten::zero_",     "aten::normal_",      "aten::uniform_",
       "aten::random_",  "aten::bernoulli_", "aten::exponential_", "aten::geometric_", "aten::cauchy_",
       "aten::log_normal_"};
-  std::vector<bool> write_only;
+  ArgSchema schema;
   if (auto op = fn.operator_name()) {
     if (auto handle = c10::Dispatcher::singleton().findSchema(*op)) {
       const auto& arguments = handle->schema().arguments();
-      write_only.resize(arguments.size(), false);
-      for (size_t i = 0; i < arguments.size(); ++i) write_only[i] = arguments[i].is_out();
-      if (!write_only.empty() && kOverwrite.count(std::string_view(name))) write_only[0] = true;
+      schema.write_only.resize(arguments.size(), false);
+      schema.enums.resize(arguments.size(), EnumArg::kNone);
+      for (size_t i = 0; i < arguments.size(); ++i) {
+        schema.write_only[i] = arguments[i].is_out();
+        schema.enums[i] = EnumArgOf(arguments[i].real_type());
+      }
+      if (!schema.write_only.empty() && kOverwrite.count(std::string_view(name))) schema.write_only[0] = true;
     }
   }
   auto& entry = cache[name];
-  entry = {name, std::move(write_only)};
-  return entry.write_only;
+  entry = {name, std::move(schema)};
+  return entry.schema;
 }
 
 // initialized: false for the outputs of allocation ops (aten::empty*), whose
@@ -190,59 +198,80 @@ void AddTensor(Recorder& rec, bool output, int32_t slot, const at::Tensor& t, bo
   }
 }
 
-void AppendInt(std::string& out, int64_t v) {
-  char buf[24];
-  auto res = std::to_chars(buf, buf + sizeof(buf), v);
-  out.append(buf, res.ptr);
+// An int that the schema types as an enum, as its typed object.
+void WriteInt(OpArgsWriter& w, int64_t v, EnumArg kind) {
+  std::string_view name;
+  switch (kind) {
+    case EnumArg::kNone: break;
+    case EnumArg::kDtype:
+      if (v >= 0 && v < static_cast<int64_t>(c10::ScalarType::NumOptions)) {
+        name = DtypeName(static_cast<c10::ScalarType>(v));
+        w.Typed(kArgDtype, name);
+        return;
+      }
+      break;
+    case EnumArg::kLayout:
+      name = LayoutName(v);
+      if (!name.empty()) return w.Typed(kArgLayout, name);
+      break;
+    case EnumArg::kMemoryFormat:
+      name = MemoryFormatName(v);
+      if (!name.empty()) return w.Typed(kArgMemoryFormat, name);
+      break;
+  }
+  w.Int(v);
 }
 
-// Appends a compact text of a non-tensor argument; tensors become "%".
-// overwritten: a write-only argument (WriteOnlyArgs), linked for its slot as
-// a new value of this op's (Recorder::AddOverwrittenInput), not fingerprinted.
-void VisitValue(Recorder& rec, bool output, int32_t& slot, const c10::IValue& iv, std::string* args,
-                bool is_view = false, bool initialized = true, bool overwritten = false) {
+// Writes a non-tensor argument as JSON (trace/op_args.h); tensors become
+// {"t": slot}. overwritten: a write-only argument (ArgSchemaOf), linked for
+// its slot as a new value of this op's (Recorder::AddOverwrittenInput), not
+// fingerprinted.
+void VisitValue(Recorder& rec, bool output, int32_t& slot, const c10::IValue& iv, OpArgsWriter* args,
+                bool is_view = false, bool initialized = true, bool overwritten = false,
+                EnumArg kind = EnumArg::kNone) {
   if (iv.isTensor()) {
     const at::Tensor& t = iv.toTensor();
     if (t.defined()) AddTensor(rec, output, slot, t, is_view, initialized && !overwritten, overwritten);
+    if (args) {
+      if (t.defined()) {
+        args->Tensor(slot);
+      } else {
+        args->Null();
+      }
+    }
     ++slot;
-    if (args) args->append(t.defined() ? "%" : "None");
   } else if (iv.isList() || iv.isTuple()) {
-    if (args) args->push_back('[');
-    bool first = true;
+    if (args) args->BeginList();
     auto visit = [&](const c10::IValue& e) {
-      if (args && !first) args->push_back(',');
-      first = false;
-      VisitValue(rec, output, slot, e, args, is_view, initialized, overwritten);
+      VisitValue(rec, output, slot, e, args, is_view, initialized, overwritten, kind);
     };
     if (iv.isList()) {
       for (const c10::IValue& e : iv.toListRef()) visit(e);
     } else {
       for (const c10::IValue& e : iv.toTupleRef().elements()) visit(e);
     }
-    if (args) args->push_back(']');
+    if (args) args->EndList();
   } else if (!args) {
     return;
   } else if (iv.isInt()) {
-    AppendInt(*args, iv.toInt());
+    WriteInt(*args, iv.toInt(), kind);
   } else if (iv.isBool()) {
-    args->append(iv.toBool() ? "True" : "False");
+    args->Bool(iv.toBool());
   } else if (iv.isDouble()) {
-    char buf[32];
-    auto res = std::to_chars(buf, buf + sizeof(buf), iv.toDouble());
-    args->append(buf, res.ptr);
+    args->Float(iv.toDouble());
   } else if (iv.isNone()) {
-    args->append("None");
+    args->Null();
   } else if (iv.isString()) {
-    args->push_back('\'');
-    args->append(iv.toStringRef());
-    args->push_back('\'');
+    args->String(iv.toStringRef());
   } else if (iv.isDevice()) {
-    args->append(iv.toDevice().str());
-  } else if (iv.isScalar()) {
-    args->append(iv.toScalar().isFloatingPoint() ? std::to_string(iv.toScalar().toDouble())
-                                                   : std::to_string(iv.toScalar().toLong()));
+    args->Typed(kArgDevice, iv.toDevice().str());
+  } else if (iv.isComplexDouble()) {
+    c10::complex<double> c = iv.toComplexDouble();
+    args->Complex(c.real(), c.imag());
+  } else if (iv.isSymInt() && iv.toSymInt().maybe_as_int()) {
+    WriteInt(*args, *iv.toSymInt().maybe_as_int(), kind);
   } else {
-    args->append(iv.tagKind());
+    args->Typed(kArgUnrecorded, iv.tagKind());
   }
 }
 
@@ -266,17 +295,18 @@ std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
   ctx->rec = rec;
   ctx->generation = rec->generation();
   int32_t slot = 0;
-  ctx->args.reserve(32);
-  bool first = true;
-  const std::vector<bool>& write_only = WriteOnlyArgs(fn);
+  ctx->args.reserve(64);
+  OpArgsWriter args(&ctx->args);
+  args.BeginList();
+  const ArgSchema& schema = ArgSchemaOf(fn);
   size_t position = 0;
   for (const c10::IValue& iv : fn.inputs()) {
-    if (!first) ctx->args.push_back(',');
-    first = false;
-    const bool overwritten = position < write_only.size() && write_only[position];
-    VisitValue(*rec, /*output=*/false, slot, iv, &ctx->args, false, true, overwritten);
+    const bool overwritten = position < schema.write_only.size() && schema.write_only[position];
+    const EnumArg kind = position < schema.enums.size() ? schema.enums[position] : EnumArg::kNone;
+    VisitValue(*rec, /*output=*/false, slot, iv, &args, false, true, overwritten, kind);
     ++position;
   }
+  args.EndList();
   return ctx;
 }
 
@@ -339,7 +369,7 @@ NB_MODULE(_torch_hook, m) {
           nb::gil_scoped_release release;
           return magneton::replay::ReplayTrace(path, o);
         }();
-        if (!records.ok()) throw std::runtime_error(records.status().message());
+        magneton::ThrowIfError(records.status());
         nb::list out;
         for (const auto& r : *records) {
           nb::dict d;

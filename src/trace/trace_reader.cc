@@ -59,6 +59,11 @@ Status LoadMeta(sqlite3* db, Trace* t) {
     return Corrupt("not a Magneton trace (no format marker)");
   }
   const std::string& version = kv["schema_version"];
+  if (version == "1") {
+    return VersionMismatch("trace schema version 1 (op arguments as unescaped text) is no longer read; this magneton "
+                           "reads version " + std::to_string(kTraceSchemaVersion) +
+                           ": re-record the trace with this magneton");
+  }
   if (version != std::to_string(kTraceSchemaVersion)) {
     return VersionMismatch("trace schema version " + version + " is not supported (this magneton reads version " +
                            std::to_string(kTraceSchemaVersion) + "); re-record it with this version");

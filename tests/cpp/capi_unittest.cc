@@ -2,9 +2,12 @@
 // that the C++ reader understands: ops, scopes, dataflow and fingerprints.
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
+
 #include <cstdlib>
 
 #include "fingerprint/fingerprint.h"
+#include "magneton/c_api.h"
 #include "magneton/trace_reader.h"
 #include "test_util.h"
 
@@ -36,6 +39,7 @@ TEST(CApi, ExampleProgramRecordsATrace) {
     EXPECT_LE(op.end_ns, parent.end_ns);
   }
   ASSERT_EQ(layers.size(), 2u);
+  EXPECT_EQ(layers[0].args, R"([{"t":0},{"t":1}])");
   EXPECT_GE(recorder_ops, 4);  // one per fingerprinted value
   EXPECT_EQ(trace->str(layers[0].name_id), "native::matmul_relu");
   EXPECT_EQ(trace->ScopePath(layers[0].scope_id), "blk.0");
@@ -53,6 +57,43 @@ TEST(CApi, ExampleProgramRecordsATrace) {
   auto fps = LoadFingerprints(path);
   ASSERT_TRUE(fps.ok()) << fps.status().message();
   EXPECT_GE(fps->size(), 4u);  // x, w0, h, w1 (and y)
+}
+
+// Arguments that are op-arguments JSON are stored as given; other text is
+// kept whole as {"unparsed": ...}, counted in meta and reported, never lost.
+TEST(CApi, ArgumentsAreCheckedAndBadTextIsKeptAndCounted) {
+  std::string path = testing::TempPath("capi_args.mtrace");
+  ASSERT_EQ(magneton_start(path.c_str(), "args", "native", 0, 0), 0) << magneton_last_error();
+  const char* good = R"({"name":"it's \"x\", y","src":[1,0]})";
+  magneton_begin_op("native::good");
+  magneton_end_op(good);
+  EXPECT_STREQ(magneton_last_error(), "");
+  magneton_begin_op("native::old_style");
+  magneton_end_op("name=x src=1,0");
+  EXPECT_NE(std::string(magneton_last_error()).find("not JSON"), std::string::npos) << magneton_last_error();
+  magneton_begin_op("native::bad_tag");
+  const int64_t t0 = magneton_now_ns();
+  magneton_end_op_at(R"([{"tensor":0}])", t0, t0 + 1000);
+  magneton_begin_op("native::none");
+  magneton_end_op(nullptr);
+  ASSERT_EQ(magneton_stop(), 0) << magneton_last_error();
+
+  auto trace = ReadTrace(path);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  ASSERT_EQ(trace->ops.size(), 4u);
+  EXPECT_EQ(trace->ops[0].args, good);
+  EXPECT_EQ(trace->ops[1].args, R"({"unparsed":"name=x src=1,0"})");
+  EXPECT_EQ(trace->ops[2].args, R"({"unparsed":"[{\"tensor\":0}]"})");
+  EXPECT_EQ(trace->ops[3].args, "");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'capi.unparsed_args'", -1, &st, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "2");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
 }
 
 }  // namespace

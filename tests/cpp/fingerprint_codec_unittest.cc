@@ -40,6 +40,46 @@ TEST(FingerprintCodec, RejectsTruncatedAndUnknown) {
   EXPECT_NE(unknown.status().message().find("mfp9"), std::string::npos);
 }
 
+// A blob must be one the encoder writes: decoding then encoding gives the
+// same bytes (fuzz/fingerprint_codec_fuzzer checks it). A strong-part flag
+// other than 0 or 1 was once read as "present" and written back as 1.
+TEST(FingerprintCodec, RejectsAFlagByteTheEncoderNeverWrites) {
+  std::string blob = EncodeFingerprint(Sample(3));
+  ASSERT_EQ(blob[1], 1);
+  ASSERT_TRUE(DecodeFingerprint(kFingerprintKind, blob).ok());  // the positive twin
+  blob[1] = static_cast<char>(0xFF);
+  auto bad = DecodeFingerprint(kFingerprintKind, blob);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kCorrupt);
+}
+
+// Counts no tensor has would overflow the comparison's arithmetic
+// (finite_count(), the product of dims): such a blob is corrupt.
+TEST(FingerprintCodec, RejectsCountsAndDimsNoTensorHas) {
+  const Fingerprint good = Sample(4);
+  ASSERT_TRUE(DecodeFingerprint(kFingerprintKind, EncodeFingerprint(good)).ok());  // the positive twin
+  auto corrupt = [](Fingerprint fp) {
+    auto r = DecodeFingerprint(kFingerprintKind, EncodeFingerprint(fp));
+    return !r.ok() && r.status().code() == StatusCode::kCorrupt;
+  };
+  Fingerprint fp = good;
+  fp.invariant.nan_count = fp.invariant.element_count + 1;
+  EXPECT_TRUE(corrupt(fp));
+  fp = good;
+  fp.invariant.pos_inf_count = -1;
+  EXPECT_TRUE(corrupt(fp));
+  fp = good;
+  fp.invariant.element_count = INT64_MIN;  // finite_count() overflowed on this
+  fp.invariant.nan_count = INT64_MAX;
+  EXPECT_TRUE(corrupt(fp));
+  fp = good;
+  fp.strong.dims[0] = INT64_MAX;  // the product of dims overflows
+  EXPECT_TRUE(corrupt(fp));
+  fp = good;
+  fp.strong.core_dims[0] = fp.strong.dims[0] + 1;
+  EXPECT_TRUE(corrupt(fp));
+}
+
 TEST(FingerprintCodec, TraceTableRoundTrip) {
   const std::string path = testing::WriteSampleTrace("fp.mtrace", 3);
   auto empty = LoadFingerprints(path);

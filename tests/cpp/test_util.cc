@@ -45,9 +45,9 @@ std::string WriteSampleTrace(const std::string& name, int n_ops) {
     rec->BeginOp(addmm, kNoId);
     rec->AddInput(0, in);
     rec->AddOutput(0, out);
-    rec->EndOp("%,%,1,1");
+    rec->EndOp(R"([{"t":0},null,1,1.5])");
     rec->AddOutput(0, out);
-    rec->EndOp("%,%");
+    rec->EndOp(R"([{"t":0},null,null])");
   }
   rec->PopScope();
   rec->PopScope();

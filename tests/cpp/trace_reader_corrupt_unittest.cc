@@ -70,6 +70,22 @@ TEST(TraceReaderErrors, NewerSchemaVersionIsRefusedByName) {
   EXPECT_NE(r.status().message().find("version 99"), std::string::npos) << r.status().message();
 }
 
+// Version 1 stored op arguments as unescaped text: one line that says to
+// re-record, and the current version (the positive twin) reads.
+TEST(TraceReaderErrors, VersionOneIsRefusedWithWhatToDo) {
+  std::string path = WriteSampleTrace("v1.mtrace", 3);
+  ASSERT_TRUE(ReadTrace(path).ok());
+  ExecSql(path, "UPDATE meta SET value='1' WHERE key='schema_version'");
+  auto r = ReadTrace(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kVersionMismatch);
+  const std::string& m = r.status().message();
+  EXPECT_NE(m.find("schema version 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("re-record"), std::string::npos) << m;
+  EXPECT_NE(m.find("version " + std::to_string(kTraceSchemaVersion)), std::string::npos) << m;
+  EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+}
+
 TEST(TraceReaderErrors, DanglingReferenceIsCorrupt) {
   std::string path = WriteSampleTrace("dangling.mtrace", 3);
   ExecSql(path, "UPDATE ops SET name_id=99999 WHERE id=0");

@@ -38,7 +38,7 @@ TEST(TraceRoundTrip, ReadsBackWhatWasRecorded) {
     EXPECT_EQ(trace->ScopePath(linear.scope_id), "Net/fc");
     // The nested op inherits the Python call path of the op that issued it.
     EXPECT_EQ(addmm.call_path_id, linear.call_path_id);
-    EXPECT_EQ(addmm.args, "%,%,1,1");
+    EXPECT_EQ(addmm.args, R"([{"t":0},null,1,1.5])");
   }
   auto frames = trace->CallPathFrames(trace->ops[0].call_path_id);
   ASSERT_EQ(frames.size(), 2u);

@@ -128,11 +128,24 @@ def test_show_wrong_schema_version(gpt2_trace, tmp_path):
     p = tmp_path / "future.mtrace"
     p.write_bytes(open(gpt2_trace, "rb").read())
     with sqlite3.connect(p) as db:
-        db.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
+        db.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
     r = run_cli("show", str(p))
     assert r.returncode == 1
     line = _one_line_error(r)
-    assert "schema version 2" in line and "re-record" in line
+    assert "schema version 3" in line and "re-record" in line
+
+
+def test_show_version_1_trace_says_to_re_record(gpt2_trace, tmp_path):
+    """Version 1 stored op arguments as unescaped text; this magneton reads version 2 only."""
+    assert run_cli("show", gpt2_trace).returncode == 0
+    p = tmp_path / "old.mtrace"
+    p.write_bytes(open(gpt2_trace, "rb").read())
+    with sqlite3.connect(p) as db:
+        db.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
+    r = run_cli("show", str(p))
+    assert r.returncode == 1
+    line = _one_line_error(r)
+    assert "schema version 1" in line and "reads version 2" in line and "re-record" in line
 
 
 def test_show_corrupted_file(gpt2_trace, tmp_path):

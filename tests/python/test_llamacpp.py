@@ -107,7 +107,8 @@ def recorder_spans_lie_outside_nodes(db):
 
 
 def node_name(args):
-    return args.split("name=", 1)[1].split(" src=", 1)[0]
+    """The ggml node name from an op's args ({"name": ..., "src": [...]}, docs/TRACE_FORMAT.md)."""
+    return json.loads(args)["name"]
 
 
 def shape_of(db, tensor_id):
