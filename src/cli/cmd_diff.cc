@@ -8,15 +8,58 @@
 #include "cli/text_file.h"
 #include "cli/line_rerun.h"
 #include "cli/record_child.h"
+#include "cli/subprocess.h"
 #include "magneton/counterfactual.h"
 #include "magneton/detect.h"
 #include "magneton/diagnose.h"
 #include "magneton/fingerprint.h"
 #include "magneton/trace_reader.h"
 #include "report/diff_report.h"
+#include "trust/trace_trust.h"
 
 namespace magneton::cli {
 namespace {
+
+// A trace's command is re-run only when this user recorded it on this
+// machine, or with --rerun (docs/DIFF.md, "Which traces are re-run"). Says,
+// for each side that is not trusted, why and exactly what would run; returns
+// "" when every side may be re-run, else the reason for the report.
+std::string RefuseUntrusted(const std::vector<std::pair<std::string, const Trace*>>& sides, const char* step,
+                            const std::string& would_run, bool explicit_rerun) {
+  std::string refused;
+  for (const auto& [path, trace] : sides) {
+    const trust::RerunAuthority auth = trust::VerifyRerunAuthority(*trace);
+    if (auth.trusted) continue;
+    if (explicit_rerun) {
+      std::fprintf(stderr, "magneton: --rerun: running the command recorded in %s although %s\n", path.c_str(),
+                   auth.reason.c_str());
+      continue;
+    }
+    std::fprintf(stderr, "magneton: will not re-run the command recorded in %s for %s: %s\n", path.c_str(), step,
+                 auth.reason.c_str());
+    if (!refused.empty()) refused += "; ";
+    refused += path + ": " + auth.reason;
+  }
+  if (!refused.empty()) {
+    std::fprintf(stderr,
+                 "magneton: it would run\n%s\nmagneton: pass --rerun to run it (only if you trust where the trace "
+                 "came from: its command line is code)\n",
+                 would_run.c_str());
+    refused = "not re-run, a trace is not trusted (" + refused + "); --rerun runs it";
+  }
+  return refused;
+}
+
+// What the line-level step executes for each trace: its recorded command in
+// its recorded working directory.
+std::string WouldRun(const std::vector<std::pair<std::string, const Trace*>>& sides) {
+  std::string out;
+  for (const auto& [path, t] : sides) {
+    if (!out.empty()) out += "\n";
+    out += "  for " + path + ", in " + t->meta.cwd + ", /bin/sh -c runs:\n    " + t->meta.command_line;
+  }
+  return out;
+}
 
 class DiffCommand : public Command {
  public:
@@ -48,6 +91,9 @@ class DiffCommand : public Command {
     sub->add_flag("--no-rerun", no_rerun_,
                   "Do not re-run the two recorded commands with the deviation-point function traced line by line "
                   "(by default diff does, once, for the top finding, when both traces carry a command line)");
+    sub->add_flag("--rerun", rerun_,
+                  "Re-run recorded commands (the line-level step, --confirm) even of traces this user did not record "
+                  "on this machine: a trace's command line is code, run it only if you trust the trace");
     sub->add_option("--confirm-min-saving", confirm_min_saving_, "Relative saving that confirms")->default_val(0.05);
     return sub;
   }
@@ -102,11 +148,19 @@ class DiffCommand : public Command {
       }
     }
     if (chosen == nullptr) return;
+    const std::vector<std::pair<std::string, const Trace*>> sides = {{path_a_, &a}, {path_b_, &b}};
+    const std::string refused = RefuseUntrusted(sides, "the line-level step", WouldRun(sides), rerun_);
+    if (!refused.empty()) {
+      diagnose::LineDiagnosis skipped;
+      skipped.note = refused;
+      chosen->line = std::make_shared<const diagnose::LineDiagnosis>(std::move(skipped));
+      return;
+    }
     std::error_code ec;
     const std::string prefix = std::filesystem::absolute(path_a_, ec).string();
     std::fprintf(stderr, "magneton: re-running A and B with %s traced line by line (--no-rerun skips this)\n",
                  chosen->deviation.frame_a.c_str());
-    auto line = RunLineDiagnosis(a, b, chosen->deviation, prefix);
+    auto line = RunLineDiagnosis(a, b, chosen->deviation, prefix, rerun_);
     if (!line.ok()) {
       std::fprintf(stderr, "magneton: no line-level diagnosis: %s\n", line.status().message().c_str());
       diagnose::LineDiagnosis failed;
@@ -131,6 +185,16 @@ class DiffCommand : public Command {
     req.command = {"/bin/sh", "-c", plan->command_line};
     req.cwd = plan->cwd;
     for (const auto& [k, v] : plan->environment) req.extra_env[k] = v;
+    // The command is the wasteful side's, the value the other side's: both must be trusted.
+    std::vector<std::string> assignments;
+    for (const auto& [k, v] : plan->environment) assignments.push_back(k + "=" + v);
+    const std::string would_run =
+        "  in " + plan->cwd + ", with " + ShellQuote(assignments) + ", /bin/sh -c runs:\n    " + plan->command_line;
+    const std::string refused = RefuseUntrusted({{path_a_, &a}, {path_b_, &b}}, "--confirm", would_run, rerun_);
+    if (!refused.empty()) {
+      std::printf("\n--confirm: nothing re-run: %s\n", refused.c_str());
+      return 0;
+    }
     std::printf("\n--confirm: re-running %c (%s) with %s = %s\n", plan->rerun_side, plan->command_line.c_str(),
                 plan->variable.key.c_str(), plan->new_value.c_str());
     std::fflush(stdout);
@@ -149,6 +213,7 @@ class DiffCommand : public Command {
   std::string path_a_, path_b_, json_path_, html_path_;
   bool confirm_ = false;
   bool no_rerun_ = false;
+  bool rerun_ = false;
   double confirm_min_saving_ = 0.05;
   detect::Options options_;
 };

@@ -6,8 +6,27 @@
 
 #include "magneton/energy_attribution.h"
 #include "magneton/line_diagnosis.h"
+#include "trace/redact.h"
 
 namespace magneton::diagnose {
+namespace {
+
+// Variables that make the loader, an interpreter, the shell or magneton's own
+// bootstrap run code or files of the setter's choosing: --confirm never sets
+// them, whatever a trace's config says (the trace signature covers what runs,
+// not the config snapshot; docs/DIFF.md).
+bool RunsCode(const std::string& name) {
+  for (const char* prefix : {"LD_", "DYLD_", "PYTHON", "MAGNETON_"}) {
+    if (name.rfind(prefix, 0) == 0) return true;
+  }
+  for (const char* exact : {"PATH", "BASH_ENV", "ENV", "IFS", "SHELLOPTS", "PS4", "GLIBC_TUNABLES", "NODE_OPTIONS",
+                            "PERL5OPT", "PERL5LIB", "RUBYOPT"}) {
+    if (name == exact) return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 StatusOr<Counterfactual> PlanCounterfactual(const Trace& a, const Trace& b, const detect::DetectResult& result,
                                             const std::vector<Diagnosis>& diagnoses) {
@@ -40,11 +59,18 @@ StatusOr<Counterfactual> PlanCounterfactual(const Trace& a, const Trace& b, cons
     if (plan.new_value == "<absent>") {
       return FailedPrecondition("the efficient run has no value for " + plan.variable.key + " to set");
     }
+    if (plan.new_value == kRedacted) {
+      return FailedPrecondition("the efficient run's value of " + plan.variable.key +
+                                " looks secret, so its trace does not hold it (docs/TRACE_FORMAT.md)");
+    }
     nlohmann::json overrides = nlohmann::json::array();
     overrides.push_back({{"key", plan.variable.key}, {"value", plan.new_value}, {"source", plan.variable.source}});
     plan.environment.emplace_back("MAGNETON_OVERRIDES", overrides.dump());
     if (plan.variable.source == "env" && plan.variable.key.rfind("env.", 0) == 0) {
       const std::string name = plan.variable.key.substr(4);
+      if (RunsCode(name)) {
+        return FailedPrecondition("--confirm does not set " + name + ": it can make the re-run load or run other code");
+      }
       plan.environment.emplace_back(name, plan.new_value);
       // A command that sets the variable itself (`env NAME=0 python ...`)
       // would override ours: set it there instead.

@@ -2,6 +2,7 @@
 set(MAGNETON_DIAGNOSE_SOURCES
   diagnose/frames.cc
   diagnose/config_diff.cc
+  diagnose/source_roots.cc
   diagnose/source_window.cc
   diagnose/deviation_point.cc
   diagnose/candidates.cc

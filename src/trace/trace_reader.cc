@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <set>
 
 #include "trace/schema.h"
 #include "trace/sqlite_util.h"
@@ -76,8 +77,14 @@ Status LoadMeta(sqlite3* db, Trace* t) {
   t->meta.host = kv["host"];
   t->meta.cwd = kv["cwd"];
   t->meta.engine = kv["engine"];
+  static const std::set<std::string> kFields = {"format", "schema_version", "label",   "command_line", "start_unix_ns",
+                                                 "start_monotonic_ns", "host", "cwd", "engine"};
   for (const auto& [k, v] : kv) {
-    if (k.rfind("version.", 0) == 0) t->meta.versions[k.substr(8)] = v;
+    if (k.rfind("version.", 0) == 0) {
+      t->meta.versions[k.substr(8)] = v;
+    } else if (!kFields.contains(k)) {
+      t->meta.extra[k] = v;
+    }
   }
   return Status::Ok();
 }
