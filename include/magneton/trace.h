@@ -34,7 +34,8 @@ struct RunMetadata {
   std::string cwd;  // working directory of the traced program (for re-runs)
   std::string engine = "pytorch";  // which recorder wrote the ops
   std::map<std::string, std::string> versions;  // framework -> version
-  // Every other meta row (energy.*, ort.session.*, trace.*), as written.
+  // Every other meta row ("trust.signature", "python.sys_path", "energy.*"):
+  // written with the fields above when the file is created, read back whole.
   std::map<std::string, std::string> extra;
 };
 

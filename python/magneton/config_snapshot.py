@@ -1,6 +1,8 @@
 """Gathers the config snapshot: global flags, env vars, model configs, call
 arguments. Values are stored as text in the trace's ``config`` table, where
-diagnosis diffs them between two runs."""
+diagnosis diffs them between two runs. Values of names that look secret
+(``HF_TOKEN``, ``api_key``) are stored as ``<redacted>`` by the C++ trace
+writer, whatever records them (docs/TRACE_FORMAT.md)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,22 @@ _ENV_PREFIXES = ("OMP_", "MKL_", "KMP_", "CUDA_", "PYTORCH_", "TORCH_", "CUBLAS_
                  "TRANSFORMERS_", "ORT_", "XLA_", "JAX_", "GGML_", "LLAMA_", "OPENBLAS_", "ONEDNN_", "DNNL_")
 
 
+def _scrubbed(value, depth: int = 0):
+    """The value with entries of nested dicts whose keys look secret replaced
+    (``{"token": ...}`` passed as a kwarg): the trace writer redacts by the
+    entry's own name, and sees only the outer one. The rule is the C++ one."""
+    if depth > 4:
+        return value
+    if isinstance(value, dict):
+        return {k: _core.REDACTED if isinstance(k, str) and _core.is_secret_name(k) else _scrubbed(v, depth + 1)
+                for k, v in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(_scrubbed(v, depth + 1) for v in value)
+    return value
+
+
 def _set(key: str, value, source: str) -> None:
+    value = _scrubbed(value)
     _core.set_config(key, repr(value) if not isinstance(value, str) else value, source)
 
 
@@ -96,7 +113,7 @@ def record_call_args(function: str, kwargs: dict) -> None:
     for key, value in sorted(kwargs.items()):
         if hasattr(value, "shape"):
             value = f"<tensor shape={tuple(value.shape)}>"
-        text = repr(value)
+        text = repr(_scrubbed(value))
         if len(text) > 200:
             text = text[:197] + "..."
         _core.set_config(f"call.{function}.{key}", text, "call_arg")

@@ -197,12 +197,24 @@ def _install_monitoring() -> None:
     mon.set_events(tool, mon.events.PY_START | mon.events.PY_UNWIND)
 
 
+def _watched_name(expr: str) -> str:
+    """'env:HF_TOKEN' -> 'HF_TOKEN'; 'kwargs["token"]' -> 'token'; 'self.config.api_key' -> 'api_key'."""
+    if expr.startswith("env:"):
+        return expr[4:]
+    return _split_chain(expr)[-1].strip('.[]"\'')
+
+
 def _write() -> None:
     from magneton import _core
 
     sys.settrace(None)
     targets = [(t["file"], t["function"], t["line"]) for t in _targets]
-    _core.write_line_trace(_out, targets, _calls)
+    # The values end up in diff reports, which are shared like traces: the
+    # trace writer's rule (trace/redact.h) keeps secret-looking ones out.
+    calls = [(index, lines, [(event, expr, _core.REDACTED if _core.is_secret_name(_watched_name(expr)) else text)
+                             for event, expr, text in values])
+             for index, lines, values in _calls]
+    _core.write_line_trace(_out, targets, calls)
 
 
 def activate() -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shlex
 import sys
@@ -13,6 +14,7 @@ from magneton import config_snapshot
 
 _lock = threading.Lock()
 _recorders: list = []
+_import_paths_at_start: list[str] = []
 
 
 def _framework_versions() -> dict[str, str]:
@@ -31,6 +33,17 @@ def _engines(recorders) -> str:
     for r in recorders:
         names += [n for n in r.engines() if n not in names]
     return ",".join(names) or "pytorch"
+
+
+def _import_paths(extra=()) -> list[str]:
+    """Where the recorded program's Python source lives (meta
+    ``python.sys_path``): a report shows source lines only from files under
+    these folders or the working directory. The script's folder is not yet in
+    ``sys.path`` when ``sitecustomize`` starts recording, so it is added."""
+    paths = [os.path.abspath(p or os.curdir) for p in [*extra, *sys.path]]
+    if sys.argv and sys.argv[0] and os.path.isfile(sys.argv[0]):
+        paths.append(os.path.dirname(os.path.abspath(sys.argv[0])))
+    return list(dict.fromkeys(paths))
 
 
 def start(path: str | os.PathLike, label: str | None = None, command_line: str | None = None,
@@ -52,6 +65,8 @@ def start(path: str | os.PathLike, label: str | None = None, command_line: str |
             energy = False
         _core.start_recording(path, label, command_line, "pytorch", _framework_versions(), energy, values)
         try:
+            _import_paths_at_start[:] = _import_paths()
+            _core.set_meta("python.sys_path", json.dumps(_import_paths_at_start))
             config_snapshot.record_process_config()
             for rec in (torch_recorder.TorchRecorder(), ort_recorder.OrtRecorder(values=values),
                         jax_recorder.JaxRecorder(), llama_recorder.LlamaRecorder()):
@@ -75,6 +90,8 @@ def stop() -> None:
         # Versions of frameworks imported after start() are known only now.
         for name, version in _framework_versions().items():
             _core.set_meta("version." + name, version)
+        # Folders the program added to sys.path while it ran.
+        _core.set_meta("python.sys_path", json.dumps(_import_paths(_import_paths_at_start)))
         _core.stop_recording()
 
 

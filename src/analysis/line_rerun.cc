@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/rerun_authority.h"
 
 namespace magneton::analysis {
 namespace {
@@ -12,9 +13,13 @@ namespace {
 // Runs one side's recorded command with the tracer request; its output goes
 // to a log file so the diff report stays readable.
 Status RunTraced(const Trace& t, char side, const std::string& request, const std::string& log,
-                 ProcessRunner& runner) {
+                 ProcessRunner& runner, const RerunPolicy& policy) {
   if (t.meta.command_line.empty()) {
     return FailedPrecondition(std::string("trace ") + side + " recorded no command line to re-run");
+  }
+  // The session asked already (RefuseUntrusted); this is the last door.
+  if (std::string why; !MayRerun(t, policy, &why)) {
+    return PermissionDenied(std::string("trace ") + side + "'s command is not re-run: " + why);
   }
   RunRequest run;
   run.shell_command = t.meta.command_line;
@@ -34,7 +39,8 @@ Status RunTraced(const Trace& t, char side, const std::string& request, const st
 
 StatusOr<diagnose::LineDiagnosis> RunLineDiagnosis(const Trace& a, const Trace& b,
                                                    const diagnose::DeviationPoint& deviation,
-                                                   const std::string& work_prefix, ProcessRunner& runner) {
+                                                   const std::string& work_prefix, ProcessRunner& runner,
+                                                   const RerunPolicy& policy) {
   if (!deviation.found) return NotFound("no deviation point to trace");
   // The deviation-point function, then its callers on the recorded path,
   // nearest first; one target per distinct function.
@@ -47,9 +53,10 @@ StatusOr<diagnose::LineDiagnosis> RunLineDiagnosis(const Trace& a, const Trace& 
   std::vector<diagnose::TracedFrame> frames;
   nlohmann::json targets = nlohmann::json::array();
   std::map<std::pair<std::string, std::string>, int> target_of;
+  const diagnose::SourceRoots roots = diagnose::SourceRoots::Of(a, b);
   for (const std::string& text : path) {
     const diagnose::FrameRef frame = diagnose::ParseFrame(text);
-    auto fn = diagnose::ReadPyFunction(frame.file, frame.line, frame.function);
+    auto fn = diagnose::ReadPyFunction(roots, frame.file, frame.line, frame.function);
     if (!fn.ok()) {
       if (frames.empty()) return fn.status();  // the deviation point itself cannot be traced
       break;  // the walk cannot cross a frame it cannot read (a module body, a lambda)
@@ -69,7 +76,8 @@ StatusOr<diagnose::LineDiagnosis> RunLineDiagnosis(const Trace& a, const Trace& 
     std::error_code ec;
     std::filesystem::remove(out, ec);  // never read an old re-run's lines
     nlohmann::json request = {{"out", out}, {"targets", targets}};
-    MAGNETON_RETURN_IF_ERROR(RunTraced(s == 0 ? a : b, side, request.dump(), work_prefix + ".lines." + side + ".log", runner));
+    MAGNETON_RETURN_IF_ERROR(RunTraced(s == 0 ? a : b, side, request.dump(), work_prefix + ".lines." + side + ".log",
+                                       runner, policy));
     MAGNETON_ASSIGN_OR_RETURN(traces[s], diagnose::ReadLineTrace(out));
   }
   return diagnose::AnalyzeCallPath(frames, traces[0], traces[1], diagnose::DiffConfig(a, b));

@@ -163,18 +163,19 @@ Status AnalysisSession::TraceLines(ProcessRunner& runner, const RerunPolicy& pol
     failed.note = why;
     chosen->line = std::make_shared<const diagnose::LineDiagnosis>(std::move(failed));
   };
-  for (const analysis::LoadedRun* run : {&data_->a.front(), &data_->b.front()}) {
-    Status allowed = analysis::AuthorizeRerun(run->trace, run->path, policy);
-    if (!allowed.ok()) {
-      Say("no line-level re-run: " + allowed.message());
-      note(allowed.message());
-      return Status::Ok();
-    }
+  const std::vector<std::pair<std::string, const Trace*>> sides = {{data_->a.front().path, &a},
+                                                                    {data_->b.front().path, &b}};
+  const auto say = [this](const std::string& line) { Say(line); };
+  if (const std::string refused =
+          analysis::RefuseUntrusted(sides, "the line-level step", analysis::WouldRun(sides), policy, say);
+      !refused.empty()) {
+    note(refused);
+    return Status::Ok();
   }
   std::error_code ec;
   const std::string prefix = std::filesystem::absolute(data_->a.front().path, ec).string();
   Say("re-running A and B with " + chosen->deviation.frame_a + " traced line by line (--no-rerun skips this)");
-  auto line = analysis::RunLineDiagnosis(a, b, chosen->deviation, prefix, runner);
+  auto line = analysis::RunLineDiagnosis(a, b, chosen->deviation, prefix, runner, policy);
   if (!line.ok()) {
     Say("no line-level diagnosis: " + line.status().message());
     note(line.status().message());
@@ -193,17 +194,26 @@ StatusOr<ConfirmOutcome> AnalysisSession::Confirm(ProcessRunner& runner, const R
     out.sentence = "nothing to re-run: " + plan.status().message();
     return out;
   }
-  // The re-run takes its command from the wasteful trace and the value it
-  // sets from the other one: both must be allowed to start programs.
-  for (const analysis::LoadedRun* run : {&data_->a.front(), &data_->b.front()}) {
-    Status allowed = analysis::AuthorizeRerun(run->trace, run->path, policy);
-    if (!allowed.ok()) {
-      out.sentence = "not re-run: " + allowed.message();
-      return out;
-    }
-  }
   const analysis::LoadedRun& wasteful = plan->rerun_side == 'A' ? data_->a.front() : data_->b.front();
   const RecordRunRequest req = analysis::ConfirmRequest(*plan, wasteful.trace, wasteful.path);
+  // The command is the wasteful side's, the value the other side's: both
+  // must be trusted.
+  std::string assignments;
+  for (const auto& [k, v] : req.env) assignments += (assignments.empty() ? "" : " ") + k + "=" + v;
+  const std::string would_run = "  in " + req.cwd + ", with " + assignments + ", /bin/sh -c runs:\n    " +
+                                req.argv.back();
+  const auto say = [this](const std::string& line) { Say(line); };
+  if (const std::string refused = analysis::RefuseUntrusted(
+          {{data_->a.front().path, &data_->trace_a()}, {data_->b.front().path, &data_->trace_b()}}, "--confirm",
+          would_run, policy, say);
+      !refused.empty()) {
+    out.sentence = "nothing re-run: " + refused;
+    return out;
+  }
+  if (std::string why; !analysis::MayRerun(wasteful.trace, policy, &why)) {
+    out.sentence = "nothing re-run: " + why;
+    return out;
+  }
   Say(std::string("--confirm: re-running ") + plan->rerun_side + " (" + req.argv.back() + ") with " +
       plan->variable.key + " = " + plan->new_value);
   MAGNETON_ASSIGN_OR_RETURN(const RecordRunResult recorded, runner.Record(req));

@@ -14,6 +14,7 @@
 #include "magneton/recorder.h"
 #include "pyhooks/python_stack.h"
 #include "trace/line_trace_file.h"
+#include "trace/redact.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -65,6 +66,11 @@ NB_MODULE(_core, m) {
     Active().SetConfig(std::move(key), std::move(value), std::move(source));
   }, "key"_a, "value"_a, "source"_a);
   m.def("set_meta", [](const std::string& key, const std::string& value) { Active().SetMeta(key, value); });
+  // The trace writer redacts on its own; these let Python glue apply the same
+  // rule to values it nests under other names (a dict of call kwargs).
+  m.def("is_secret_name", [](std::string_view name) { return magneton::IsSecretName(name); }, "name"_a,
+        "Whether a config/env/argument name looks like it holds a secret (trace/redact.h).");
+  m.attr("REDACTED") = std::string(magneton::kRedacted);
   m.def("add_module_call_code", [](nb::object code) { magneton::AddModuleCallCode(code.ptr()); },
         "Frames running this code object are module calls; their first local is the module.");
   m.def("set_scope_namer", [](nb::object namer) { magneton::SetScopeNamer(namer.is_none() ? nullptr : namer.ptr()); },

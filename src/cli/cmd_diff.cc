@@ -43,8 +43,8 @@ class DiffCommand : public Command {
                   "Do not re-run the two recorded commands with the deviation-point function traced line by line "
                   "(by default diff does, once, for the top finding, when both traces carry a command line)");
     sub->add_flag("--rerun", rerun_policy_.allow_foreign,
-                  "Also re-run commands of traces not recorded by this user on this machine (by default their "
-                  "commands are printed, never run)");
+                  "Re-run recorded commands (the line-level step, --confirm) even of traces this user did not record "
+                  "on this machine: a trace's command line is code, run it only if you trust the trace");
     sub->add_option("--confirm-min-saving", confirm_min_saving_, "Relative saving that confirms")->default_val(0.05);
     return sub;
   }
@@ -52,7 +52,16 @@ class DiffCommand : public Command {
   int Run() override {
     auto session = AnalysisSession::Open({path_a_}, {path_b_}, options_);
     if (!session.ok()) return Fail(session.status().message());
-    (*session)->SetProgress([](const std::string& line) { std::fprintf(stderr, "magneton: %s\n", line.c_str()); });
+    // What --confirm re-runs is part of its result (stdout); the rest is
+    // progress (stderr).
+    (*session)->SetProgress([](const std::string& line) {
+      if (line.rfind("--confirm:", 0) == 0) {
+        std::printf("\n%s\n", line.c_str());
+        std::fflush(stdout);
+      } else {
+        std::fprintf(stderr, "magneton: %s\n", line.c_str());
+      }
+    });
     Status st = (*session)->Diff();
     if (!st.ok()) return Fail(st.message());
     runner::SubprocessRunner processes;
@@ -70,11 +79,7 @@ class DiffCommand : public Command {
       if (!st.ok()) return Fail(st.message());
     }
     if (!confirm_) return 0;
-    // What --confirm re-runs is part of its result: say it on stdout.
-    (*session)->SetProgress([](const std::string& line) {
-      std::printf("\n%s\n", line.c_str());
-      std::fflush(stdout);
-    });
+    std::fflush(stdout);
     auto outcome = (*session)->Confirm(processes, rerun_policy_, confirm_min_saving_);
     if (!outcome.ok()) return Fail(outcome.status().message());
     if (!outcome->ran) {

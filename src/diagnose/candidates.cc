@@ -47,7 +47,7 @@ struct Window {
 }  // namespace
 
 std::vector<Candidate> RankCandidates(const std::vector<ConfigDifference>& diffs, const DeviationPoint& deviation,
-                                      int window_lines) {
+                                      const SourceRoots& roots, int window_lines) {
   // Frames to read, nearest first: the deviation point (both sides' lines),
   // then its callers outwards.
   std::vector<std::vector<FrameRef>> rings;
@@ -64,7 +64,7 @@ std::vector<Candidate> RankCandidates(const std::vector<ConfigDifference>& diffs
     for (const FrameRef& f : rings[r]) {
       Window w;
       // Mostly before the line: the branch precedes the call it selects.
-      w.ok = ReadSourceWindow(f.file, f.line, window_lines, window_lines / 4, &w.snippet);
+      w.ok = ReadSourceWindow(roots, f.file, f.line, window_lines, window_lines / 4, &w.snippet);
       windows[r].push_back(std::move(w));
     }
   }

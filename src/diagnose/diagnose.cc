@@ -89,7 +89,8 @@ size_t CommonDepth(const std::vector<std::string>& x, const std::vector<std::str
 }
 
 DeviationPoint Deviation(const Trace& costly, PathCache& costly_paths, const std::vector<int64_t>& differing,
-                         const Trace& cheap, PathCache& cheap_paths, std::vector<int64_t> cheap_ops, int window) {
+                         const Trace& cheap, PathCache& cheap_paths, std::vector<int64_t> cheap_ops, int window,
+                         const SourceRoots& roots) {
   DeviationPoint d;
   // The costliest differing op (longest wall time) stands for the side.
   int64_t rep = kNoId;
@@ -121,7 +122,7 @@ DeviationPoint Deviation(const Trace& costly, PathCache& costly_paths, const std
   d.op_b = cheap.str(cheap.ops[partner].name_id);
   if (d.found) {
     FrameRef f = ParseFrame(d.frame_a);
-    ReadSourceWindow(f.file, f.line, window / 4, window / 8, &d.snippet);
+    ReadSourceWindow(roots, f.file, f.line, window / 4, window / 8, &d.snippet);
   }
   return d;
 }
@@ -213,6 +214,7 @@ const char* KindName(Kind kind) {
 std::vector<Diagnosis> Diagnose(const Trace& a, const Trace& b, const detect::DetectResult& result,
                                 const Options& options) {
   const std::vector<ConfigDifference> config_diff = DiffConfig(a, b);
+  const SourceRoots roots = SourceRoots::Of(a, b);
   PathCache paths_a(a), paths_b(b);
   std::vector<Diagnosis> out;
   for (size_t i = 0; i < result.findings.size(); ++i) {
@@ -240,7 +242,8 @@ std::vector<Diagnosis> Diagnose(const Trace& a, const Trace& b, const detect::De
       std::vector<int64_t> differing = DifferingOps(costly, costly_ops, other_names);
       d.sites_costly = SitesOf(costly, costly_paths, differing, options.max_sites);
       d.sites_efficient = SitesOf(cheap, cheap_paths, cheap_ops, options.max_sites);
-      d.deviation = Deviation(costly, costly_paths, differing, cheap, cheap_paths, cheap_ops, options.window_lines);
+      d.deviation =
+          Deviation(costly, costly_paths, differing, cheap, cheap_paths, cheap_ops, options.window_lines, roots);
       if (!a_costly) {  // report the deviation point as A / B, not costly / cheap
         std::swap(d.deviation.frame_a, d.deviation.frame_b);
         std::swap(d.deviation.op_a, d.deviation.op_b);
@@ -249,7 +252,7 @@ std::vector<Diagnosis> Diagnose(const Trace& a, const Trace& b, const detect::De
     if (d.kind != Kind::kOutsideOps) {
       d.shapes = ShapeContrast(costly, costly_ops, cheap, cheap_ops, a_costly ? 'A' : 'B', a_costly ? 'B' : 'A');
     }
-    d.candidates = RankCandidates(config_diff, d.deviation, options.window_lines);
+    d.candidates = RankCandidates(config_diff, d.deviation, roots, options.window_lines);
     d.sentence = Sentence(f, d, result);
     out.push_back(std::move(d));
   }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "detect/detect.h"
+#include "magneton/status.h"
 #include "magneton/trace.h"
 
 namespace magneton::diagnose {
@@ -57,8 +58,29 @@ struct SourceSnippet {
   int64_t focus_line = 0;
   std::vector<std::string> lines;
 };
-// The lines [line - before, line + after] of a file, if it exists on disk.
-bool ReadSourceWindow(const std::string& file, int64_t line, int before, int after, SourceSnippet* out);
+// The files a report may read source lines from (docs/TRACE_FORMAT.md, "What
+// a trace contains"): Python source files (.py, regular files once links are
+// resolved) under the recorded programs' working directories or import paths
+// (meta `cwd`, `python.sys_path`). A trace names frame files; it never makes
+// a report read /etc/shadow or ~/.ssh/id_rsa.
+class SourceRoots {
+ public:
+  SourceRoots() = default;  // no roots: nothing may be read
+  static SourceRoots Of(const Trace& trace);
+  static SourceRoots Of(const Trace& a, const Trace& b);  // both programs' roots
+  void Add(const std::string& dir);  // a folder; one that does not exist is left out
+  // The resolved path of `file` when a report may read it, else why not.
+  StatusOr<std::string> Check(const std::string& file) const;
+  const std::vector<std::string>& dirs() const { return dirs_; }
+
+ private:
+  std::vector<std::string> dirs_;  // canonical
+};
+
+// The lines [line - before, line + after] of a file, if `roots` allow it and
+// it exists on disk.
+bool ReadSourceWindow(const SourceRoots& roots, const std::string& file, int64_t line, int before, int after,
+                      SourceSnippet* out);
 
 struct DeviationPoint {
   bool found = false;
@@ -84,7 +106,7 @@ struct Candidate {
 // Config differences ranked: found nearest the deviation point first, then
 // call arguments, model config, env, global flags.
 std::vector<Candidate> RankCandidates(const std::vector<ConfigDifference>& diffs, const DeviationPoint& deviation,
-                                      int window_lines = 60);
+                                      const SourceRoots& roots, int window_lines = 60);
 
 struct LineDiagnosis;  // diagnose/line_diagnosis.h
 

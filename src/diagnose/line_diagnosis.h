@@ -65,7 +65,9 @@ struct PyFunction {
 // holds `line_inside`, from source lines (lines[0] is line `first_line`).
 StatusOr<PyFunction> ParsePyFunction(const std::vector<std::string>& lines, int64_t first_line, int64_t line_inside,
                                      const std::string& function);
-StatusOr<PyFunction> ReadPyFunction(const std::string& file, int64_t line_inside, const std::string& function);
+// The same from a file, if `roots` allow reading it (diagnose.h SourceRoots).
+StatusOr<PyFunction> ReadPyFunction(const SourceRoots& roots, const std::string& file, int64_t line_inside,
+                                    const std::string& function);
 // The module-level assignment of `name` in a file's lines (1-based), 0 if none.
 int64_t FindModuleAssignment(const std::vector<std::string>& lines, const std::string& name);
 

@@ -191,8 +191,10 @@ StatusOr<PyFunction> ParsePyFunction(const std::vector<std::string>& lines, int6
   return NotFound("no `def " + name + "` encloses line " + std::to_string(line_inside));
 }
 
-StatusOr<PyFunction> ReadPyFunction(const std::string& file, int64_t line_inside, const std::string& function) {
-  std::ifstream in(file);
+StatusOr<PyFunction> ReadPyFunction(const SourceRoots& roots, const std::string& file, int64_t line_inside,
+                                    const std::string& function) {
+  MAGNETON_ASSIGN_OR_RETURN(std::string allowed, roots.Check(file));
+  std::ifstream in(allowed);
   if (!in) return NotFound("cannot read " + file);
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);

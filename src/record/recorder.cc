@@ -2,6 +2,7 @@
 
 #include "fingerprint/fingerprint.h"
 #include "record/energy_session.h"
+#include "trust/trace_trust.h"
 
 #include <sys/syscall.h>
 #include <time.h>
@@ -175,6 +176,7 @@ Status Recorder::Start(const std::string& path, const RunMetadata& meta, Recorde
     char host[256] = {};
     if (gethostname(host, sizeof(host) - 1) == 0) m.host = host;
   }
+  trust::AddSignature(&m);  // every way of recording signs (docs/DIFF.md)
   MAGNETON_ASSIGN_OR_RETURN(auto writer, TraceWriter::Create(path, m, options.writer));
   auto* rec = new Recorder(std::move(writer), g_generation.fetch_add(1) + 1, options.record_values);
   if (options.record_values) {

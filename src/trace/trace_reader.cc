@@ -82,12 +82,12 @@ Status LoadMeta(sqlite3* db, Trace* t) {
   t->meta.host = kv["host"];
   t->meta.cwd = kv["cwd"];
   t->meta.engine = kv["engine"];
-  static const std::set<std::string> kNamed = {"format", "schema_version", "label", "command_line", "start_unix_ns",
-                                                "start_monotonic_ns", "host", "cwd", "engine"};
+  static const std::set<std::string> kFields = {"format", "schema_version", "label",   "command_line", "start_unix_ns",
+                                                 "start_monotonic_ns", "host", "cwd", "engine"};
   for (const auto& [k, v] : kv) {
     if (k.rfind("version.", 0) == 0) {
       t->meta.versions[k.substr(8)] = v;
-    } else if (!kNamed.count(k)) {
+    } else if (!kFields.contains(k)) {
       t->meta.extra[k] = v;
     }
   }

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "trace/redact.h"
 #include "trace/schema.h"
 #include "trace/sqlite_util.h"
 #include "base/format.h"
@@ -57,6 +58,11 @@ void LinksText(const std::vector<OpTensor>& links, size_t begin, size_t end, std
   *outputs = sqlite::JoinInts(out);
 }
 
+// What a meta row stores: secrets never reach the file (trace/redact.h).
+std::string StoredMetaValue(const std::string& key, std::string value) {
+  return key == "command_line" ? RedactCommandLine(value) : RedactIfSecret(key, std::move(value));
+}
+
 std::vector<std::pair<std::string, std::string>> MetaRows(const RunMetadata& meta) {
   std::vector<std::pair<std::string, std::string>> rows = {
       {"format", schema::kFormatName},
@@ -70,6 +76,8 @@ std::vector<std::pair<std::string, std::string>> MetaRows(const RunMetadata& met
       {"engine", meta.engine},
   };
   for (const auto& [name, version] : meta.versions) rows.emplace_back("version." + name, version);
+  for (const auto& [key, value] : meta.extra) rows.emplace_back(key, value);
+  for (auto& [key, value] : rows) value = StoredMetaValue(key, std::move(value));
   return rows;
 }
 
@@ -153,7 +161,10 @@ void TraceWriter::AppendOp(OpEvent op, const std::vector<OpTensor>& links) {
   pending_->ops.push_back(std::move(op));
 }
 void TraceWriter::AppendTensor(TensorMeta tensor) { MAGNETON_APPEND(tensors, std::move(tensor)); }
-void TraceWriter::AppendConfig(ConfigEntry entry) { MAGNETON_APPEND(config, std::move(entry)); }
+void TraceWriter::AppendConfig(ConfigEntry entry) {
+  entry.value = RedactIfSecret(entry.key, std::move(entry.value));
+  MAGNETON_APPEND(config, std::move(entry));
+}
 void TraceWriter::AppendEnergySample(EnergySample s) { MAGNETON_APPEND(energy_samples, std::move(s)); }
 void TraceWriter::AppendDeviceActivity(DeviceActivity a) {
   MAGNETON_APPEND(device_activities, std::move(a));
@@ -163,8 +174,9 @@ void TraceWriter::AppendFingerprint(int64_t tensor_id, std::string kind, std::st
   pending_->fingerprints.push_back({tensor_id, std::move(kind), std::move(data)});
 }
 void TraceWriter::SetMeta(const std::string& key, const std::string& value) {
+  std::string stored = StoredMetaValue(key, value);
   std::lock_guard<std::mutex> lock(mu_);
-  pending_->meta.emplace_back(key, value);
+  pending_->meta.emplace_back(key, std::move(stored));
 }
 #undef MAGNETON_APPEND
 

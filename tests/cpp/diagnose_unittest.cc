@@ -2,6 +2,7 @@
 // ranking against source read from disk.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "diagnose/diagnose.h"
@@ -87,7 +88,11 @@ TEST(DiagnoseCandidates, NamedAtDeviationPointRanksFirst) {
                                          {"torch.backends.mkldnn.enabled", "True", "False", "global_flag"},
                                          {"call.generate.use_cache", "False", "True", "call_arg"},
                                          {"model_config.M.threads", "1", "2", "model_config"}};
-  auto c = RankCandidates(diffs, d, 10);
+  // A file outside the recorded program's roots is never read: nothing is named.
+  for (const Candidate& unread : RankCandidates(diffs, d, SourceRoots(), 10)) EXPECT_EQ(unread.frame_distance, -1);
+  SourceRoots roots;
+  roots.Add(std::filesystem::path(src).parent_path().string());
+  auto c = RankCandidates(diffs, d, roots, 10);
   ASSERT_EQ(c.size(), 4u);
   EXPECT_EQ(c[0].config.key, "call.generate.use_cache");
   EXPECT_EQ(c[0].frame_distance, 0);
@@ -100,7 +105,10 @@ TEST(DiagnoseCandidates, NamedAtDeviationPointRanksFirst) {
 
 TEST(DiagnoseCandidates, MissingSourceStillListsDifferences) {
   DeviationPoint d = FindDeviationPoint({"/nonexistent/x.py:3:f"}, {"/nonexistent/x.py:4:f"});
-  auto c = RankCandidates({{"model_config.M._attn_implementation", "eager", "sdpa", "model_config"}}, d);
+  SourceRoots roots;
+  roots.Add("/nonexistent");  // left out: it does not exist
+  EXPECT_TRUE(roots.dirs().empty());
+  auto c = RankCandidates({{"model_config.M._attn_implementation", "eager", "sdpa", "model_config"}}, d, roots);
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].name, "_attn_implementation");
   EXPECT_EQ(c[0].frame_distance, -1);

@@ -212,7 +212,10 @@ TEST(LineFlow, ModuleFlagReadFromTheEnvironment) {
     std::ofstream out(file);
     for (const auto& l : kSource) out << l << "\n";
   }
-  auto fn = ReadPyFunction(file, 21, "work");
+  SourceRoots roots;
+  EXPECT_FALSE(ReadPyFunction(roots, file, 21, "work").ok());  // no root: not the recorded program's file
+  roots.Add(dir);
+  auto fn = ReadPyFunction(roots, file, 21, "work");
   ASSERT_TRUE(fn.ok()) << fn.status().message();
   LineTrace a, b;
   a.calls.push_back(Call({19, 20, 22}, {{0, "FAST", "False"}, {1, "fast", "False"}}));

@@ -1,13 +1,19 @@
+import atexit
 import os
 import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+# Recordings sign with this user's trust key under XDG_CONFIG_HOME
+# (docs/DIFF.md): the tests use their own, never ~/.config/magneton/trust.key.
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="magneton-test-config-")
+atexit.register(shutil.rmtree, os.environ["XDG_CONFIG_HOME"], True)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -1,0 +1,134 @@
+"""No secrets in a trace: a real torch recording with secret-looking
+environment variables, command-line assignments and flags, call arguments and
+a model config field. Their values must appear nowhere in the trace's bytes
+(the -wal included, copied from inside the recording while it is open), nor in
+`magneton show` or `magneton export --chrome`; the names are there, as
+`<redacted>`."""
+
+import os
+import sys
+import textwrap
+import uuid
+
+from conftest import TraceDB, require, run_cli
+
+require("torch")
+require("transformers")
+
+SCRIPT = textwrap.dedent("""
+    import os
+    import shutil
+    import sys
+
+    import torch
+    import transformers
+
+    from magneton import _core, config_snapshot
+
+    trace, snapshot = sys.argv[1], sys.argv[2]
+    # A from_pretrained-like call, through the snapshot's call-argument path;
+    # the nested dict's key is judged by the same rule.
+    config_snapshot.record_call_args("from_pretrained", {
+        "token": os.environ["KWARG_SECRET"], "revision": "main",
+        "hub_kwargs": {"api_key": os.environ["NESTED_SECRET"], "local_files_only": True}})
+
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.config = transformers.PretrainedConfig(api_key=os.environ["MODEL_SECRET"], hidden=8)
+            self.lin = torch.nn.Linear(8, 8)
+
+        def forward(self, x):
+            return self.lin(x).relu()
+
+
+    net = Net()
+    with torch.no_grad():
+        for _ in range(3):
+            y = net(torch.randn(4, 8))
+    # While recording: the committed pages sit in the -wal file.
+    _core.flush()
+    os.makedirs(snapshot)
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(trace + suffix):
+            shutil.copy(trace + suffix, os.path.join(snapshot, "trace" + suffix))
+    print(float(y.sum()))
+""")
+
+
+def _secret(kind):
+    return f"{kind}-{uuid.uuid4().hex}"
+
+
+def test_secret_values_never_reach_the_trace(tmp_path):
+    script = tmp_path / "secrets_script.py"
+    script.write_text(SCRIPT)
+    trace = str(tmp_path / "run.mtrace")
+    snapshot = str(tmp_path / "open-snapshot")
+    env_secrets = {  # recorded by prefix (HF_, CUDA_, PYTORCH_, TRANSFORMERS_), so they would be stored
+        "HF_TOKEN": _secret("hf"),
+        "CUDA_API_KEY": _secret("cuda-key"),
+        "PYTORCH_DB_PASSWORD": _secret("pw"),
+        "TRANSFORMERS_AUTH": _secret("auth"),
+        "HF_HUB_CLIENT_SECRET": _secret("client-secret"),
+    }
+    other_secrets = {"KWARG_SECRET": _secret("kwarg"), "NESTED_SECRET": _secret("nested"),
+                     "MODEL_SECRET": _secret("model")}
+    cmdline_password, cmdline_flag = _secret("cmd-pw"), _secret("cmd-flag")
+    env = {**env_secrets, **other_secrets, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    r = run_cli("record", "-o", trace, "--", "env", f"MY_DB_PASSWORD={cmdline_password}", sys.executable,
+                str(script), trace, snapshot, "--api-key", cmdline_flag, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    secrets = [*env_secrets.values(), *other_secrets.values(), cmdline_password, cmdline_flag]
+
+    # Bytes: the finished file, and the file and -wal as they were mid-recording.
+    snap_files = sorted(os.listdir(snapshot))
+    assert "trace-wal" in snap_files and os.path.getsize(os.path.join(snapshot, "trace-wal")) > 0, snap_files
+    blobs = {name: open(os.path.join(snapshot, name), "rb").read() for name in snap_files}
+    blobs["final"] = open(trace, "rb").read()
+    assert not os.path.exists(trace + "-wal")
+    for name, data in blobs.items():
+        for s in secrets:
+            assert s.encode() not in data, f"{s} found in {name}"
+    # The scan sees what was written: the non-secret control is in the open WAL and in the final file.
+    assert b"env.OMP_NUM_THREADS" in blobs["trace-wal"] + blobs["trace"] and b"env.OMP_NUM_THREADS" in blobs["final"]
+
+    # The names are kept, their values are not.
+    db = TraceDB(trace)
+    config = db.config()
+    for name in env_secrets:
+        assert config["env." + name] == "<redacted>", name
+    assert config["env.OMP_NUM_THREADS"] == "1"
+    assert config["call.from_pretrained.token"] == "<redacted>"
+    assert config["call.from_pretrained.revision"] == "'main'"
+    nested = config["call.from_pretrained.hub_kwargs"]
+    assert "'api_key': '<redacted>'" in nested and "'local_files_only': True" in nested, nested
+    assert config["model_config.Net.api_key"] == "<redacted>"
+    assert config["model_config.Net.hidden"] == "8"
+    command = db.query("SELECT value FROM meta WHERE key = 'command_line'")[0][0]
+    assert "MY_DB_PASSWORD='<redacted>'" in command and "--api-key '<redacted>'" in command, command
+    assert command.endswith(f"{script} {trace} {snapshot} --api-key '<redacted>'"), command
+
+    # Nor in what magneton prints or exports from it.
+    show = run_cli("show", trace)
+    assert show.returncode == 0, show.stderr
+    chrome_path = tmp_path / "run.json"
+    export = run_cli("export", "--chrome", trace, "-o", str(chrome_path))
+    assert export.returncode == 0, export.stderr
+    chrome = chrome_path.read_text()
+    for text in (show.stdout + show.stderr, chrome):
+        for s in secrets:
+            assert s not in text
+    assert "env.HF_TOKEN" in show.stdout and "<redacted>" in show.stdout, show.stdout
+    assert "MY_DB_PASSWORD='<redacted>'" in chrome
+
+
+def test_secret_rule_is_the_core_one():
+    """Python asks the C++ rule (no copy of it in Python)."""
+    from magneton import _core
+
+    assert _core.REDACTED == "<redacted>"
+    assert _core.is_secret_name("env.HF_TOKEN") and _core.is_secret_name("call.from_pretrained.token")
+    assert not _core.is_secret_name("call.generate.max_new_tokens")
+    assert not _core.is_secret_name("model_config.GPT2LMHeadModel.pad_token_id")
