@@ -20,6 +20,8 @@ namespace magneton::energy {
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+class Clock;  // src/energy/clock.h
+
 // What the hardware exposes: a cumulative energy counter (RAPL, NVML on
 // Volta+) or instantaneous power that we integrate ourselves.
 enum class MeterKind { kEnergyCounter, kPowerSamples };
@@ -117,6 +119,9 @@ struct EstimateModel {
 struct EstimateOptions {
   EstimateModel model = EstimateModel::FromEnv();
   bool use_perf_counters = true;  // cycles/instructions where the kernel allows
+  // Wall and process CPU time come from here; null: the system clocks. Tests
+  // pass a scripted clock to check the model exactly. Must outlive the meter.
+  Clock* clock = nullptr;
 };
 StatusOr<std::unique_ptr<Meter>> OpenEstimateMeter(const EstimateOptions& options = {});
 

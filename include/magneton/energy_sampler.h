@@ -13,6 +13,8 @@
 
 namespace magneton::energy {
 
+class Clock;  // src/energy/clock.h
+
 struct SamplerOptions {
   // 0: the meter's update period (1 ms for RAPL: 1 kHz), capped by its
   // max_poll_period_ns so a wrapping counter is never missed.
@@ -21,6 +23,9 @@ struct SamplerOptions {
   // a row saw no change: a meter slower than it claims is not polled in vain.
   int unchanged_reads_before_backoff = 8;
   int max_backoff = 8;
+  // The clocks the thread reads and sleeps on; null: the system clocks.
+  // Tests pass a scripted clock to check the schedule exactly. Must outlive the sampler.
+  Clock* clock = nullptr;
 };
 
 struct SamplerStats {
@@ -59,6 +64,7 @@ class Sampler {
 
   Meter* meter_;
   Sink sink_;
+  Clock* clock_;
   SamplerOptions options_;
   int64_t base_period_ns_ = 0;
   std::thread thread_;

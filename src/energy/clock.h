@@ -9,4 +9,21 @@ int64_t MonotonicNowNs();     // CLOCK_MONOTONIC: the clock of every trace event
 int64_t ThreadCpuNowNs();     // CLOCK_THREAD_CPUTIME_ID: the calling thread
 int64_t ProcessCpuNowNs();    // CLOCK_PROCESS_CPUTIME_ID: all threads of the process
 
+// The same clocks behind an interface, so the sampler's schedule and the
+// estimate model can be driven by a scripted clock in tests instead of
+// asserting on how fast this machine happens to be. Production code uses
+// SystemClock(); methods may be called from any thread.
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual int64_t MonotonicNowNs() = 0;
+  virtual int64_t ThreadCpuNowNs() = 0;   // of the calling thread
+  virtual int64_t ProcessCpuNowNs() = 0;
+  // Returns once the monotonic clock has reached `deadline_ns` (absolute).
+  virtual void SleepUntilNs(int64_t deadline_ns) = 0;
+};
+
+// The functions above, and clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME).
+Clock& SystemClock();
+
 }  // namespace magneton::energy

@@ -1,8 +1,11 @@
 """`magneton eval cases/` end to end on two cases: one positive (topk-sort) and
 one negative control (identical). Checks that the command records both runs of
 each case, scores them, prints the table, writes the JSON and a results page
-whose energy figures carry their provenance. It checks the shape of the
-results, not the tool's accuracy (that is docs/EVALUATION.md's job)."""
+whose energy figures carry their provenance; and the outcome of the run: at the
+headline setting topk-sort's sort is found on side A with its cause named and
+the control stays clean, in eval's scoring and in a plain `magneton diff` of
+the same recordings. (The accuracy over the whole suite is docs/EVALUATION.md's
+job; these two cases are the clear-cut ones.)"""
 
 import json
 import os
@@ -36,12 +39,45 @@ def test_eval_two_cases_end_to_end(tmp_path, magneton_bin):
         assert case["energy"]["a_uj"] > 0 and case["energy"]["b_uj"] > 0
         assert len(case["sweep"]) == 7 * 5
     identical, topk = report["cases"]
-    assert "root_cause_right" in topk["headline"]
     # topk-sort's A sorts the whole vocabulary: B spends less over the job.
     assert topk["energy"]["saving_share"] > 0
-    for cell in report["sweep"]:
-        assert cell["tp"] + cell["fn"] == 1  # one positive case
-        assert cell["fp"] in (0, 1)          # one control
+
+    # The outcome at the headline setting: the positive case detected, in the
+    # expected region (aten::sort on side A), with its cause; the control clean.
+    headline = report["options"]["headline"]
+    top = topk["headline"]
+    assert top["detected"] and top["root_cause_right"] and not top["false_positive"], top
+    assert top["note"].startswith("top waste finding") and "runs aten::sort" in top["note"], top
+    assert top["top_waste"]["side"] == "A" and top["expected_waste_rank"] == 1, top
+    control = identical["headline"]
+    assert not control["detected"] and not control["false_positive"], control
+    assert control["waste_findings"] == 0 and control["top_waste"] is None, control
+    cell = next(c for c in report["sweep"] if (c["epsilon"], c["tau"]) == (headline["epsilon"], headline["tau"]))
+    assert (cell["tp"], cell["fn"], cell["fp"]) == (1, 0, 0), cell
+    assert cell["f1"] == 1, cell
+    # The per-case sweeps agree with the suite's at that cell.
+    def own(case):
+        return next(c for c in case["sweep"] if (c["epsilon"], c["tau"]) == (headline["epsilon"], headline["tau"]))
+    assert own(topk)["detected"], own(topk)
+    assert not own(identical)["false_positive"] and own(identical)["waste_findings"] == 0, own(identical)
+
+    # The same recordings through `magneton diff` at the same setting: the top
+    # waste finding is A's sort, issued from topk-sort's a.py; the control has none.
+    setting = ("--no-rerun", "--tau", str(headline["tau"]), "--epsilon", str(headline["epsilon"]),
+               "--min-share", str(report["options"]["min_share"]))
+    waste = {}
+    for case in ("topk-sort", "identical"):
+        runs, out = tmp_path / "runs" / case, tmp_path / f"{case}.diff.json"
+        r = run_cli("diff", str(runs / "a.mtrace"), str(runs / "b.mtrace"), "--json", str(out), *setting)
+        assert r.returncode == 0, r.stderr
+        waste[case] = [f for f in json.loads(out.read_text())["findings"] if f["verdict"] == "waste"]
+    assert waste["identical"] == [], waste["identical"]
+    assert waste["topk-sort"], "no waste finding in topk-sort"
+    first = waste["topk-sort"][0]
+    assert first["costlier_side"] == "A" and "aten::sort" in first["a"]["ops"], first
+    assert "aten::sort" not in first["b"]["ops"], first
+    frames = [s["user_frame"] for s in first["diagnosis"]["sites_costly"]]
+    assert any(os.path.join("topk-sort", "a.py") in f for f in frames), frames
 
     page = out_md.read_text()
     assert "magneton eval" in page and "--case identical,topk-sort" in page
