@@ -2,6 +2,8 @@
 
 #include <time.h>
 
+#include <cerrno>
+
 namespace magneton {
 namespace {
 
@@ -11,10 +13,31 @@ int64_t Now(clockid_t clock) {
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
+class RealClock final : public Clock {
+ public:
+  int64_t MonotonicNowNs() override { return Now(CLOCK_MONOTONIC); }
+  int64_t ThreadCpuNowNs() override { return Now(CLOCK_THREAD_CPUTIME_ID); }
+  int64_t ProcessCpuNowNs() override { return Now(CLOCK_PROCESS_CPUTIME_ID); }
+  void SleepUntilNs(int64_t deadline_ns) override {
+    timespec ts{};
+    ts.tv_sec = deadline_ns / 1'000'000'000;
+    ts.tv_nsec = deadline_ns % 1'000'000'000;
+    // EINTR: a signal handler ran; the deadline is absolute, so sleep again.
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+    }
+  }
+};
+
 }  // namespace
 
 int64_t MonotonicNowNs() { return Now(CLOCK_MONOTONIC); }
 int64_t ThreadCpuNowNs() { return Now(CLOCK_THREAD_CPUTIME_ID); }
 int64_t ProcessCpuNowNs() { return Now(CLOCK_PROCESS_CPUTIME_ID); }
+
+Clock& SystemClock() {
+  // Never destroyed: a sampler thread may still read it during static destruction.
+  static RealClock* clock = new RealClock;
+  return *clock;
+}
 
 }  // namespace magneton

@@ -1,5 +1,8 @@
 // The clocks Magneton reads, in one place: the trace clock (public,
-// magneton/clock.h) and the CPU-time clocks the energy estimate uses.
+// magneton/clock.h), the CPU-time clocks the energy estimate uses, and the
+// same clocks behind an interface, so the sampler's schedule and the
+// estimate model can be driven by a scripted clock in tests instead of
+// asserting on how fast this machine happens to be.
 #pragma once
 
 #include <cstdint>
@@ -10,5 +13,19 @@ namespace magneton {
 
 int64_t ThreadCpuNowNs();   // CLOCK_THREAD_CPUTIME_ID: the calling thread
 int64_t ProcessCpuNowNs();  // CLOCK_PROCESS_CPUTIME_ID: all threads of the process
+
+// Production code uses SystemClock(); methods may be called from any thread.
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual int64_t MonotonicNowNs() = 0;
+  virtual int64_t ThreadCpuNowNs() = 0;  // of the calling thread
+  virtual int64_t ProcessCpuNowNs() = 0;
+  // Returns once the monotonic clock has reached `deadline_ns` (absolute).
+  virtual void SleepUntilNs(int64_t deadline_ns) = 0;
+};
+
+// The functions above, and clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME).
+Clock& SystemClock();
 
 }  // namespace magneton

@@ -16,6 +16,10 @@
 #include "magneton/status.h"
 #include "magneton/trace.h"
 
+namespace magneton {
+class Clock;  // base/clock.h
+}  // namespace magneton
+
 namespace magneton::energy {
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -117,6 +121,9 @@ struct EstimateModel {
 struct EstimateOptions {
   EstimateModel model = EstimateModel::FromEnv();
   bool use_perf_counters = true;  // cycles/instructions where the kernel allows
+  // Wall and process CPU time come from here; null: the system clocks. Tests
+  // pass a scripted clock to check the model exactly. Must outlive the meter.
+  Clock* clock = nullptr;
 };
 StatusOr<std::unique_ptr<Meter>> OpenEstimateMeter(const EstimateOptions& options = {});
 

@@ -40,14 +40,14 @@ int OpenHardwareCounter(uint64_t config) {
 
 class EstimateMeter final : public Meter {
  public:
-  EstimateMeter(const EstimateModel& model, bool use_perf) : model_(model) {
+  EstimateMeter(const EstimateModel& model, bool use_perf, Clock* clock) : model_(model), clock_(clock) {
     if (use_perf) {
       cycles_fd_ = OpenHardwareCounter(PERF_COUNT_HW_CPU_CYCLES);
       instructions_fd_ = OpenHardwareCounter(PERF_COUNT_HW_INSTRUCTIONS);
       if (cycles_fd_ < 0 || instructions_fd_ < 0) CloseCounters();
     }
-    start_ns_ = MonotonicNowNs();
-    start_cpu_ns_ = ProcessCpuNowNs();
+    start_ns_ = clock_->MonotonicNowNs();
+    start_cpu_ns_ = clock_->ProcessCpuNowNs();
   }
   ~EstimateMeter() override { CloseCounters(); }
 
@@ -64,7 +64,7 @@ class EstimateMeter final : public Meter {
 
   StatusOr<MeterReading> Read() override {
     MeterReading reading;
-    reading.t_ns = MonotonicNowNs();
+    reading.t_ns = clock_->MonotonicNowNs();
     // W · ns = 1e-9 J = 1e-3 µJ; J/s · ns likewise; nJ = 1e-3 µJ.
     double idle_uj = model_.idle_package_w * static_cast<double>(reading.t_ns - start_ns_) * 1e-3;
     double dynamic_uj = 0;
@@ -74,7 +74,7 @@ class EstimateMeter final : public Meter {
       dynamic_uj = (model_.nanojoules_per_cycle * static_cast<double>(cycles) +
                     model_.nanojoules_per_instruction * static_cast<double>(instructions)) * 1e-3;
     } else {
-      dynamic_uj = model_.joules_per_cpu_second * static_cast<double>(ProcessCpuNowNs() - start_cpu_ns_) * 1e-3;
+      dynamic_uj = model_.joules_per_cpu_second * static_cast<double>(clock_->ProcessCpuNowNs() - start_cpu_ns_) * 1e-3;
     }
     reading.domains.push_back({idle_uj + dynamic_uj, kNaN});
     return reading;
@@ -88,6 +88,7 @@ class EstimateMeter final : public Meter {
   }
 
   EstimateModel model_;
+  Clock* clock_;
   // Its own domain name, so an estimate can never be summed with a measured
   // cpu-package-N by accident.
   std::vector<MeterDomain> domains_ = {{"cpu-estimate", true}};
@@ -120,7 +121,8 @@ std::string DescribeEstimate(const Meter& meter, const EstimateModel& m) {
 }
 
 StatusOr<std::unique_ptr<Meter>> OpenEstimateMeter(const EstimateOptions& options) {
-  return std::unique_ptr<Meter>(new EstimateMeter(options.model, options.use_perf_counters));
+  return std::unique_ptr<Meter>(new EstimateMeter(options.model, options.use_perf_counters,
+                                                 options.clock ? options.clock : &SystemClock()));
 }
 
 }  // namespace magneton::energy

@@ -1,23 +1,11 @@
 #include "energy/sampler.h"
 
-#include <time.h>
-
 #include <algorithm>
 
 #include "base/clock.h"
 
 namespace magneton::energy {
 namespace {
-
-void SleepUntil(int64_t deadline_ns) {
-  timespec ts{};
-  ts.tv_sec = deadline_ns / 1'000'000'000;
-  ts.tv_nsec = deadline_ns % 1'000'000'000;
-  // Absolute deadlines keep the rate steady: a slow read shortens the next
-  // sleep instead of drifting the period.
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
-  }
-}
 
 bool SameValues(const MeterReading& a, const MeterReading& b) {
   if (a.domains.size() != b.domains.size()) return false;
@@ -35,7 +23,10 @@ bool SameValues(const MeterReading& a, const MeterReading& b) {
 }  // namespace
 
 Sampler::Sampler(Meter* meter, Sink sink, SamplerOptions options)
-    : meter_(meter), sink_(std::move(sink)), options_(options) {
+    : meter_(meter),
+      sink_(std::move(sink)),
+      clock_(options.clock ? options.clock : &SystemClock()),
+      options_(options) {
   int64_t period = options_.period_ns > 0 ? options_.period_ns : meter_->update_period_ns();
   base_period_ns_ = std::max<int64_t>(1, std::min(period, meter_->max_poll_period_ns()));
 }
@@ -48,7 +39,7 @@ Status Sampler::Start() {
   if (running_.load()) return FailedPrecondition("sampler already running");
   if (thread_.joinable()) return FailedPrecondition("a sampler cannot be restarted; create a new one");
   stop_requested_ = false;
-  start_ns_ = MonotonicNowNs();
+  start_ns_ = clock_->MonotonicNowNs();
   running_ = true;
   thread_ = std::thread([this] { Loop(); });
   return Status::Ok();
@@ -68,7 +59,7 @@ SamplerStats Sampler::stats() const {
   s.read_errors = read_errors_.load();
   s.samples_emitted = samples_emitted_.load();
   int64_t end = stop_ns_.load();
-  s.wall_ns = (end ? end : MonotonicNowNs()) - start_ns_;
+  s.wall_ns = (end ? end : clock_->MonotonicNowNs()) - start_ns_;
   s.thread_cpu_ns = thread_cpu_ns_.load();
   return s;
 }
@@ -102,13 +93,15 @@ void Sampler::ReadAndEmit(bool force_emit) {
 void Sampler::Loop() {
   int64_t period = base_period_ns_;
   int64_t max_period = std::min(meter_->max_poll_period_ns(), base_period_ns_ * std::max(1, options_.max_backoff));
-  int64_t next = MonotonicNowNs();
+  int64_t next = clock_->MonotonicNowNs();
   ReadAndEmit(/*force_emit=*/true);  // the window starts at Start
   while (!stop_requested_.load(std::memory_order_relaxed)) {
     next += period;
-    int64_t now = MonotonicNowNs();
+    int64_t now = clock_->MonotonicNowNs();
     if (next < now) next = now;  // fell behind (preempted): do not burst to catch up
-    SleepUntil(next);
+    // Absolute deadlines keep the rate steady: a slow read shortens the next
+    // sleep instead of drifting the period.
+    clock_->SleepUntilNs(next);
     if (stop_requested_.load(std::memory_order_relaxed)) break;
     ReadAndEmit(/*force_emit=*/false);
     // Adaptive rate: a meter that has not changed for a while updates slower
@@ -119,11 +112,11 @@ void Sampler::Loop() {
       period = std::min(period * 2, std::max(base_period_ns_, max_period));
       unchanged_run_ = 0;
     }
-    thread_cpu_ns_.store(ThreadCpuNowNs(), std::memory_order_relaxed);
+    thread_cpu_ns_.store(clock_->ThreadCpuNowNs(), std::memory_order_relaxed);
   }
   ReadAndEmit(/*force_emit=*/true);  // ...and ends at Stop
-  thread_cpu_ns_.store(ThreadCpuNowNs());
-  stop_ns_.store(MonotonicNowNs());
+  thread_cpu_ns_.store(clock_->ThreadCpuNowNs());
+  stop_ns_.store(clock_->MonotonicNowNs());
 }
 
 }  // namespace magneton::energy

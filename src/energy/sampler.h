@@ -11,6 +11,10 @@
 #include "magneton/status.h"
 #include "magneton/trace.h"
 
+namespace magneton {
+class Clock;  // base/clock.h
+}  // namespace magneton
+
 namespace magneton::energy {
 
 struct SamplerOptions {
@@ -21,6 +25,9 @@ struct SamplerOptions {
   // a row saw no change: a meter slower than it claims is not polled in vain.
   int unchanged_reads_before_backoff = 8;
   int max_backoff = 8;
+  // The clocks the thread reads and sleeps on; null: the system clocks.
+  // Tests pass a scripted clock to check the schedule exactly. Must outlive the sampler.
+  Clock* clock = nullptr;
 };
 
 struct SamplerStats {
@@ -59,6 +66,7 @@ class Sampler {
 
   Meter* meter_;
   Sink sink_;
+  Clock* clock_;
   SamplerOptions options_;
   int64_t base_period_ns_ = 0;
   std::thread thread_;

@@ -2,13 +2,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 
 #include "base/clock.h"
 #include "energy/perf_power_meter.h"
 #include "energy/energy.h"
+#include "fake_clock.h"
 #include "test_util.h"
 
 namespace magneton::energy {
@@ -59,45 +59,66 @@ TEST(PerfPowerMeterTest, PmuTheKernelRejectsReportsPerfEventOpen) {
       << meter.status().message();
 }
 
-TEST(EstimateMeterTest, EnergyGrowsWhenTheProcessBurnsCpuAndIsEstimated) {
+// The model on a scripted clock: idle power over wall time plus joules per
+// process CPU-second, exactly (no perf counters, so the CPU-time branch).
+TEST(EstimateMeterTest, IdlePowerOverWallTimePlusJoulesPerCpuSecond) {
+  FakeClock clock;
+  clock.Advance(0, /*process_cpu_ns=*/3'000'000'000);  // CPU the process used before the meter opened
   EstimateOptions options;
   options.model = EstimateModel{};
-  options.model.idle_package_w = 0;  // only the CPU-driven part
-  options.use_perf_counters = false;  // this machine has none; keep the test deterministic elsewhere
+  options.model.idle_package_w = 2;
+  options.model.joules_per_cpu_second = 10;
+  options.use_perf_counters = false;
+  options.clock = &clock;
   auto meter = OpenEstimateMeter(options);
   ASSERT_TRUE(meter.ok());
   EXPECT_EQ((*meter)->provenance(), Provenance::kEstimated);
-  auto r1 = (*meter)->Read();
-  int64_t cpu0 = ProcessCpuNowNs();
-  BurnCpu(50);
-  int64_t cpu1 = ProcessCpuNowNs();
-  auto r2 = (*meter)->Read();
-  ASSERT_TRUE(r1.ok() && r2.ok());
-  double delta_uj = r2->domains[0].energy_uj - r1->domains[0].energy_uj;
-  // 10 J per CPU-second · ~0.05 s = ~0.5 J.
-  double expected_uj = options.model.joules_per_cpu_second * static_cast<double>(cpu1 - cpu0) * 1e-3;
-  EXPECT_GT(delta_uj, 0.9 * expected_uj);
-  EXPECT_LT(delta_uj, 1.5 * expected_uj);
-  auto samples = ToEnergySamples(**meter, *r2);
+  auto energy_uj = [&] {
+    auto r = (*meter)->Read();
+    EXPECT_TRUE(r.ok());
+    EXPECT_EQ(r->t_ns, clock.MonotonicNowNs());
+    return r->domains[0].energy_uj;
+  };
+  EXPECT_DOUBLE_EQ(energy_uj(), 0) << "counted from the meter's opening";
+  clock.Advance(50'000'000);  // 50 ms asleep: 2 W · 0.05 s = 0.1 J
+  const double asleep = energy_uj();
+  EXPECT_DOUBLE_EQ(asleep, 100'000);
+  clock.Advance(50'000'000, 50'000'000);  // 50 ms burning one core: + 10 J/s · 0.05 s
+  const double one_core = energy_uj() - asleep;
+  EXPECT_DOUBLE_EQ(one_core, 100'000 + 500'000);
+  EXPECT_GT(one_core, asleep) << "burning costs more than sleeping";
+  clock.Advance(50'000'000, 100'000'000);  // two threads: process CPU time counts both
+  EXPECT_DOUBLE_EQ(energy_uj() - asleep - one_core, 100'000 + 1'000'000);
+
+  auto r = (*meter)->Read();
+  ASSERT_TRUE(r.ok());
+  auto samples = ToEnergySamples(**meter, *r);
   ASSERT_EQ(samples.size(), 1u);
   EXPECT_EQ(samples[0].domain, "cpu-estimate");
   EXPECT_EQ(samples[0].provenance, Provenance::kEstimated);
   EXPECT_EQ(samples[0].meter, "estimate");
+  EXPECT_EQ(samples[0].t_ns, clock.MonotonicNowNs());
 }
 
-TEST(EstimateMeterTest, BurningCostsMoreThanSleeping) {
-  auto meter = OpenEstimateMeter();  // defaults, perf counters where allowed
+// Without a clock in the options the meter reads the system clocks: CPU this
+// process burns shows up (no magnitudes asserted: they depend on the machine).
+TEST(EstimateMeterTest, DefaultsToTheSystemClocks) {
+  EstimateOptions options;
+  options.model = EstimateModel{};
+  options.model.idle_package_w = 0;   // only the CPU-driven part
+  options.use_perf_counters = false;  // the branch the fake clock checks exactly
+  auto meter = OpenEstimateMeter(options);
   ASSERT_TRUE(meter.ok());
-  auto r0 = (*meter)->Read();
-  usleep(50'000);
+  const int64_t before = MonotonicNowNs();
   auto r1 = (*meter)->Read();
-  BurnCpu(50);
+  BurnCpu(5);
   auto r2 = (*meter)->Read();
-  ASSERT_TRUE(r0.ok() && r1.ok() && r2.ok());
-  double idle_uj = r1->domains[0].energy_uj - r0->domains[0].energy_uj;
-  double busy_uj = r2->domains[0].energy_uj - r1->domains[0].energy_uj;
-  EXPECT_GT(idle_uj, 0);  // the idle share of the package still accrues
-  EXPECT_GT(busy_uj, idle_uj);
+  const int64_t after = MonotonicNowNs();
+  ASSERT_TRUE(r1.ok() && r2.ok());
+  EXPECT_GE(r1->t_ns, before);
+  EXPECT_LE(r2->t_ns, after);
+  // The process's CPU clock advanced by at least the 5 ms this thread burnt.
+  EXPECT_GT(r2->domains[0].energy_uj - r1->domains[0].energy_uj, 0);
 }
 
 TEST(EstimateMeterTest, ConstantsComeFromTheEnvironment) {

@@ -136,7 +136,7 @@ def test_same_run_twice_has_no_waste(record):
 
 def test_confirm_reruns_the_wasteful_side_with_the_cause_flipped(tmp_path):
     """--confirm re-runs A's recorded command with use_cache set as in B and
-    reports the saving it measured (estimated here), or that it failed."""
+    reports the saving it measured (estimated here)."""
     script = tmp_path / "gen.py"
     script.write_text(
         "import sys, torch\n"
@@ -159,5 +159,7 @@ def test_confirm_reruns_the_wasteful_side_with_the_cause_flipped(tmp_path):
     cfg = TraceDB(rerun).config()
     # The override took effect in the re-run: generate saw use_cache=True.
     assert cfg["call.generate.use_cache"] == "True"
-    assert ("Confirmed:" in r.stdout) or ("Not confirmed:" in r.stdout)
+    # Without the cache each of the 32 steps recomputes the whole 128+ token
+    # prefix: the re-run with the cache saves far more than the 5% that confirms.
+    assert "Confirmed: re-running A" in r.stdout and "Not confirmed" not in r.stdout, r.stdout
     assert "(estimated" in r.stdout

@@ -218,5 +218,10 @@ def test_jax_expm_matches_torch_matrix_exp(expm_traces):
 
 
 def test_different_inputs_do_not_match(expm_traces):
-    doc = match(expm_traces["jax"], expm_traces["torch_other"])
-    assert not [r for r in doc["regions"] if "aten::linalg_matrix_exp" in names(r["ops_b"])]
+    def expm_regions(doc):
+        return [r for r in doc["regions"] if "aten::linalg_matrix_exp" in names(r["ops_b"])]
+
+    # Recorded the same way from the same input, the results pair up...
+    assert len(expm_regions(match(expm_traces["jax"], expm_traces["torch"]))) == 1
+    # ... from another input they do not.
+    assert expm_regions(match(expm_traces["jax"], expm_traces["torch_other"])) == []

@@ -65,14 +65,18 @@ def test_gguf_conversion_gives_the_hf_logits(gguf_path):
     assert float(np.abs(ours - hf_logits(seed=1)).max()) > 0.2 * scale
 
 
-@pytest.fixture(scope="module")
-def traces(workdir, gguf_path):
-    # HF: in-process, around the forward only (model construction stays out).
-    hf = str(workdir / "hf.mtrace")
-    model = gpt2_gguf.tiny_gpt2(seed=0)
-    with magneton.record(hf, values=True):
+def record_hf(path, seed):
+    """HF: in-process, around the forward only (model construction stays out)."""
+    model = gpt2_gguf.tiny_gpt2(seed=seed)
+    with magneton.record(path, values=True):
         with torch.no_grad():
             model(torch.tensor([IDS]))
+    return path
+
+
+@pytest.fixture(scope="module")
+def traces(workdir, gguf_path):
+    hf = record_hf(str(workdir / "hf.mtrace"), seed=0)  # the weights written to the GGUF
     # llama.cpp: the CLI on an unmodified script.
     (workdir / "llama.py").write_text(LLAMA_SCRIPT)
     llama = str(workdir / "llama.mtrace")
@@ -214,14 +218,13 @@ def test_match_pairs_embedding_attention_mlp_and_head(matched):
     assert matched["unmatched_b"] == []
 
 
-def test_match_finds_nothing_for_other_weights(workdir, traces):
-    other = str(workdir / "hf_seed1.mtrace")
-    model = gpt2_gguf.tiny_gpt2(seed=1)
-    with magneton.record(other, values=True):
-        with torch.no_grad():
-            model(torch.tensor([IDS]))
-    doc = match(other, traces["llama"])
-    # The token ids agree, nothing computed from the weights does.
+def test_match_finds_nothing_for_other_weights(workdir, traces, matched):
+    # Recorded the same way with the GGUF's weights (`matched`), the attention
+    # cores and the projections pair up with llama.cpp's nodes ...
+    assert len(regions_with(matched, "aten::scaled_dot_product_attention", "ggml::SOFT_MAX")) == 2
+    assert regions_with(matched, "aten::linear", "ggml::MUL_MAT")
+    # ... with other weights the token ids agree, nothing computed from the weights does.
+    doc = match(record_hf(str(workdir / "hf_seed1.mtrace"), seed=1), traces["llama"])
     assert not regions_with(doc, "aten::scaled_dot_product_attention", "ggml::SOFT_MAX")
     assert not regions_with(doc, "aten::linear", "ggml::MUL_MAT")
 

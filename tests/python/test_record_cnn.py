@@ -105,6 +105,7 @@ def test_ops_from_several_threads(tmp_path):
     tanh = db.ops("aten::tanh")
     assert len(tanh) == 200
     assert len({tid for *_, tid in tanh}) == 4
-    for op_id, _, _, parent, tid in db.ops("aten::mm"):
-        if parent is not None:
-            assert db.query("SELECT thread_id FROM ops WHERE id = ?", parent)[0][0] == tid
+    nested = [(parent, tid) for _, _, _, parent, tid in db.ops("aten::mm") if parent is not None]
+    assert len(nested) == 200  # each `a @ a` is an aten::matmul dispatching aten::mm
+    for parent, tid in nested:
+        assert db.query("SELECT thread_id FROM ops WHERE id = ?", parent)[0][0] == tid
