@@ -77,14 +77,15 @@ CaseResult CombineRepeats(std::vector<CaseResult> pairs, size_t headline_index) 
   out.headline.root_cause_right = !out.expected.is_control() && majority(root_votes);
   // Per setting: the vote of all pairs (all pairs share the settings order).
   for (size_t i = 0; i < out.scores.size(); ++i) {
-    size_t detected = 0, false_positive = 0;
+    size_t detected = 0;
     for (const CaseResult& p : ok) {
       if (i >= p.scores.size()) continue;
       detected += p.scores[i].detected;
-      false_positive += p.scores[i].false_positive;
     }
-    out.scores[i].detected = majority(detected);
-    out.scores[i].false_positive = majority(MaxSameRegionVotes(ok, i));
+    out.scores[i].detected = !out.expected.is_control() && majority(detected);
+    // Only a control can be a false positive (the suite counts waste on a
+    // positive case's other regions nowhere).
+    out.scores[i].false_positive = out.expected.is_control() && majority(MaxSameRegionVotes(ok, i));
   }
   std::vector<double> ea, eb;
   double record_s = 0, diff_s = 0;

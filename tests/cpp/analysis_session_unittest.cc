@@ -16,6 +16,7 @@
 #include "magneton/recorder.h"
 #include "test_util.h"
 #include "trace/line_trace_file.h"
+#include "trust/trace_trust.h"
 
 namespace magneton::analysis {
 namespace {
@@ -86,7 +87,8 @@ struct Pair {
 
 // The fixture's pair as a session, with the commands and working directory
 // a recording would have stored.
-Pair OpenPair(const std::string& name, std::function<void(Trace&, Trace&)> edit = nullptr) {
+Pair OpenPair(const std::string& name, std::function<void(Trace&, Trace&)> edit = nullptr,
+              bool sign = true) {
   Pair p;
   p.dir = testing::TempPath(name);
   std::filesystem::create_directories(p.dir);
@@ -98,6 +100,12 @@ Pair OpenPair(const std::string& name, std::function<void(Trace&, Trace&)> edit 
   b.trace.meta.command_line = "python net.py";
   a.trace.meta.cwd = b.trace.meta.cwd = p.dir;
   if (edit) edit(a.trace, b.trace);
+  // Signed as a recording of these commands here would be (the edits above
+  // broke the recorder's signature); `sign = false` leaves them broken.
+  if (sign) {
+    trust::AddSignature(&a.trace.meta);
+    trust::AddSignature(&b.trace.meta);
+  }
   auto data = std::make_unique<SessionData>();
   data->a.push_back({a.path, std::move(a.trace), std::move(a.fps)});
   data->b.push_back({b.path, std::move(b.trace), std::move(b.fps)});
@@ -138,6 +146,27 @@ TEST(AnalysisSession, TraceLinesRunsBothRecordedCommandsThroughTheRunner) {
 // The session's diff is the stages' diff: the report golden file
 // (tests/golden, written by report_diff_unittest from the stages called one
 // by one) comes out of the session unchanged.
+// The twin of the test above: the same pair with its commands edited after
+// signing runs nothing unless the user says --rerun.
+TEST(AnalysisSession, TraceLinesRunsNoEditedCommandWithoutRerun) {
+  Pair p = OpenPair("lines_edited", nullptr, /*sign=*/false);
+  ASSERT_TRUE(p.session);
+  ASSERT_TRUE(p.session->Diff().ok());
+  ScriptedRunner runner;
+  std::string said;
+  p.session->SetProgress([&](const std::string& line) { said += line + "\n"; });
+  ASSERT_TRUE(p.session->TraceLines(runner, RerunPolicy{}).ok());  // refusing is not an error
+  EXPECT_TRUE(runner.runs.empty());
+  EXPECT_NE(said.find("will not re-run"), std::string::npos) << said;
+  // The refusal is part of the finding's diagnosis, for every report.
+  EXPECT_NE(p.session->JsonReport().find("signature does not match"), std::string::npos);
+
+  RerunPolicy explicit_rerun;
+  explicit_rerun.allow_foreign = true;
+  ASSERT_TRUE(p.session->TraceLines(runner, explicit_rerun).ok());
+  EXPECT_EQ(runner.runs.size(), 2u);
+}
+
 TEST(AnalysisSession, DiffGivesTheGoldenReport) {
   testing::Side a = testing::Record("fused.mtrace", true, false), b = testing::Record("decomposed.mtrace", false, false);
   auto data = std::make_unique<SessionData>();

@@ -244,5 +244,11 @@ def test_sigkill_mid_run_leaves_a_readable_trace(tmp_path):
     r = run_cli("show", str(out))
     assert r.returncode == 0, r.stderr
     assert "aten::tanh" in r.stdout
-    # >= 100 committed ops before the kill; each loop iteration is matmul, mm, tanh.
-    assert TraceDB(out).count("aten::tanh") >= 30
+    # Everything committed before the kill is still there, and it is whole
+    # iterations: every tanh has its matmul (the last matmul may lack its
+    # tanh when the kill came between them). How many ops one iteration
+    # records (matmul's nested ops) is torch's business, not this test's.
+    db = TraceDB(out)
+    assert db.query("SELECT count(*) FROM ops")[0][0] >= committed
+    tanh, matmul = db.count("aten::tanh"), db.count("aten::matmul")
+    assert tanh >= 1 and matmul - tanh in (0, 1), (tanh, matmul)

@@ -28,12 +28,16 @@ def test_replay_recorded_ops_and_store_results(tmp_path):
     rows = db.query("SELECT op_id, signature, calls_per_round, rounds, duration_ns_mean, duration_ns_stddev, "
                     "error FROM op_replays ORDER BY op_id")
     assert [row[0] for row in rows] == sorted([addmm_id, emb_id, sm_id])
+    table = {line[:60].rstrip(): line[60:].split() for line in r.stdout.splitlines()[1:] if line.strip()}
     for op_id, signature, calls, rounds, mean, sd, error in rows:
         assert error == "", (signature, error)
         assert calls >= 1 and rounds == 3
         assert mean > 0 and sd >= 0
-        # Rounds agree: the spread is a small fraction of the mean.
-        assert sd / mean < 0.5, signature
+        # The spread of the rounds is reported as measured (how large it is
+        # depends on the machine's load: a benchmark's business, not a test's).
+        count, us_per_call, spread_pct = table[signature[:57] + "..." if len(signature) > 60 else signature][:3]
+        assert abs(float(us_per_call) - mean / 1000) <= 0.0005 + 1e-9 * mean, (signature, us_per_call, mean)
+        assert abs(float(spread_pct) - 100 * sd / mean) <= 0.05 + 1e-9, (signature, spread_pct, sd, mean)
     addmm_sig = [s for o, s, *_ in rows if o == addmm_id][0]
     assert "float32[3x64]" in addmm_sig and "float32[64x32]" in addmm_sig
 
