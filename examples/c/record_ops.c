@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: %s OUT.mtrace\n", argv[0]);
     return 2;
   }
-  if (magneton_start(argv[1], "c-example", "native-c", 0, 1) != 0) {
+  if (magneton_start(argv[1], "c-example", "native-c", 0, 1) != MAGNETON_OK) {
     fprintf(stderr, "magneton: %s\n", magneton_last_error());
     return 1;
   }
@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
   layer("blk.0", &tx, &tw0, &th, x, w0, h);
   layer("blk.1", &th, &tw1, &ty, h, w1, y);
 
-  if (magneton_stop() != 0) {
+  if (magneton_stop() != MAGNETON_OK) {
     fprintf(stderr, "magneton: %s\n", magneton_last_error());
     return 1;
   }

@@ -1,7 +1,11 @@
 /* Magneton's C ABI: lets native engines (llama.cpp/ggml, libtorch apps,
  * custom runtimes) record ops into the same trace model without Python.
  * All functions are thread-safe; ops nest per thread. Strings are copied.
- * Return codes: 0 success, non-zero failure (magneton_last_error() says why). */
+ * magneton_stop() may run while other threads are inside these calls: it waits
+ * for calls in flight; an op begun before a stop and ended after it (or under
+ * a later recording) is dropped, never written half.
+ * Functions returning int return a magneton_status (magneton_last_error() says
+ * why when it is not MAGNETON_OK). */
 #ifndef MAGNETON_C_API_H_
 #define MAGNETON_C_API_H_
 
@@ -10,6 +14,19 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Status codes. The values are part of the ABI: new codes are only appended. */
+typedef enum magneton_status {
+  MAGNETON_OK = 0,
+  MAGNETON_INVALID_ARGUMENT = 1,    /* e.g. a NULL path */
+  MAGNETON_NOT_FOUND = 2,           /* a file or directory does not exist */
+  MAGNETON_PERMISSION_DENIED = 3,   /* a file cannot be read, created or replaced */
+  MAGNETON_CORRUPT = 4,             /* a file exists but cannot be trusted */
+  MAGNETON_VERSION_MISMATCH = 5,    /* a trace of another schema version */
+  MAGNETON_UNAVAILABLE = 6,         /* hardware or library not present */
+  MAGNETON_FAILED_PRECONDITION = 7, /* already recording, or nothing is recording */
+  MAGNETON_INTERNAL = 8             /* SQLite or system error */
+} magneton_status;
 
 typedef struct magneton_tensor {
   uint64_t storage_addr;   /* base address of the storage: aliases share it */
@@ -24,10 +41,13 @@ typedef struct magneton_tensor {
   const void* host_data;   /* element [0,...,0] when readable here (for --values), else NULL */
 } magneton_tensor;
 
-/* Starts recording into `path`. engine: e.g. "llama.cpp". */
+/* Starts recording into `path`. engine: e.g. "llama.cpp". Returns a magneton_status. */
 int magneton_start(const char* path, const char* label, const char* engine, int sample_energy, int record_values);
-/* Stops and closes the trace (one file). */
+/* Stops and closes the trace (one file), after waiting for calls in flight on
+ * other threads. Returns a magneton_status: MAGNETON_FAILED_PRECONDITION when
+ * nothing is recording. */
 int magneton_stop(void);
+/* 1 while a recording is active, else 0. */
 int magneton_is_recording(void);
 /* Why the last failing call on this thread failed ("" if none). */
 const char* magneton_last_error(void);

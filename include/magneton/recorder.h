@@ -54,12 +54,49 @@ struct TensorBuffer;  // fingerprint/fingerprint.h
 // enclosing op's, and not the job's.
 inline constexpr std::string_view kFingerprintOpName = "magneton::fingerprint";
 
+// One thread's in-flight marker for Recorder::Ref (see recorder.cc for the
+// stop protocol). Owned by one thread at a time, on a cache line of its own,
+// so entering a callback writes only memory no other thread writes.
+struct alignas(64) RecorderRefSlot {
+  std::atomic<uint32_t> depth{0};  // Refs alive on the owning thread
+  std::atomic<bool> in_use{false};
+  RecorderRefSlot* next = nullptr;  // registry list; slots are never freed
+};
+
 class Recorder {
  public:
   static Status Start(const std::string& path, const RunMetadata& meta, RecorderOptions options = {});
+  // Stops hooks from seeing the session, waits until every Ref taken while it
+  // was active is gone, then closes the trace. Fails (and stops nothing) on a
+  // thread that holds a Ref itself, which would wait for itself forever.
   static Status Stop();
-  // The active session, or null. Cheap enough for every op.
+  // Whether a session is active. The pointer is for code that controls
+  // Start/Stop itself (tests, a program recording its own work); anything a
+  // concurrent Stop can race with (hooks, the C ABI, bindings) holds a Ref.
   static Recorder* Active() { return active_.load(std::memory_order_acquire); }
+  static bool IsRecording() { return Active() != nullptr; }
+
+  // The active session, held for one hook callback: Stop cannot free it
+  // while this is alive. Null (false) when nothing is recording. Keep it for
+  // the callback only, never across an op's begin and end callbacks: an op
+  // whose end comes under another session is dropped by generation().
+  class Ref {
+   public:
+    Ref() : rec_(Enter(&slot_)) {}
+    ~Ref() {
+      if (rec_) slot_->depth.store(slot_->depth.load(std::memory_order_relaxed) - 1, std::memory_order_release);
+    }
+    Ref(const Ref&) = delete;
+    Ref& operator=(const Ref&) = delete;
+    Recorder* get() const { return rec_; }
+    Recorder* operator->() const { return rec_; }
+    Recorder& operator*() const { return *rec_; }
+    explicit operator bool() const { return rec_ != nullptr; }
+
+   private:
+    RecorderRefSlot* slot_;
+    Recorder* rec_;
+  };
 
   int64_t InternString(std::string_view s);
   int64_t InternFrame(int64_t file_id, int64_t line, int64_t function_id);
@@ -128,6 +165,12 @@ class Recorder {
   // fingerprinted: the caller fingerprints it now (else the op that returns
   // it does, once its values exist).
   int64_t NewTensor(const TensorView& t, bool is_output, int64_t op_id, const void* key_ptr, bool fingerprinted);
+
+  // Marks this thread in flight and returns the active session; with none,
+  // leaves the mark at once (a null Ref never delays a Stop).
+  static Recorder* Enter(RecorderRefSlot** slot);
+  // Waits until no thread is inside a Ref taken before active_ was cleared.
+  static void WaitForRefs();
 
   static std::atomic<Recorder*> active_;
   std::unique_ptr<TraceWriter> writer_;

@@ -187,7 +187,8 @@ std::string ParamsJson(nb::handle params) {
 void RegisterArrayOps(nb::module_& m) {
   m.def("begin_array_op",
         [](std::string_view name, nb::handle inputs, std::string_view scope) {
-          Recorder* rec = Recorder::Active();
+          // Held for this call only: a stop before end_array_op drops the op.
+          Recorder::Ref rec;
           if (!rec) return;
           // Ops nested in a recorded op inherit its call path, as in torch.
           PythonContext py{kNoId, kNoId};
@@ -202,7 +203,8 @@ void RegisterArrayOps(nb::module_& m) {
         "but keep their slot).");
   m.def("end_array_op",
         [](nb::handle outputs, nb::handle params) {
-          Recorder* rec = Recorder::Active();
+          // A session started since begin_array_op has no pending op here.
+          Recorder::Ref rec;
           if (!rec || rec->OpDepth() == 0) return;
           AddArrays(*rec, outputs, /*output=*/true);
           rec->EndOp(ParamsJson(params));

@@ -23,10 +23,13 @@ namespace {
 
 using magneton::ThrowIfError;
 
-magneton::Recorder& Active() {
-  magneton::Recorder* rec = magneton::Recorder::Active();
+// Runs f on the active recorder, held for the call: a stop on another
+// Python thread (it runs without the GIL) waits for it instead of freeing it.
+template <typename F>
+auto WithActive(F&& f) {
+  magneton::Recorder::Ref rec;
   if (!rec) throw std::runtime_error("no Magneton recording is active");
-  return *rec;
+  return f(*rec);
 }
 
 }  // namespace
@@ -52,20 +55,23 @@ NB_MODULE(_core, m) {
         "values"_a = false);
   m.def("stop_recording", [] { ThrowIfError(magneton::Recorder::Stop()); },
         nb::call_guard<nb::gil_scoped_release>());
-  m.def("is_recording", [] { return magneton::Recorder::Active() != nullptr; });
-  m.def("flush", [] { ThrowIfError(Active().Flush()); }, nb::call_guard<nb::gil_scoped_release>());
-  m.def("ops_recorded", [] { return Active().ops_recorded(); });
+  m.def("is_recording", [] { return magneton::Recorder::IsRecording(); });
+  m.def("flush", [] { ThrowIfError(WithActive([](magneton::Recorder& r) { return r.Flush(); })); },
+        nb::call_guard<nb::gil_scoped_release>());
+  m.def("ops_recorded", [] { return WithActive([](magneton::Recorder& r) { return r.ops_recorded(); }); });
 
   m.def("push_scope", [](std::string_view name, std::string_view type) {
-    if (auto* rec = magneton::Recorder::Active()) rec->PushScope(name, type);
+    if (magneton::Recorder::Ref rec; rec) rec->PushScope(name, type);
   });
   m.def("pop_scope", [] {
-    if (auto* rec = magneton::Recorder::Active()) rec->PopScope();
+    if (magneton::Recorder::Ref rec; rec) rec->PopScope();
   });
   m.def("set_config", [](std::string key, std::string value, std::string source) {
-    Active().SetConfig(std::move(key), std::move(value), std::move(source));
+    WithActive([&](magneton::Recorder& r) { r.SetConfig(std::move(key), std::move(value), std::move(source)); });
   }, "key"_a, "value"_a, "source"_a);
-  m.def("set_meta", [](const std::string& key, const std::string& value) { Active().SetMeta(key, value); });
+  m.def("set_meta", [](const std::string& key, const std::string& value) {
+    WithActive([&](magneton::Recorder& r) { r.SetMeta(key, value); });
+  });
   // The trace writer redacts on its own; these let Python glue apply the same
   // rule to values it nests under other names (a dict of call kwargs).
   m.def("is_secret_name", [](std::string_view name) { return magneton::IsSecretName(name); }, "name"_a,

@@ -94,7 +94,8 @@ class OrtSession {
   std::vector<std::string> ValueNames() const { return ort::IntermediateNames(graph_); }
 
   nb::dict Ingest(const std::string& profile_path) {
-    Recorder* rec = Recorder::Active();
+    // Held for the whole ingest: a stop on another thread waits for it.
+    Recorder::Ref rec;
     if (!rec) throw std::runtime_error("no Magneton recording is active");
     StatusOr<ort::IngestStats> stats = Status::Ok();
     {
@@ -104,7 +105,7 @@ class OrtSession {
         stats = profile.status();
       } else {
         std::lock_guard<std::mutex> lock(mu_);
-        stats = ort::IngestSession(graph_, *profile, clock_, values_, rec);
+        stats = ort::IngestSession(graph_, *profile, clock_, values_, rec.get());
       }
     }
     ThrowIfError(stats.status());

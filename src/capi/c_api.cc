@@ -12,9 +12,27 @@ namespace {
 
 thread_local std::string t_last_error;
 
+// The C ABI's codes are spelled out one by one, so that renumbering the
+// C++ enum cannot silently change what a compiled engine sees.
+int CCode(magneton::StatusCode code) {
+  using magneton::StatusCode;
+  switch (code) {
+    case StatusCode::kOk: return MAGNETON_OK;
+    case StatusCode::kInvalidArgument: return MAGNETON_INVALID_ARGUMENT;
+    case StatusCode::kNotFound: return MAGNETON_NOT_FOUND;
+    case StatusCode::kPermissionDenied: return MAGNETON_PERMISSION_DENIED;
+    case StatusCode::kCorrupt: return MAGNETON_CORRUPT;
+    case StatusCode::kVersionMismatch: return MAGNETON_VERSION_MISMATCH;
+    case StatusCode::kUnavailable: return MAGNETON_UNAVAILABLE;
+    case StatusCode::kFailedPrecondition: return MAGNETON_FAILED_PRECONDITION;
+    case StatusCode::kInternal: return MAGNETON_INTERNAL;
+  }
+  return MAGNETON_INTERNAL;
+}
+
 int Report(const magneton::Status& st) {
   t_last_error = st.ok() ? std::string() : st.message();
-  return st.ok() ? 0 : static_cast<int>(st.code());
+  return CCode(st.code());
 }
 
 magneton::TensorView ToView(const magneton_tensor* t) {
@@ -77,46 +95,49 @@ int magneton_start(const char* path, const char* label, const char* engine, int 
 
 int magneton_stop(void) { return Report(magneton::Recorder::Stop()); }
 
-int magneton_is_recording(void) { return magneton::Recorder::Active() != nullptr; }
+int magneton_is_recording(void) { return magneton::Recorder::IsRecording(); }
 
 const char* magneton_last_error(void) { return t_last_error.c_str(); }
 
+// Each call holds the recorder for its own duration only: a stop between an
+// op's calls frees it, and the op's later calls then find another session's
+// (or no) thread state and are dropped (Recorder's per-thread generation).
 int64_t magneton_begin_op(const char* name) {
-  magneton::Recorder* rec = magneton::Recorder::Active();
+  magneton::Recorder::Ref rec;
   if (!rec || !name) return -1;
   return rec->BeginOp(rec->InternString(name), magneton::kNoId);
 }
 
 void magneton_add_input(int32_t slot, const magneton_tensor* tensor) {
-  if (magneton::Recorder* rec = magneton::Recorder::Active(); rec && tensor) rec->AddInput(slot, ToView(tensor));
+  if (magneton::Recorder::Ref rec; rec && tensor) rec->AddInput(slot, ToView(tensor));
 }
 
 void magneton_add_output(int32_t slot, const magneton_tensor* tensor) {
-  if (magneton::Recorder* rec = magneton::Recorder::Active(); rec && tensor) rec->AddOutput(slot, ToView(tensor));
+  if (magneton::Recorder::Ref rec; rec && tensor) rec->AddOutput(slot, ToView(tensor));
 }
 
 void magneton_end_op(const char* args) {
   // The end time first: checking the arguments is not the op's time.
   const int64_t end_ns = magneton::MonotonicNowNs();
-  if (magneton::Recorder* rec = magneton::Recorder::Active()) rec->EndOp(CheckedArgs(*rec, args), 0, end_ns);
+  if (magneton::Recorder::Ref rec; rec) rec->EndOp(CheckedArgs(*rec, args), 0, end_ns);
 }
 
 void magneton_end_op_at(const char* args, int64_t start_ns, int64_t end_ns) {
-  if (magneton::Recorder* rec = magneton::Recorder::Active()) rec->EndOp(CheckedArgs(*rec, args), start_ns, end_ns);
+  if (magneton::Recorder::Ref rec; rec) rec->EndOp(CheckedArgs(*rec, args), start_ns, end_ns);
 }
 
 int64_t magneton_now_ns(void) { return magneton::MonotonicNowNs(); }
 
 void magneton_push_scope(const char* name, const char* type) {
-  if (magneton::Recorder* rec = magneton::Recorder::Active(); rec && name) rec->PushScope(name, type ? type : name);
+  if (magneton::Recorder::Ref rec; rec && name) rec->PushScope(name, type ? type : name);
 }
 
 void magneton_pop_scope(void) {
-  if (magneton::Recorder* rec = magneton::Recorder::Active()) rec->PopScope();
+  if (magneton::Recorder::Ref rec; rec) rec->PopScope();
 }
 
 void magneton_set_config(const char* key, const char* value, const char* source) {
-  magneton::Recorder* rec = magneton::Recorder::Active();
+  magneton::Recorder::Ref rec;
   if (!rec || !key) return;
   rec->SetConfig(key, value ? value : "", source ? source : "runtime");
 }

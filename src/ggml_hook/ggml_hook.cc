@@ -168,6 +168,8 @@ const char* magneton_ggml_type_name(int type) {
 
 long long magneton_ggml_nodes_recorded(void) { return g_nodes.load(std::memory_order_relaxed); }
 
+// Reaches the recorder only through the C ABI, each call holding it for
+// itself: a stop between ask=true and ask=false drops the node's op.
 bool magneton_ggml_eval_callback(struct ggml_tensor* t, bool ask, void* user_data) {
   const Chain* chain = static_cast<const Chain*>(user_data);
   PendingNode& p = t_pending;

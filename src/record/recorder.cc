@@ -4,6 +4,7 @@
 #include "record/energy_session.h"
 #include "trust/trace_trust.h"
 
+#include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,6 +23,56 @@ namespace {
 
 std::mutex g_lifecycle_mu;
 std::atomic<uint64_t> g_generation{0};
+
+// The stop protocol (hazard-pointer style, one slot per thread). A Ref bumps
+// its thread's slot with a seq_cst read-modify-write, then reads active_;
+// Stop clears active_ (seq_cst), then waits until every slot reads 0. In the
+// single order of seq_cst operations either the Ref's bump comes first, and
+// Stop sees it and waits, or Stop's clear comes first, and the Ref reads null
+// (or a later session). The slot is written only by its thread, so the hot
+// path touches no cache line that another core writes; Stop alone reads them
+// all. A shared counter would do the same with every thread's every op
+// bouncing one line between cores.
+std::atomic<RecorderRefSlot*> g_slots{nullptr};
+
+// 0: no slot yet, 1: owns t_slot, 2: exited (t_slot released; a Ref taken
+// in a later thread-exit destructor claims one that is never released).
+thread_local int t_slot_state = 0;
+thread_local RecorderRefSlot* t_slot = nullptr;
+
+RecorderRefSlot* ClaimSlot() {
+  for (RecorderRefSlot* s = g_slots.load(std::memory_order_acquire); s; s = s->next) {
+    bool expected = false;
+    if (!s->in_use.load(std::memory_order_relaxed) && s->in_use.compare_exchange_strong(expected, true)) return s;
+  }
+  // Slots are never freed, so Stop can walk the list without a lock while
+  // threads come and go; their number is the most threads ever alive at once.
+  auto* s = new RecorderRefSlot();
+  s->in_use.store(true, std::memory_order_relaxed);
+  RecorderRefSlot* head = g_slots.load(std::memory_order_relaxed);
+  do {
+    s->next = head;
+  } while (!g_slots.compare_exchange_weak(head, s, std::memory_order_seq_cst, std::memory_order_relaxed));
+  return s;
+}
+
+struct SlotRelease {
+  ~SlotRelease() {
+    t_slot_state = 2;
+    if (t_slot) t_slot->in_use.store(false, std::memory_order_release);  // depth is 0: no Ref outlives the thread
+    t_slot = nullptr;
+  }
+};
+
+RecorderRefSlot* RegisterThread() {
+  if (t_slot_state == 0) {
+    thread_local SlotRelease release;  // constructed once; its destructor runs at thread exit
+    (void)release;
+    t_slot_state = 1;
+  }
+  t_slot = ClaimSlot();
+  return t_slot;
+}
 
 inline uint64_t Mix(uint64_t h, uint64_t v) {
   // 64-bit FNV-style mixing; collisions only cost a map probe.
@@ -195,12 +246,47 @@ Status Recorder::Start(const std::string& path, const RunMetadata& meta, Recorde
   return Status::Ok();
 }
 
+Recorder* Recorder::Enter(RecorderRefSlot** slot) {
+  RecorderRefSlot* s = t_slot;
+  if (!s) [[unlikely]] s = RegisterThread();
+  *slot = s;
+  s->depth.fetch_add(1, std::memory_order_seq_cst);
+  Recorder* rec = active_.load(std::memory_order_seq_cst);
+  // Nothing to hold: unmark now, so that a thread lingering in a hook that
+  // found no recording (or many such hooks in a row) cannot keep Stop waiting.
+  if (!rec) s->depth.store(s->depth.load(std::memory_order_relaxed) - 1, std::memory_order_release);
+  return rec;
+}
+
+void Recorder::WaitForRefs() {
+  for (RecorderRefSlot* s = g_slots.load(std::memory_order_seq_cst); s; s = s->next) {
+    // A Ref lasts one hook callback (microseconds; an ORT profile ingest,
+    // seconds), so spin briefly, then sleep. Only Refs that read this
+    // recorder count: the lifecycle lock keeps a new Start out until the wait
+    // is over, so every Ref taken since active_ was cleared reads null and
+    // unmarks itself inside Enter.
+    for (int spins = 0; s->depth.load(std::memory_order_seq_cst) != 0; ++spins) {
+      if (spins < 64) {
+        sched_yield();
+      } else {
+        timespec pause{0, 50'000};
+        nanosleep(&pause, nullptr);
+      }
+    }
+  }
+}
+
 Status Recorder::Stop() {
   std::lock_guard<std::mutex> lock(g_lifecycle_mu);
-  Recorder* rec = active_.exchange(nullptr, std::memory_order_acq_rel);
+  if (t_slot && t_slot->depth.load(std::memory_order_relaxed) != 0) {
+    return FailedPrecondition("Recorder::Stop called from inside a recording callback (a Recorder::Ref is alive on "
+                              "this thread); stop from outside the hook");
+  }
+  Recorder* rec = active_.exchange(nullptr, std::memory_order_seq_cst);
   if (!rec) return FailedPrecondition("no recording is active");
-  // Hooks hold no pointer past a single op; hooks are removed by the caller
-  // before Stop, so deleting here is safe.
+  // Removing an engine's callback (torch's removeCallback) does not wait for
+  // callbacks already running: they may still be using rec inside a Ref.
+  WaitForRefs();
   Status st = rec->energy_ ? rec->energy_->Stop() : Status::Ok();
   Status closed = rec->writer_->Close();
   if (st.ok()) st = closed;

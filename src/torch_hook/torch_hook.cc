@@ -275,14 +275,17 @@ void VisitValue(Recorder& rec, bool output, int32_t& slot, const c10::IValue& iv
   }
 }
 
+// Only the generation travels from start to end: the recorder is held by a
+// Ref in each callback, never between them (a stop may free it in between).
 struct OpContext : at::ObserverContext {
-  Recorder* rec;
   uint64_t generation;
   std::string args;
 };
 
 std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
-  Recorder* rec = Recorder::Active();
+  // removeCallback does not wait for running callbacks: this Ref is what
+  // keeps the recorder alive until the callback returns.
+  Recorder::Ref rec;
   if (!rec) return nullptr;
   int64_t name_id = OpNameId(*rec, fn);
   // Only the outermost op of a thread walks Python; nested ops inherit.
@@ -292,7 +295,6 @@ std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
   rec->BeginOp(name_id, py.call_path_id, py.scope_id, fn.handle());
   if (top_level) g_ops_recorded.fetch_add(1, std::memory_order_relaxed);
   auto ctx = std::make_unique<OpContext>();
-  ctx->rec = rec;
   ctx->generation = rec->generation();
   int32_t slot = 0;
   ctx->args.reserve(64);
@@ -312,9 +314,11 @@ std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
 
 void OnOpEnd(const at::RecordFunction& fn, at::ObserverContext* raw) {
   auto* ctx = static_cast<OpContext*>(raw);
-  Recorder* rec = Recorder::Active();
+  Recorder::Ref rec;
   // A recording stopped (or restarted) between start and end: drop the op.
-  if (!ctx || !rec || rec != ctx->rec || rec->generation() != ctx->generation) return;
+  // Generations are unique per Start, so a new session at the old address
+  // cannot pass for the old one.
+  if (!ctx || !rec || rec->generation() != ctx->generation) return;
   int32_t slot = 0;
   const bool is_view = IsViewOp(fn);
   const bool initialized = !std::string_view(fn.name()).starts_with("aten::empty");

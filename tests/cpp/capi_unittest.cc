@@ -96,5 +96,29 @@ TEST(CApi, ArgumentsAreCheckedAndBadTextIsKeptAndCounted) {
   sqlite3_close(db);
 }
 
+// Each failure comes back as its declared code, with the reason, and an
+// accepted call as MAGNETON_OK with the reason cleared.
+TEST(CApi, ReturnsTheDeclaredStatusCodes) {
+  EXPECT_EQ(magneton_stop(), MAGNETON_FAILED_PRECONDITION);
+  EXPECT_NE(std::string(magneton_last_error()).find("no recording is active"), std::string::npos)
+      << magneton_last_error();
+  EXPECT_EQ(magneton_start(nullptr, "x", "native-c", 0, 0), MAGNETON_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(magneton_last_error()).find("path is NULL"), std::string::npos) << magneton_last_error();
+  std::string missing_dir = testing::TempPath("no-such-dir") + "/sub/x.mtrace";
+  const int missing = magneton_start(missing_dir.c_str(), "x", "native-c", 0, 0);
+  EXPECT_EQ(missing, MAGNETON_NOT_FOUND) << magneton_last_error();
+  EXPECT_EQ(magneton_is_recording(), 0);
+
+  std::string path = testing::TempPath("codes.mtrace");
+  ASSERT_EQ(magneton_start(path.c_str(), "x", "native-c", 0, 0), MAGNETON_OK) << magneton_last_error();
+  EXPECT_STREQ(magneton_last_error(), "");
+  EXPECT_EQ(magneton_is_recording(), 1);
+  EXPECT_EQ(magneton_start(path.c_str(), "x", "native-c", 0, 0), MAGNETON_FAILED_PRECONDITION);
+  EXPECT_NE(std::string(magneton_last_error()).find("already active"), std::string::npos) << magneton_last_error();
+  EXPECT_EQ(magneton_stop(), MAGNETON_OK);
+  EXPECT_EQ(magneton_is_recording(), 0);
+  EXPECT_TRUE(ReadTrace(path).ok());
+}
+
 }  // namespace
 }  // namespace magneton

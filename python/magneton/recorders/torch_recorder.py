@@ -152,7 +152,13 @@ class TorchRecorder:
         def generate(model, *args, **kwargs):
             kwargs = overrides.active().apply_call_args("generate", kwargs)  # --confirm re-runs only
             if _core.is_recording():
-                config_snapshot.record_call_args("generate", kwargs)
+                try:
+                    config_snapshot.record_call_args("generate", kwargs)
+                except RuntimeError:
+                    # magneton.stop() on another thread between the check and
+                    # the write: nothing to record into, and not the caller's error.
+                    if _core.is_recording():
+                        raise
             return original(model, *args, **kwargs)
 
         generate.__wrapped__ = original
