@@ -20,7 +20,15 @@ struct BlockSums {
 // The contiguous fp32 hot loop, 4 lanes wide via GCC vector extensions and
 // cloned for AVX2 with a runtime dispatch (SSE2 elsewhere). Two sweeps over a
 // block that stays in L1; fp64 accumulation throughout.
-__attribute__((target_clones("avx2", "default"))) BlockSums SumsFloat32(const float* x, int64_t n) {
+// Under ThreadSanitizer the clones' ifunc resolver is instrumented and runs
+// during relocation, before the TSan runtime exists, and crashes the program
+// at load; a TSan build uses the portable loop only.
+#if defined(__SANITIZE_THREAD__)
+#define MAGNETON_AVX2_CLONES
+#else
+#define MAGNETON_AVX2_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+MAGNETON_AVX2_CLONES BlockSums SumsFloat32(const float* x, int64_t n) {
   v4d s0 = {0, 0, 0, 0}, s1 = s0;
   v4f lo, hi;
   for (int k = 0; k < 4; ++k) lo[k] = hi[k] = x[0];

@@ -1,5 +1,5 @@
 """One Status -> exception mapping for every binding (src/bindings/status_exception.h): the same failure raises the
-same Python exception type from magneton._core and from magneton._torch_hook."""
+same Python exception type from magneton._core, magneton._analysis and magneton._torch_hook."""
 
 import sqlite3
 
@@ -10,7 +10,7 @@ from conftest import require
 torch = require("torch")
 
 import magneton  # noqa: E402
-from magneton import _core  # noqa: E402
+from magneton import _analysis, _core  # noqa: E402
 from magneton.recorders.torch_recorder import _load_hook  # noqa: E402
 
 
@@ -32,16 +32,16 @@ def test_each_status_code_raises_its_exception_type_from_every_module(tmp_path):
 
     # kNotFound -> FileNotFoundError, from both modules.
     with pytest.raises(FileNotFoundError, match="missing.mtrace"):
-        _core.summarize(missing)
+        _analysis.summarize(missing)
     with pytest.raises(FileNotFoundError, match="missing.mtrace"):
         hook.replay_trace(missing)
     # kCorrupt and kVersionMismatch -> ValueError (bad input), from both modules.
     with pytest.raises(ValueError, match="not a Magneton trace"):
-        _core.validate(str(not_a_trace))
+        _analysis.validate(str(not_a_trace))
     with pytest.raises(ValueError, match="re-record"):
         hook.replay_trace(old)
     with pytest.raises(ValueError, match="schema version 1"):
-        _core.summarize(old)
+        _analysis.summarize(old)
     # kInvalidArgument -> ValueError.
     with pytest.raises(ValueError):
         _core.OrtSession("this is not a graph", 0)
@@ -50,7 +50,7 @@ def test_each_status_code_raises_its_exception_type_from_every_module(tmp_path):
     with pytest.raises(RuntimeError, match="no recording is active"):
         _core.stop_recording()
     # The exact types, not only subclasses: a RuntimeError is not a ValueError here.
-    for call, kind in [(lambda: _core.summarize(missing), FileNotFoundError),
+    for call, kind in [(lambda: _analysis.summarize(missing), FileNotFoundError),
                        (lambda: hook.replay_trace(old), ValueError),
                        (lambda: _core.stop_recording(), RuntimeError)]:
         with pytest.raises(Exception) as info:
