@@ -37,6 +37,13 @@ struct TensorView {
   // one identical to its input (same storage, offset, layout, version) is
   // that input's value, not a new one.
   bool is_view = false;
+  // Which buffer, when the hook can tell (0: it cannot): an id never given
+  // to another buffer during the recording. Allocators hand a freed address
+  // to the next allocation at once, so by address alone a fresh buffer
+  // (a kernel's output, read by a nested op before it is written) reads as
+  // the unrelated value that last lived there: a false dataflow edge that
+  // differs from run to run.
+  uint64_t storage_uid = 0;
 };
 
 struct RecorderOptions {

@@ -41,6 +41,12 @@ class TensorIndex {
   void Add(const Fingerprint* fp, int64_t payload);
   // Payloads of equivalent entries, in insertion order, at most `limit`.
   void Find(const Fingerprint& fp, size_t limit, std::vector<int64_t>* out) const;
+  // The `limit` equivalent entries whose payloads are nearest to `near`, in
+  // ascending order. For a value many tensors share (a converged iteration,
+  // zeros, a mask every layer reuses), where the earliest `limit` of Find
+  // would all lie at one end of the run. Payloads must have been added in
+  // ascending order.
+  void FindNear(const Fingerprint& fp, size_t limit, int64_t near, std::vector<int64_t>* out) const;
   int64_t comparisons() const { return comparisons_; }
 
   static constexpr int kDims = 4;                 // tolerant statistics
@@ -52,6 +58,7 @@ class TensorIndex {
     int64_t payload;
   };
   uint64_t BucketKey(const Fingerprint& fp, const Cell& cell) const;
+  std::vector<Cell> Probes(const Fingerprint& fp) const;  // cells a partner of fp can be in
 
   double epsilon_;
   std::unordered_map<uint64_t, std::vector<Entry>> buckets_;

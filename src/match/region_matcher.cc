@@ -9,6 +9,8 @@
 // at them and recurse into each piece. A piece with no inner cut point is a
 // matched region pair, provided both of its ends are verified.
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <unordered_map>
 
 #include "match/match.h"
@@ -192,18 +194,70 @@ class Matcher {
         b_entries.push_back({static_cast<int32_t>(j + 1), t, &it->second});
       }
     }
+    // Pass 1: tensors with at most `limit` partners give every partner as a
+    // candidate. A value shared by more (a loop converged to a fixed point,
+    // zeros, a mask every layer reuses) would give the earliest `limit`
+    // partners only, all at the start of B, and the chain would pair a long
+    // stretch of A with one op of B; such tensors wait for pass 2.
+    const size_t limit = static_cast<size_t>(options_.max_candidates_per_tensor);
     std::vector<CutCandidate> out;
+    struct Deferred {
+      int32_t pos_a;
+      int64_t tensor;
+      const Fingerprint* fp;
+    };
+    std::vector<Deferred> ambiguous;
     std::vector<int64_t> hits;
+    // Weights in units of kOrderSteps + 1: below every reason Weight() has,
+    // an ambiguous pair gains the closer it lies to its expected partner.
+    // Without it a chain may skip B entries for free and drift a step ahead
+    // of A through a run of equal values (A's step k with B's step k+1), then
+    // drop A's entries to get back: regions of one op against several.
+    constexpr int32_t kOrderSteps = 8;
+    auto add = [&](int32_t pos_a, int64_t t, const Fingerprint& fp, int64_t near) {
+      for (int64_t h : hits) {
+        const BEntry& be = b_entries[h];
+        const int32_t order = near < 0 ? kOrderSteps
+                                       : kOrderSteps - static_cast<int32_t>(std::min<int64_t>(kOrderSteps, std::llabs(h - near)));
+        out.push_back({pos_a, be.pos, t, be.tensor,
+                       Weight(da.path[pos_a - 1], db.path[be.pos - 1], fp, *be.fp) * (kOrderSteps + 1) + order});
+      }
+    };
     for (size_t i = 0; i < da.path.size(); ++i) {
       for (int64_t t : FlowOutputs(*a_.graph, da.path[i])) {
         auto it = a_.fingerprints->find(t);
         if (it == a_.fingerprints->end()) continue;
-        index.Find(it->second, static_cast<size_t>(options_.max_candidates_per_tensor), &hits);
-        for (int64_t h : hits) {
-          const BEntry& be = b_entries[h];
-          out.push_back({static_cast<int32_t>(i + 1), be.pos, t, be.tensor,
-                         Weight(da.path[i], db.path[be.pos - 1], it->second, *be.fp)});
+        index.Find(it->second, limit + 1, &hits);
+        if (hits.size() > limit) {
+          ambiguous.push_back({static_cast<int32_t>(i + 1), t, &it->second});
+          continue;
         }
+        add(static_cast<int32_t>(i + 1), t, it->second, -1);
+      }
+    }
+    // Pass 2: by order. The unambiguous pairs' chain anchors both paths; an
+    // ambiguous tensor between two anchors takes the partners nearest to
+    // where it falls between them on B, so the k-th of a run of equal
+    // values pairs with the k-th (before the first and after the last
+    // anchor, the paths' ends anchor).
+    if (!ambiguous.empty()) {
+      const std::vector<CutCandidate> anchors = LongestMonotoneChain(out);
+      std::vector<int64_t> first_entry_at(db.path.size() + 2, static_cast<int64_t>(b_entries.size()));
+      for (size_t e = b_entries.size(); e-- > 0;) first_entry_at[b_entries[e].pos] = static_cast<int64_t>(e);
+      for (size_t p = first_entry_at.size() - 1; p-- > 0;) first_entry_at[p] = std::min(first_entry_at[p], first_entry_at[p + 1]);
+      const int32_t end_a = static_cast<int32_t>(da.path.size()) + 1, end_b = static_cast<int32_t>(db.path.size()) + 1;
+      for (const Deferred& d : ambiguous) {
+        auto next = std::upper_bound(anchors.begin(), anchors.end(), d.pos_a,
+                                     [](int32_t pos, const CutCandidate& c) { return pos < c.pos_a; });
+        const int32_t a0 = next == anchors.begin() ? 0 : std::prev(next)->pos_a;
+        const int32_t b0 = next == anchors.begin() ? 0 : std::prev(next)->pos_b;
+        const int32_t a1 = next == anchors.end() ? end_a : next->pos_a;
+        const int32_t b1 = next == anchors.end() ? end_b : next->pos_b;
+        const double along = a1 > a0 ? static_cast<double>(d.pos_a - a0) / (a1 - a0) : 0;
+        const int32_t expected_b = std::clamp(static_cast<int32_t>(std::lround(b0 + along * (b1 - b0))), 1, end_b);
+        const int64_t near = first_entry_at[expected_b];
+        index.FindNear(*d.fp, limit, near, &hits);
+        add(d.pos_a, d.tensor, *d.fp, near);
       }
     }
     comparisons_ += index.comparisons();

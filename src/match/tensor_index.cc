@@ -4,6 +4,7 @@
 // so the partner is always found while unrelated tensors rarely share a cell.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 
 #include "match/match.h"
@@ -98,8 +99,7 @@ void TensorIndex::Add(const Fingerprint* fp, int64_t payload) {
   buckets_[BucketKey(*fp, cell)].push_back({fp, payload});
 }
 
-void TensorIndex::Find(const Fingerprint& fp, size_t limit, std::vector<int64_t>* out) const {
-  out->clear();
+std::vector<TensorIndex::Cell> TensorIndex::Probes(const Fingerprint& fp) const {
   // The bands a partner can be in, and per band and statistic the 1-2 cells
   // the tolerance interval overlaps.
   std::vector<Cell> probes;
@@ -144,8 +144,13 @@ void TensorIndex::Find(const Fingerprint& fp, size_t limit, std::vector<int64_t>
       }
     }
   }
+  return probes;
+}
+
+void TensorIndex::Find(const Fingerprint& fp, size_t limit, std::vector<int64_t>* out) const {
+  out->clear();
   std::vector<int64_t> found;
-  for (const Cell& cell : probes) {
+  for (const Cell& cell : Probes(fp)) {
     auto it = buckets_.find(BucketKey(fp, cell));
     if (it == buckets_.end()) continue;
     for (const Entry& e : it->second) {
@@ -156,6 +161,40 @@ void TensorIndex::Find(const Fingerprint& fp, size_t limit, std::vector<int64_t>
   }
   std::sort(found.begin(), found.end());
   found.erase(std::unique(found.begin(), found.end()), found.end());
+  *out = std::move(found);
+}
+
+void TensorIndex::FindNear(const Fingerprint& fp, size_t limit, int64_t near, std::vector<int64_t>* out) const {
+  out->clear();
+  std::vector<int64_t> found;
+  for (const Cell& cell : Probes(fp)) {
+    auto it = buckets_.find(BucketKey(fp, cell));
+    if (it == buckets_.end()) continue;
+    const std::vector<Entry>& entries = it->second;
+    // Payloads ascend within a bucket (the caller adds them in order): start
+    // at `near` and widen one entry at a time toward the closer side.
+    auto start = std::lower_bound(entries.begin(), entries.end(), near,
+                                  [](const Entry& e, int64_t p) { return e.payload < p; });
+    ptrdiff_t hi = start - entries.begin(), lo = hi - 1;
+    const ptrdiff_t n = static_cast<ptrdiff_t>(entries.size());
+    size_t in_bucket = 0;
+    while (in_bucket < limit && (lo >= 0 || hi < n)) {
+      const bool take_hi = lo < 0 || (hi < n && entries[hi].payload - near <= near - entries[lo].payload);
+      const Entry& e = take_hi ? entries[hi++] : entries[lo--];
+      ++comparisons_;
+      if (Equivalent(fp, *e.fp, epsilon_)) {
+        found.push_back(e.payload);
+        ++in_bucket;
+      }
+    }
+  }
+  // The `limit` nearest over all probed buckets.
+  std::sort(found.begin(), found.end());
+  found.erase(std::unique(found.begin(), found.end()), found.end());
+  std::stable_sort(found.begin(), found.end(),
+                   [near](int64_t x, int64_t y) { return std::llabs(x - near) < std::llabs(y - near); });
+  if (found.size() > limit) found.resize(limit);
+  std::sort(found.begin(), found.end());
   *out = std::move(found);
 }
 

@@ -82,6 +82,7 @@ inline uint64_t Mix(uint64_t h, uint64_t v) {
 
 struct TensorKey {
   uint64_t storage_addr;
+  uint64_t storage_uid;  // TensorView::storage_uid
   int64_t storage_offset;
   int64_t version;
   uint64_t layout_hash;  // shape, strides, dtype, device
@@ -89,7 +90,8 @@ struct TensorKey {
 };
 struct TensorKeyHash {
   size_t operator()(const TensorKey& k) const {
-    return Mix(Mix(Mix(k.storage_addr, static_cast<uint64_t>(k.storage_offset)), static_cast<uint64_t>(k.version)),
+    return Mix(Mix(Mix(Mix(k.storage_addr, k.storage_uid), static_cast<uint64_t>(k.storage_offset)),
+                   static_cast<uint64_t>(k.version)),
                k.layout_hash);
   }
 };
@@ -170,7 +172,9 @@ uint64_t LayoutHash(const TensorView& t) {
   return Mix(h, static_cast<uint64_t>(t.ndim));
 }
 
-TensorKey KeyOf(const TensorView& t) { return TensorKey{t.storage_addr, t.storage_offset, t.version, LayoutHash(t)}; }
+TensorKey KeyOf(const TensorView& t) {
+  return TensorKey{t.storage_addr, t.storage_uid, t.storage_offset, t.version, LayoutHash(t)};
+}
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 
 #include <Python.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstring>
@@ -42,6 +43,48 @@ std::optional<at::CallbackHandle> g_handle;
 // Ops this hook recorded since install: says whether torch took part in a
 // run that also drove another engine (the trace's `engine` meta).
 std::atomic<int64_t> g_ops_recorded{0};
+
+// TensorView::storage_uid for torch: one id per StorageImpl. The weak
+// reference kept beside each id keeps that StorageImpl's memory allocated
+// (torch frees the data at the last strong reference, the object at the last
+// weak one), so no new storage can appear at a known address under an old
+// id. Entries whose storage is gone are swept when the map has doubled, so
+// it stays within twice the storages alive (plus a floor).
+class StorageIds {
+ public:
+  uint64_t Of(const c10::Storage& storage) {
+    const c10::StorageImpl* impl = storage.unsafeGetStorageImpl();
+    if (impl == nullptr) return 0;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = ids_.find(impl);
+    if (it != ids_.end()) return it->second.id;
+    if (ids_.size() >= sweep_at_) {
+      std::erase_if(ids_, [](const auto& entry) { return entry.second.ref.expired(); });
+      sweep_at_ = std::max<size_t>(kSweepFloor, 2 * ids_.size());
+    }
+    const uint64_t id = next_id_++;
+    ids_.emplace(impl, Entry{storage.getWeakStorageImpl(), id});
+    return id;
+  }
+  // At uninstall: the weak references go (ids keep counting up, never reused).
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ids_.clear();
+    sweep_at_ = kSweepFloor;
+  }
+
+ private:
+  struct Entry {
+    c10::weak_intrusive_ptr<c10::StorageImpl> ref;
+    uint64_t id;
+  };
+  static constexpr size_t kSweepFloor = 4096;
+  std::mutex mu_;
+  std::unordered_map<const c10::StorageImpl*, Entry> ids_;
+  size_t sweep_at_ = kSweepFloor;
+  uint64_t next_id_ = 1;
+};
+StorageIds g_storage_ids;
 
 struct NameCacheEntry {
   std::string text;
@@ -179,6 +222,7 @@ void AddTensor(Recorder& rec, bool output, int32_t slot, const at::Tensor& t, bo
   }
   if (t.has_storage() && t.layout() == c10::kStrided) {
     v.storage_addr = reinterpret_cast<uintptr_t>(t.storage().data());
+    v.storage_uid = g_storage_ids.Of(t.storage());
     v.storage_offset = t.storage_offset();
   } else {
     v.storage_addr = reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl());
@@ -343,6 +387,7 @@ void Uninstall() {
   if (!g_handle) return;
   at::removeCallback(*g_handle);
   g_handle.reset();
+  g_storage_ids.Clear();
 }
 
 }  // namespace

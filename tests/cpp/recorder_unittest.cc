@@ -135,6 +135,44 @@ TEST(Recorder, AnOverwrittenArgumentIsNotTheEarlierValueAtItsAddress) {
   EXPECT_EQ(Input(*trace, reader), Output(*trace, copy));
 }
 
+// mm allocates its result, and a nested resolve_conj reads it before the
+// kernel writes it. The allocator put the buffer where an earlier op's freed
+// result lived (same address, layout, version 0): by address it reads as
+// that value, a false edge that changes with the allocator from run to run.
+// A hook that knows which buffer it is (storage_uid) tells them apart; the
+// same buffer read again is still the same value.
+TEST(Recorder, AFreshBufferAtAFreedAddressIsNotTheOldValue) {
+  std::string path = TempPath("stale.mtrace");
+  ASSERT_TRUE(Recorder::Start(path, RunMetadata{}).ok());
+  Recorder* rec = Recorder::Active();
+  FakeTensor old_value{0x5000, 0, {4}, {1}}, fresh = old_value;
+  auto with_uid = [](const FakeTensor& t, uint64_t uid) {
+    TensorView v = t.view();
+    v.storage_uid = uid;
+    return v;
+  };
+  const int64_t add = rec->BeginOp(rec->InternString("aten::add"), kNoId);
+  rec->AddOutput(0, with_uid(old_value, 1));
+  rec->EndOp("");
+  const int64_t reread = rec->BeginOp(rec->InternString("aten::sum"), kNoId);
+  rec->AddInput(0, with_uid(old_value, 1));  // the same buffer: the same value
+  rec->EndOp("");
+  const int64_t conj = rec->BeginOp(rec->InternString("aten::resolve_conj"), kNoId);
+  rec->AddInput(0, with_uid(fresh, 2));  // another buffer at the freed address
+  rec->EndOp("");
+  const int64_t by_address = rec->BeginOp(rec->InternString("aten::resolve_conj"), kNoId);
+  rec->AddInput(0, old_value.view());  // a hook without buffer ids: address only, as before
+  rec->EndOp("");
+  ASSERT_TRUE(Recorder::Stop().ok());
+  auto trace = ReadTrace(path);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  const int64_t made = Output(*trace, add);
+  EXPECT_EQ(Input(*trace, reread), made);
+  EXPECT_NE(Input(*trace, conj), made);
+  EXPECT_EQ(trace->tensors[Input(*trace, conj)].producer_op_id, kNoId);
+  EXPECT_NE(Input(*trace, by_address), made);  // uid 0 is its own buffer, never uid 1's
+}
+
 // What copy_ (or an out= op) writes is its result: fingerprinted at the op's
 // end, when the values exist, though the written argument was registered as
 // a new, not yet written value at its start. (Once it was never fingerprinted,
