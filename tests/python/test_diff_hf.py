@@ -76,7 +76,7 @@ def test_use_cache_is_the_top_candidate(record):
     assert top["candidates"][0]["source"] == "call_arg"
     # Without the cache every step recomputes the whole prefix: A's job (first op to last op) costs more. Not the
     # whole run (`total_uj`): ~95% of it is interpreter start-up and imports, which use_cache does not touch and
-    # which differ between runs by more than the job does (146 vs 156 J in a CI run while the jobs were 7.6 vs ~4 J).
+    # which differ between runs by more than the job does (one CI run: A 146 J, B 156 J in all).
     assert report["a"]["job_uj"] > report["b"]["job_uj"]
 
 
