@@ -2,6 +2,7 @@ import atexit
 import os
 import shutil
 import sqlite3
+import textwrap
 import subprocess
 import sys
 import tempfile
@@ -83,3 +84,32 @@ class TraceDB:
 
     def config(self):
         return dict(self.query("SELECT key, value FROM config"))
+
+
+def fast_path_script(env_var: str) -> str:
+    """A script whose work() takes a slow row-by-row path unless `env_var` is "1": the same result either way,
+    a branch on an environment variable for the line-level step and re-run tests."""
+    return textwrap.dedent(f"""
+        import os
+        import torch
+
+
+        def work(x, w):
+            fast = os.environ.get("{env_var}", "0") == "1"
+            if fast:
+                return x @ w
+            # The slow path: one row at a time, the same result.
+            return torch.stack([x[i] @ w for i in range(x.shape[0])])
+
+
+        def main():
+            torch.manual_seed(0)
+            torch.set_num_threads(1)
+            x, w = torch.randn(256, 128), torch.randn(128, 128)
+            for _ in range(3):
+                y = work(x, w)
+            print(float(y.sum()))
+
+
+        main()
+    """)

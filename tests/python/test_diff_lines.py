@@ -5,36 +5,12 @@ and show its value on each side."""
 
 import json
 import sys
-import textwrap
 
-from conftest import TraceDB, require, run_cli
+from conftest import TraceDB, fast_path_script, require, run_cli
 
 require("torch")
 
-SCRIPT = textwrap.dedent("""
-    import os
-    import torch
-
-
-    def work(x, w):
-        fast = os.environ.get("MY_FAST_PATH", "0") == "1"
-        if fast:
-            return x @ w
-        # The slow path: one row at a time, the same result.
-        return torch.stack([x[i] @ w for i in range(x.shape[0])])
-
-
-    def main():
-        torch.manual_seed(0)
-        torch.set_num_threads(1)
-        x, w = torch.randn(256, 128), torch.randn(128, 128)
-        for _ in range(3):
-            y = work(x, w)
-        print(float(y.sum()))
-
-
-    main()
-""")
+SCRIPT = fast_path_script("MY_FAST_PATH")
 
 
 def test_env_var_branch_is_traced_to_its_origin(tmp_path):

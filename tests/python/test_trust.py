@@ -14,38 +14,14 @@ import os
 import shutil
 import sqlite3
 import sys
-import textwrap
 
 import pytest
 
-from conftest import require, run_cli
+from conftest import fast_path_script, require, run_cli
 
 require("torch")
 
-SCRIPT = textwrap.dedent("""
-    import os
-    import torch
-
-
-    def work(x, w):
-        fast = os.environ.get("TORCH_FAST_PATH", "0") == "1"
-        if fast:
-            return x @ w
-        # The slow path: one row at a time, the same result.
-        return torch.stack([x[i] @ w for i in range(x.shape[0])])
-
-
-    def main():
-        torch.manual_seed(0)
-        torch.set_num_threads(1)
-        x, w = torch.randn(256, 128), torch.randn(128, 128)
-        for _ in range(3):
-            y = work(x, w)
-        print(float(y.sum()))
-
-
-    main()
-""")
+SCRIPT = fast_path_script("TORCH_FAST_PATH")
 
 
 @pytest.fixture(scope="module")
