@@ -124,12 +124,17 @@ def test_show_not_a_trace(tmp_path):
     assert "not a Magneton trace" in _one_line_error(r)
 
 
-def test_show_wrong_schema_version(gpt2_trace, tmp_path):
-    p = tmp_path / "future.mtrace"
-    p.write_bytes(open(gpt2_trace, "rb").read())
+def _copy_with_schema_version(trace, tmp_path, version):
+    """A copy of `trace` that claims another schema version."""
+    p = tmp_path / f"v{version}.mtrace"
+    p.write_bytes(open(trace, "rb").read())
     with sqlite3.connect(p) as db:
-        db.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
-    r = run_cli("show", str(p))
+        db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(version),))
+    return str(p)
+
+
+def test_show_wrong_schema_version(gpt2_trace, tmp_path):
+    r = run_cli("show", _copy_with_schema_version(gpt2_trace, tmp_path, 3))
     assert r.returncode == 1
     line = _one_line_error(r)
     assert "schema version 3" in line and "re-record" in line
@@ -138,11 +143,7 @@ def test_show_wrong_schema_version(gpt2_trace, tmp_path):
 def test_show_version_1_trace_says_to_re_record(gpt2_trace, tmp_path):
     """Version 1 stored op arguments as unescaped text; this magneton reads version 2 only."""
     assert run_cli("show", gpt2_trace).returncode == 0
-    p = tmp_path / "old.mtrace"
-    p.write_bytes(open(gpt2_trace, "rb").read())
-    with sqlite3.connect(p) as db:
-        db.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
-    r = run_cli("show", str(p))
+    r = run_cli("show", _copy_with_schema_version(gpt2_trace, tmp_path, 1))
     assert r.returncode == 1
     line = _one_line_error(r)
     assert "schema version 1" in line and "reads version 2" in line and "re-record" in line
