@@ -51,6 +51,12 @@ class AnalysisSession {
   static StatusOr<std::unique_ptr<AnalysisSession>> Open(const std::vector<std::string>& traces_a,
                                                          const std::vector<std::string>& traces_b,
                                                          const AnalysisOptions& options = {});
+  // Each side: repeated recordings of the same program (paired in order, A1
+  // with B1: record them interleaved). Detection gives every finding an
+  // interval over the runs (docs/DIFF.md, "Uncertainty").
+  static StatusOr<std::unique_ptr<AnalysisSession>> OpenRuns(const std::vector<std::string>& runs_a,
+                                                             const std::vector<std::string>& runs_b,
+                                                             const AnalysisOptions& options = {});
   // Over runs already loaded (data->a, data->b and data->options set): for
   // tests and the Python analysis module.
   static StatusOr<std::unique_ptr<AnalysisSession>> FromData(std::unique_ptr<analysis::SessionData> data);

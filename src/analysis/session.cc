@@ -28,9 +28,10 @@ StatusOr<LoadedRun> Load(const std::string& path) {
   return run;
 }
 
-std::string Joined(const std::vector<LoadedRun>& runs) {
+std::string Joined(const std::vector<LoadedRun>& runs, const std::vector<RepeatPair>& repeats, bool side_a) {
   std::string out;
   for (const LoadedRun& r : runs) out += (out.empty() ? "" : ",") + r.path;
+  for (const RepeatPair& p : repeats) out += "," + (side_a ? p.a : p.b).path;
   return out;
 }
 
@@ -52,11 +53,14 @@ detect::Options SessionData::detect_options() const {
   o.min_same_work_share = options.min_same_work_share;
   o.domain = domain;
   o.match = match_options();
+  for (const diagnose::ConfigDifference& d : diagnose::DiffConfig(trace_a(), trace_b())) {
+    o.differing_settings.push_back(d.key + ": " + d.value_a + " -> " + d.value_b);
+  }
   return o;
 }
 
 report::DiffReportInput SessionData::report_input() const {
-  return report::DiffReportInput{Joined(a), Joined(b), &trace_a(), &trace_b(),
+  return report::DiffReportInput{Joined(a, repeats, true), Joined(b, repeats, false), &trace_a(), &trace_b(),
                                  detection ? &*detection : nullptr, &diagnoses};
 }
 
@@ -72,10 +76,34 @@ StatusOr<MatchResult> MatchRuns(const SessionData& data, const MatchOptions& opt
   return MatchAcrossInputs(pairs, options);
 }
 
+StatusOr<std::vector<MatchResult>> MatchRepeats(const SessionData& data, const MatchOptions& options) {
+  std::vector<MatchResult> out;
+  for (const RepeatPair& p : data.repeats) {
+    MAGNETON_ASSIGN_OR_RETURN(MatchResult m,
+                              MatchTraces(p.a.trace, p.a.fingerprints, p.b.trace, p.b.fingerprints, options));
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
 StatusOr<detect::DetectResult> DetectRuns(const SessionData& data, const MatchResult& match,
+                                          const std::vector<MatchResult>& repeat_matches,
                                           const detect::Options& options) {
-  return detect::DetectFromMatch(data.trace_a(), data.a.front().fingerprints, data.energy_a, data.trace_b(),
-                                 data.b.front().fingerprints, data.energy_b, match, options);
+  MAGNETON_ASSIGN_OR_RETURN(detect::DetectResult first,
+                            detect::DetectFromMatch(data.trace_a(), data.a.front().fingerprints, data.energy_a,
+                                                    data.trace_b(), data.b.front().fingerprints, data.energy_b, match,
+                                                    options));
+  if (data.repeats.empty()) return first;
+  if (repeat_matches.size() != data.repeats.size()) return Internal("DetectRuns: one match per repeated pair");
+  std::vector<detect::DetectResult> others;
+  for (size_t k = 0; k < data.repeats.size(); ++k) {
+    const RepeatPair& p = data.repeats[k];
+    MAGNETON_ASSIGN_OR_RETURN(detect::DetectResult one,
+                              detect::DetectFromMatch(p.a.trace, p.a.fingerprints, p.energy_a, p.b.trace,
+                                                      p.b.fingerprints, p.energy_b, repeat_matches[k], options));
+    others.push_back(std::move(one));
+  }
+  return detect::CombineRuns(std::move(first), others, options);
 }
 
 }  // namespace analysis
@@ -100,6 +128,28 @@ StatusOr<std::unique_ptr<AnalysisSession>> AnalysisSession::Open(const std::vect
   return FromData(std::move(data));
 }
 
+StatusOr<std::unique_ptr<AnalysisSession>> AnalysisSession::OpenRuns(const std::vector<std::string>& runs_a,
+                                                                     const std::vector<std::string>& runs_b,
+                                                                     const AnalysisOptions& options) {
+  if (runs_a.empty() || runs_a.size() != runs_b.size()) {
+    return InvalidArgument("give the same number of recordings on each side (paired in order: A1 with B1, ...); got " +
+                           std::to_string(runs_a.size()) + " and " + std::to_string(runs_b.size()));
+  }
+  auto data = std::make_unique<analysis::SessionData>();
+  data->options = options;
+  for (size_t i = 0; i < runs_a.size(); ++i) {
+    MAGNETON_ASSIGN_OR_RETURN(analysis::LoadedRun a, analysis::Load(runs_a[i]));
+    MAGNETON_ASSIGN_OR_RETURN(analysis::LoadedRun b, analysis::Load(runs_b[i]));
+    if (i == 0) {
+      data->a.push_back(std::move(a));
+      data->b.push_back(std::move(b));
+    } else {
+      data->repeats.push_back({std::move(a), std::move(b), {}, {}});
+    }
+  }
+  return FromData(std::move(data));
+}
+
 StatusOr<std::unique_ptr<AnalysisSession>> AnalysisSession::FromData(std::unique_ptr<analysis::SessionData> data) {
   if (data->a.empty() || data->a.size() != data->b.size()) {
     return InvalidArgument("give the same number of traces on each side (one per model input)");
@@ -111,6 +161,14 @@ StatusOr<std::unique_ptr<AnalysisSession>> AnalysisSession::FromData(std::unique
                               analysis::ChooseDomain(data->trace_a(), data->trace_b(), data->options.domain));
     MAGNETON_ASSIGN_OR_RETURN(data->energy_a, energy::AttributeEnergy(data->trace_a(), data->domain));
     MAGNETON_ASSIGN_OR_RETURN(data->energy_b, energy::AttributeEnergy(data->trace_b(), data->domain));
+    for (analysis::RepeatPair& p : data->repeats) {
+      MAGNETON_ASSIGN_OR_RETURN(p.energy_a, energy::AttributeEnergy(p.a.trace, data->domain));
+      MAGNETON_ASSIGN_OR_RETURN(p.energy_b, energy::AttributeEnergy(p.b.trace, data->domain));
+      if (p.energy_a.provenance != data->energy_a.provenance || p.energy_b.provenance != data->energy_b.provenance) {
+        return FailedPrecondition("the repeated recordings " + p.a.path + " and " + p.b.path +
+                                  " were metered differently from the first pair; record every run on the same meter");
+      }
+    }
     return Status::Ok();
   }();
   return std::unique_ptr<AnalysisSession>(new AnalysisSession(std::move(data)));
@@ -129,13 +187,15 @@ void AnalysisSession::Say(const std::string& line) const {
 
 Status AnalysisSession::Match() {
   MAGNETON_ASSIGN_OR_RETURN(data_->match, analysis::MatchRuns(*data_, data_->match_options()));
+  MAGNETON_ASSIGN_OR_RETURN(data_->repeat_matches, analysis::MatchRepeats(*data_, data_->match_options()));
   return Status::Ok();
 }
 
 Status AnalysisSession::Diff() {
   MAGNETON_RETURN_IF_ERROR(data_->energy_status);
   if (!data_->match) MAGNETON_RETURN_IF_ERROR(Match());
-  MAGNETON_ASSIGN_OR_RETURN(data_->detection, analysis::DetectRuns(*data_, *data_->match, data_->detect_options()));
+  MAGNETON_ASSIGN_OR_RETURN(data_->detection, analysis::DetectRuns(*data_, *data_->match, data_->repeat_matches,
+                                                                     data_->detect_options()));
   data_->diagnoses = diagnose::Diagnose(data_->trace_a(), data_->trace_b(), *data_->detection);
   return Status::Ok();
 }

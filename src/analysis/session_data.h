@@ -24,6 +24,12 @@ struct LoadedRun {
   FingerprintMap fingerprints;
 };
 
+// A further recording of each side's program (OpenRuns), paired by index.
+struct RepeatPair {
+  LoadedRun a, b;
+  energy::Attribution energy_a, energy_b;
+};
+
 struct SessionData {
   AnalysisOptions options;
   // One run per model input on each side, in the same order; energy and
@@ -32,7 +38,11 @@ struct SessionData {
   std::string domain;  // chosen once (ChooseDomain); every step uses it
   energy::Attribution energy_a, energy_b;
   Status energy_status;  // why there is no domain or attribution, if so
+  // Recordings 2..N per side when the session compares repeated runs
+  // (`diff a1,a2 b1,b2`); detection combines them (detect::CombineRuns).
+  std::vector<RepeatPair> repeats;
   std::optional<MatchResult> match;
+  std::vector<MatchResult> repeat_matches;  // one per repeats entry, with match
   std::optional<detect::DetectResult> detection;
   std::vector<diagnose::Diagnosis> diagnoses;
 
@@ -47,7 +57,10 @@ struct SessionData {
 
 // The steps, on given options (eval sweeps them over one loaded session).
 StatusOr<MatchResult> MatchRuns(const SessionData& data, const MatchOptions& options);
+StatusOr<std::vector<MatchResult>> MatchRepeats(const SessionData& data, const MatchOptions& options);
+// Detection on the first pair, combined with the repeats' when there are.
 StatusOr<detect::DetectResult> DetectRuns(const SessionData& data, const MatchResult& match,
+                                          const std::vector<MatchResult>& repeat_matches,
                                           const detect::Options& options);
 
 }  // namespace magneton::analysis

@@ -19,9 +19,12 @@
 namespace magneton::detect {
 
 enum class RegionKind { kMatched, kOutsideOps, kUnmatched };
-enum class Verdict { kWaste, kTradeOff, kEqual };
+// kInconclusive: the point estimate would be waste or a trade-off, but its
+// confidence interval does not clear tau, or one recording per side cannot
+// tell the difference from the machine (docs/DIFF.md, "Uncertainty").
+enum class Verdict { kWaste, kTradeOff, kInconclusive, kEqual };
 const char* RegionKindName(RegionKind kind);  // "matched", "outside_ops", "unmatched"
-const char* VerdictName(Verdict verdict);     // "waste", "trade_off", "equal"
+const char* VerdictName(Verdict verdict);     // "waste", "trade_off", "inconclusive", "equal"
 
 struct SideCost {
   double energy_uj = 0;
@@ -50,6 +53,24 @@ struct RegionInstance {
   std::vector<PairRatio> pair_ratios;
 };
 
+// A two-sided confidence interval; known = false when there is nothing to
+// resample (one occurrence in one recording per side).
+struct Interval {
+  bool known = false;
+  double low = 0, high = 0;
+};
+
+// How sure a finding is (uncertainty.cc, docs/DIFF.md "Uncertainty").
+struct Uncertainty {
+  Interval ratio;      // on energy_ratio (A/B)
+  Interval saving_uj;  // on the costlier side's excess energy (costly - cheap)
+  std::string method;  // "bootstrap" (over units of one recording), "t" (over runs), "" (none)
+  std::string unit;    // "instances", "op pairs", "runs"
+  size_t units = 0;    // how many were resampled
+  size_t runs = 1;     // recordings per side the finding was seen in
+  size_t runs_given = 1;  // recordings per side the diff was given
+};
+
 struct Finding {
   RegionKind kind = RegionKind::kMatched;
   Verdict verdict = Verdict::kEqual;
@@ -62,7 +83,8 @@ struct Finding {
   double saving_uj = 0;     // |a - b|: what the costlier side could save by doing what the other does
   double share_of_total = 0;  // saving_uj / the costlier run's job energy (SideSummary::job_uj)
   bool outputs_agree = false;
-  std::string outputs_note;  // why they do or do not agree
+  std::string outputs_note;  // why they do or do not agree (and why the verdict is what it is)
+  std::string agreement_note;  // the first part of outputs_note: whether the outputs agree
   // Matched findings whose every instance is the same work on both sides:
   // the op pairs over all instances, how many of them carry its energy
   // (effective_pairs = (sum w)^2 / sum w^2 over pair energies w: 3 for three
@@ -75,6 +97,11 @@ struct Finding {
   size_t paired_ops = 0;
   double effective_pairs = 0;
   double typical_pair_ratio = 1;
+  // The verdict of the point estimate, before the uncertainty step; verdict
+  // is this or, where the interval does not clear tau, kInconclusive.
+  Verdict point_verdict = Verdict::kEqual;
+  Uncertainty uncertainty;
+  std::string uncertainty_note;  // why inconclusive, or what the interval rests on
 };
 
 struct Options {
@@ -94,6 +121,14 @@ struct Options {
   double min_same_work_share = 0.05;
   std::string domain;  // informational: the attributions given are in this domain
   MatchOptions match;
+  // Uncertainty (uncertainty.cc): the confidence of every interval, and the
+  // bootstrap's resample count (its seed is fixed: a report is reproducible).
+  double confidence = 0.95;
+  int bootstrap_resamples = 2000;
+  // Recorded settings (config snapshot, environment) that differ between the
+  // two sides, as "key: a -> b". With one recording per side, a same-work
+  // difference no setting explains cannot be told from the machine.
+  std::vector<std::string> differing_settings;
 };
 
 struct SideSummary {
@@ -115,8 +150,13 @@ struct DetectResult {
   Options options;
   SideSummary a, b;
   size_t matched_region_pairs = 0;
-  // Ranked: waste by saving_uj, then trade-offs by saving_uj, then equal.
+  // Ranked: waste by saving_uj, then trade-offs, inconclusive, equal.
   std::vector<Finding> findings;
+  size_t runs = 1;  // recordings per side combined (CombineRuns)
+  // The typical (energy-weighted median) A/B ratio of every same-work op
+  // pair: how much costlier one whole run is on work that is identical;
+  // 1 when there are none.
+  double run_wide_ratio = 1;
 };
 
 // The median of `values` (the mean of the middle two for an even count); 0
@@ -145,6 +185,28 @@ double EffectivePairs(const std::vector<PairRatio>& pairs);
 // Whether the exit-cut tensors hold the same values within `epsilon`.
 bool OutputsAgree(const std::vector<TensorPair>& outputs, const FingerprintMap& fa, const FingerprintMap& fb,
                   double epsilon, std::string* note);
+
+// The uncertainty step on one recording per side (called by
+// DetectFromMatch): an interval per finding by a paired bootstrap over its
+// instances (or over its op pairs when it occurs once), verdicts demoted to
+// inconclusive where the interval does not clear tau.
+void AssessOneRecording(DetectResult& result, const Options& options);
+// Several recordings per side, paired by index (A1 with B1, ...): the
+// reference's findings with energy averaged over the runs each is found in
+// and a t interval over the runs' log ratios (a run lacking the finding
+// counts as no difference). Re-ranks.
+DetectResult CombineRuns(DetectResult reference, const std::vector<DetectResult>& repeats, const Options& options);
+// A percentile bootstrap over paired units (a_k, b_k): intervals on
+// sum(a)/sum(b) and on sum(costly) - sum(cheap). Deterministic for a seed.
+void BootstrapRatio(const std::vector<std::pair<double, double>>& units, bool a_costly, const Options& options,
+                    uint64_t seed, Interval* ratio, Interval* saving);
+// The two-sided Student t quantile for `confidence` and `df` degrees of freedom.
+double StudentT(double confidence, size_t df);
+// The ranking of DetectResult::findings.
+void RankFindings(std::vector<Finding>& findings);
+// Re-derives a finding's verdict from its summed cost (Classify, min_share,
+// the same-work rule) into point_verdict and verdict.
+void ClassifyFinding(Finding& f, const DetectResult& r, const Options& options);
 
 // Detection on given attributions and match (the analysis session,
 // src/analysis/, attributes energy in its one domain and matches first).

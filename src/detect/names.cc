@@ -16,6 +16,7 @@ const char* VerdictName(Verdict verdict) {
   switch (verdict) {
     case Verdict::kWaste: return "waste";
     case Verdict::kTradeOff: return "trade_off";
+    case Verdict::kInconclusive: return "inconclusive";
     case Verdict::kEqual: return "equal";
   }
   return "?";

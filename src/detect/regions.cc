@@ -83,7 +83,7 @@ void CheckSameWork(Finding& f, const Options& options) {
   }
 }
 
-void Finish(Finding& f, const DetectResult& r, const Options& options) {
+void SumInstances(Finding& f) {
   f.a = {};
   f.b = {};
   for (const RegionInstance& in : f.instances) {
@@ -93,6 +93,18 @@ void Finish(Finding& f, const DetectResult& r, const Options& options) {
     f.b.energy_uj += in.b.energy_uj;
     f.b.time_ns += in.b.time_ns;
     f.b.issue_uj += in.b.issue_uj;
+  }
+}
+
+}  // namespace
+
+void ClassifyFinding(Finding& f, const DetectResult& r, const Options& options) {
+  // Classification appends its reasons to the agreement note; a second
+  // classification (CombineRuns) starts from the agreement note again.
+  if (f.agreement_note.empty()) {
+    f.agreement_note = f.outputs_note;
+  } else {
+    f.outputs_note = f.agreement_note;
   }
   f.energy_ratio = f.b.energy_uj > 0 ? f.a.energy_uj / f.b.energy_uj
                                      : (f.a.energy_uj > 0 ? std::numeric_limits<double>::infinity() : 1.0);
@@ -106,9 +118,15 @@ void Finish(Finding& f, const DetectResult& r, const Options& options) {
     f.outputs_note += "; saving below the min-share noise floor";
   }
   CheckSameWork(f, options);
+  f.point_verdict = f.verdict;
 }
 
-}  // namespace
+void RankFindings(std::vector<Finding>& findings) {
+  std::stable_sort(findings.begin(), findings.end(), [](const Finding& x, const Finding& y) {
+    if (x.verdict != y.verdict) return static_cast<int>(x.verdict) < static_cast<int>(y.verdict);
+    return x.saving_uj > y.saving_uj;
+  });
+}
 
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -195,11 +213,12 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
     r.findings.push_back(std::move(un));
   }
 
-  for (Finding& f : r.findings) Finish(f, r, options);
-  std::stable_sort(r.findings.begin(), r.findings.end(), [](const Finding& x, const Finding& y) {
-    if (x.verdict != y.verdict) return static_cast<int>(x.verdict) < static_cast<int>(y.verdict);
-    return x.saving_uj > y.saving_uj;
-  });
+  for (Finding& f : r.findings) {
+    SumInstances(f);
+    ClassifyFinding(f, r, options);
+  }
+  AssessOneRecording(r, options);
+  RankFindings(r.findings);
   return r;
 }
 

@@ -40,6 +40,8 @@ CaseResult EvaluateSession(const Expected& expected, const AnalysisSession& sess
     MatchOptions mo = data.match_options();
     mo.epsilon = eps;
     auto match = analysis::MatchRuns(data, mo);
+    auto repeat_matches = analysis::MatchRepeats(data, mo);
+    if (match.ok() && !repeat_matches.ok()) match = repeat_matches.status();
     for (double tau : options.taus) {
       r.settings.push_back({eps, tau});
       CaseScore score;
@@ -51,7 +53,7 @@ CaseResult EvaluateSession(const Expected& expected, const AnalysisSession& sess
         o.tau = tau;
         o.output_epsilon = eps;  // one tolerance for matching and for comparing region outputs
         o.match = mo;
-        auto det = analysis::DetectRuns(data, *match, o);
+        auto det = analysis::DetectRuns(data, *match, *repeat_matches, o);
         if (!det.ok()) {
           score.note = "detection failed: " + det.status().message();
         } else {

@@ -113,7 +113,12 @@ TEST_F(DetectRegions, OutsideOpsAndUnmatchedAreRegions) {
   // A idles much more while no op runs (and none is being issued).
   a_.energy.unattributed_uj = a_.energy.idle_in_job_uj = a_.energy.unclaimed_in_job_uj = 500;
   a_.energy.job_uj = a_.energy.total_uj = a_.energy.attributed_uj + 500;
-  auto r = DetectFromMatch(a_.trace, fa_, a_.energy, b_.trace, fb_, b_.energy, match_, {});
+  // Energy between ops is timing alone: with one recording per side it is a
+  // verdict only when a recorded setting differs that could explain it
+  // (OneSampleOfEnergyBetweenOpsIsInconclusive is the other half).
+  Options o;
+  o.differing_settings = {"env.OMP_WAIT_POLICY: PASSIVE -> ACTIVE"};
+  auto r = DetectFromMatch(a_.trace, fa_, a_.energy, b_.trace, fb_, b_.energy, match_, o);
   ASSERT_TRUE(r.ok());
   const Finding* outside = nullptr;
   const Finding* unmatched = nullptr;
@@ -131,6 +136,24 @@ TEST_F(DetectRegions, OutsideOpsAndUnmatchedAreRegions) {
   EXPECT_TRUE(unmatched->names_b.empty());
   EXPECT_DOUBLE_EQ(unmatched->a.energy_uj, 40);
   EXPECT_EQ(unmatched->verdict, Verdict::kWaste);  // only A does it, and every output still agrees
+}
+
+TEST_F(DetectRegions, OneSampleOfEnergyBetweenOpsIsInconclusive) {
+  a_.energy.unattributed_uj = a_.energy.idle_in_job_uj = a_.energy.unclaimed_in_job_uj = 500;
+  a_.energy.job_uj = a_.energy.total_uj = a_.energy.attributed_uj + 500;
+  auto r = DetectFromMatch(a_.trace, fa_, a_.energy, b_.trace, fb_, b_.energy, match_, {});
+  ASSERT_TRUE(r.ok());
+  const Finding* outside = nullptr;
+  for (const Finding& f : r->findings) {
+    if (f.kind == RegionKind::kOutsideOps) outside = &f;
+  }
+  ASSERT_NE(outside, nullptr);
+  EXPECT_EQ(outside->point_verdict, Verdict::kWaste);
+  EXPECT_EQ(outside->verdict, Verdict::kInconclusive);
+  EXPECT_FALSE(outside->uncertainty.ratio.known);
+  EXPECT_NE(outside->uncertainty_note.find("one sample per side"), std::string::npos) << outside->uncertainty_note;
+  // Ranked after the waste findings, before the equal ones.
+  EXPECT_EQ(r->findings[0].verdict, Verdict::kWaste);
 }
 
 TEST_F(DetectRegions, DisagreeingRepeatMakesTradeOff) {

@@ -56,7 +56,7 @@ Fingerprint Fp(float scale) {
 }
 
 // One region per op: op i on A with op i on B, outputs i + 1.
-const Finding& Top(const Side& a, const Side& b, StatusOr<DetectResult>* holder) {
+const Finding& Top(const Side& a, const Side& b, StatusOr<DetectResult>* holder, const Options& options = {}) {
   MatchResult match;
   FingerprintMap fa, fb;
   for (size_t i = 0; i < a.trace.ops.size(); ++i) {
@@ -67,7 +67,7 @@ const Finding& Top(const Side& a, const Side& b, StatusOr<DetectResult>* holder)
     fa[static_cast<int64_t>(i) + 1] = fb[static_cast<int64_t>(i) + 1] = Fp(1);
     match.regions.push_back(r);
   }
-  *holder = DetectFromMatch(a.trace, fa, a.energy, b.trace, fb, b.energy, match, {});
+  *holder = DetectFromMatch(a.trace, fa, a.energy, b.trace, fb, b.energy, match, options);
   EXPECT_TRUE(holder->ok());
   return (*holder)->findings.front();
 }
@@ -85,15 +85,39 @@ TEST(DetectSameWork, OneSlowOpAmongManyIsNoise) {
   EXPECT_NE(f.outputs_note.find("timing noise"), std::string::npos) << f.outputs_note;
 }
 
+// A recorded setting that differs (here a thread count) can explain a
+// slowdown of the same work; the verdict then rests on the interval.
+Options WithDifferingSetting() {
+  Options o;
+  o.differing_settings = {"torch.num_threads: 1 -> 2"};
+  return o;
+}
+
 TEST(DetectSameWork, EveryPairSlowerIsWaste) {
   Side a = MakeSide("aten::addmm", {130, 125, 135, 130});
   Side b = MakeSide("aten::addmm", {100, 100, 100, 100});
   StatusOr<DetectResult> r = Status::Ok();
-  const Finding& f = Top(a, b, &r);
+  const Finding& f = Top(a, b, &r, WithDifferingSetting());
   EXPECT_TRUE(f.same_work);
   EXPECT_NEAR(f.typical_pair_ratio, 1.3, 1e-9);
   EXPECT_EQ(f.verdict, Verdict::kWaste);
   EXPECT_EQ(f.wasteful_side, 'A');
+  ASSERT_TRUE(f.uncertainty.ratio.known);
+  EXPECT_EQ(f.uncertainty.unit, "instances");
+  EXPECT_GT(f.uncertainty.ratio.low, 1.1);
+}
+
+TEST(DetectSameWork, EveryPairSlowerWithNothingToExplainItIsInconclusive) {
+  // The same, but no recorded setting differs and the region is the whole
+  // run: one recording per side cannot tell this from a slower machine.
+  Side a = MakeSide("aten::addmm", {130, 125, 135, 130});
+  Side b = MakeSide("aten::addmm", {100, 100, 100, 100});
+  StatusOr<DetectResult> r = Status::Ok();
+  const Finding& f = Top(a, b, &r);
+  EXPECT_EQ(f.point_verdict, Verdict::kWaste);
+  EXPECT_EQ(f.verdict, Verdict::kInconclusive);
+  EXPECT_NE(f.uncertainty_note.find("run-wide"), std::string::npos) << f.uncertainty_note;
+  EXPECT_NE(f.uncertainty_note.find("compare -n"), std::string::npos) << f.uncertainty_note;
 }
 
 TEST(DetectSameWork, TooFewPairsIsNotEvidence) {
@@ -150,7 +174,7 @@ TEST(DetectSameWork, IssueTimeCountsInTheRegion) {
   Side b = MakeSide("aten::addmm", {100, 100, 100, 100});
   for (auto& op : a.energy.ops) op.issue_uj = 60;
   StatusOr<DetectResult> r = Status::Ok();
-  const Finding& f = Top(a, b, &r);
+  const Finding& f = Top(a, b, &r, WithDifferingSetting());
   EXPECT_DOUBLE_EQ(f.a.energy_uj, 640);
   EXPECT_DOUBLE_EQ(f.a.issue_uj, 240);
   EXPECT_NEAR(f.typical_pair_ratio, 1.6, 1e-9);

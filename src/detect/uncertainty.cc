@@ -1,0 +1,337 @@
+// Uncertainty on every finding (docs/DIFF.md, "Uncertainty"). A verdict is a
+// claim about the code only when the difference is larger than what the
+// machine does to the same code: energy on a shared VM moves by 1.5-2x from
+// one run to the next, and whole runs slow down together.
+//
+// One recording per side: the repeated occurrences of a region inside the run
+// (layers, decode steps, iterations) are the replication, resampled by a
+// paired percentile bootstrap; a region seen once is resampled over its op
+// pairs when both sides run the same ops. What that cannot see is a run-wide
+// slowdown: it shifts every occurrence alike. So a difference whose only
+// evidence is timing (the same work on both sides, or energy between ops) is
+// inconclusive when the rest of the same run is as much slower (or there is
+// no rest to compare with), unless a recorded setting differs that could
+// explain it.
+//
+// Several recordings per side: the runs are the replication. The interval is
+// a Student t interval over the runs' log ratios (paired A_k with B_k, which
+// interleaved recording makes share the machine's state).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "detect/detect.h"
+
+namespace magneton::detect {
+namespace {
+
+constexpr char kMoreRuns[] =
+    "record more runs per side (`magneton compare -n 3 -- CMD_A -- CMD_B`, or `magneton diff a1,a2,a3 b1,b2,b3`)";
+
+uint64_t SeedOf(const Finding& f) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a: the same finding resamples the same way in every report
+  auto mix = [&h](const std::string& s) {
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    h = (h ^ 0x1f) * 1099511628211ull;
+  };
+  mix(RegionKindName(f.kind));
+  for (const std::string& n : f.names_a) mix(n);
+  mix(">");
+  for (const std::string& n : f.names_b) mix(n);
+  return h;
+}
+
+std::string KeyOf(const Finding& f) {
+  std::string key = RegionKindName(f.kind);
+  for (const std::string& n : f.names_a) key += '\x1f' + n;
+  key += '\x1e';
+  for (const std::string& n : f.names_b) key += '\x1f' + n;
+  return key;
+}
+
+// The paired units of one recording: instances, or op pairs of a same-work
+// region that occurs once.
+std::vector<std::pair<double, double>> UnitsOf(const Finding& f, std::string* unit) {
+  std::vector<std::pair<double, double>> units;
+  if (f.instances.size() >= 2) {
+    *unit = "instances";
+    for (const RegionInstance& in : f.instances) units.emplace_back(in.a.energy_uj, in.b.energy_uj);
+    return units;
+  }
+  if (f.same_work && f.instances.size() == 1 && f.instances.front().pair_ratios.size() >= 2) {
+    *unit = "op pairs";
+    for (const PairRatio& p : f.instances.front().pair_ratios) {
+      const double costly = p.energy_uj * std::exp(std::fabs(p.log_ratio));
+      units.emplace_back(p.log_ratio >= 0 ? costly : p.energy_uj, p.log_ratio >= 0 ? p.energy_uj : costly);
+    }
+  }
+  return units;
+}
+
+// The costlier side's ratio that the interval guarantees (its lower bound).
+double CostlyRatioBound(const Finding& f) {
+  const Interval& r = f.uncertainty.ratio;
+  if (f.wasteful_side == 'B') return r.high > 0 ? 1 / r.high : std::numeric_limits<double>::infinity();
+  return r.low;
+}
+
+std::string Percent(double ratio) { return fmt::format("{:+.1f}%", 100 * (ratio - 1)); }
+
+void Demote(Finding& f, std::string why) {
+  f.verdict = Verdict::kInconclusive;
+  f.uncertainty_note = std::move(why);
+}
+
+// An interval that does not clear tau on the costlier side demotes.
+bool DemoteIfStraddles(Finding& f, const Options& options) {
+  if (!f.uncertainty.ratio.known || f.point_verdict == Verdict::kEqual) return false;
+  const double bound = CostlyRatioBound(f);
+  if (bound > 1 + options.tau) return false;
+  Demote(f, fmt::format("the {:.0f}% interval of the ratio, [{:.3g}, {:.3g}] ({} over {} {}), reaches {} on the "
+                        "costlier side, within tau ({:.0f}%): {}",
+                        100 * options.confidence, f.uncertainty.ratio.low, f.uncertainty.ratio.high,
+                        f.uncertainty.method, f.uncertainty.units, f.uncertainty.unit, Percent(bound),
+                        100 * options.tau, kMoreRuns));
+  return true;
+}
+
+double RunWideRatio(const DetectResult& r) {
+  std::vector<PairRatio> pairs;
+  for (const Finding& f : r.findings) {
+    if (!f.same_work) continue;
+    for (const RegionInstance& in : f.instances) pairs.insert(pairs.end(), in.pair_ratios.begin(), in.pair_ratios.end());
+  }
+  return pairs.empty() ? 1.0 : std::exp(WeightedMedianLogRatio(std::move(pairs)));
+}
+
+// The typical A/B ratio of the same-work op pairs outside `f`; known only
+// when enough pairs carry it.
+Interval RestOfRun(const DetectResult& r, const Finding& f, const Options& options) {
+  std::vector<PairRatio> pairs;
+  for (const Finding& g : r.findings) {
+    if (!g.same_work || &g == &f) continue;
+    for (const RegionInstance& in : g.instances) pairs.insert(pairs.end(), in.pair_ratios.begin(), in.pair_ratios.end());
+  }
+  Interval out;
+  if (EffectivePairs(pairs) + 1e-9 < static_cast<double>(options.min_same_work_pairs)) return out;
+  out.known = true;
+  out.low = out.high = std::exp(WeightedMedianLogRatio(std::move(pairs)));
+  return out;
+}
+
+// Why a timing-only finding of one recording per side, with no differing
+// setting, cannot be told from the machine; "" when it can (its region is
+// costlier beyond what the rest of the same run shows).
+std::string RunWideReason(const DetectResult& r, const Finding& f, const Options& options) {
+  if (f.kind == RegionKind::kOutsideOps) {
+    return "energy while no op ran, one sample per side and no recorded setting differs: it cannot be told from the "
+           "machine";
+  }
+  const Interval rest = RestOfRun(r, f, options);
+  if (!rest.known) {
+    return "the same work on both sides, one recording per side, no recorded setting differs and the rest of the run "
+           "has too little same work to compare with: the difference cannot be told from a run-wide slowdown";
+  }
+  // Ratios in the costlier side's direction.
+  const double region = f.wasteful_side == 'B' ? 1 / f.typical_pair_ratio : f.typical_pair_ratio;
+  const double run = f.wasteful_side == 'B' ? 1 / rest.low : rest.low;
+  if (region <= run * (1 + options.tau)) {
+    return fmt::format("the same work on both sides differs by {} here and by {} on the rest of the run (typical "
+                       "op pair): a run-wide slowdown, and no recorded setting differs to explain it",
+                       Percent(region), Percent(run));
+  }
+  return "";
+}
+
+double Mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / static_cast<double>(v.size());
+}
+
+// mean +- t * sd / sqrt(n).
+Interval TInterval(const std::vector<double>& v, double confidence) {
+  Interval out;
+  if (v.size() < 2) return out;
+  const double m = Mean(v);
+  double ss = 0;
+  for (double x : v) ss += (x - m) * (x - m);
+  const double sd = std::sqrt(ss / static_cast<double>(v.size() - 1));
+  const double half = StudentT(confidence, v.size() - 1) * sd / std::sqrt(static_cast<double>(v.size()));
+  out.known = true;
+  out.low = m - half;
+  out.high = m + half;
+  return out;
+}
+
+// ln(a / b), finite: a side that spent nothing counts as a millionth of the other.
+double LogRatio(double a_uj, double b_uj) {
+  constexpr double kCap = 13.8;  // ln(1e6)
+  if (a_uj <= 0 && b_uj <= 0) return 0;
+  if (b_uj <= 0) return kCap;
+  if (a_uj <= 0) return -kCap;
+  return std::clamp(std::log(a_uj / b_uj), -kCap, kCap);
+}
+
+}  // namespace
+
+double StudentT(double confidence, size_t df) {
+  // Two-sided quantiles t_{(1+c)/2, df}: 95% for df 1..30, beyond that the normal's.
+  static const double k95[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                               2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+                               2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
+  static const double k90[] = {6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812,
+                               1.796, 1.782, 1.771, 1.761, 1.753, 1.746, 1.740, 1.734, 1.729, 1.725,
+                               1.721, 1.717, 1.714, 1.711, 1.708, 1.706, 1.703, 1.701, 1.699, 1.697};
+  if (df == 0) return std::numeric_limits<double>::infinity();
+  const bool ninety = confidence < 0.925;  // the two levels offered; others round to the nearer
+  if (df <= 30) return ninety ? k90[df - 1] : k95[df - 1];
+  return ninety ? 1.645 : 1.960;
+}
+
+void BootstrapRatio(const std::vector<std::pair<double, double>>& units, bool a_costly, const Options& options,
+                    uint64_t seed, Interval* ratio, Interval* saving) {
+  *ratio = {};
+  *saving = {};
+  if (units.size() < 2) return;
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<size_t> pick(0, units.size() - 1);
+  const int resamples = std::max(100, options.bootstrap_resamples);
+  std::vector<double> ratios, savings;
+  ratios.reserve(static_cast<size_t>(resamples));
+  savings.reserve(static_cast<size_t>(resamples));
+  for (int k = 0; k < resamples; ++k) {
+    double sa = 0, sb = 0;
+    for (size_t i = 0; i < units.size(); ++i) {
+      const auto& u = units[pick(rng)];
+      sa += u.first;
+      sb += u.second;
+    }
+    ratios.push_back(sb > 0 ? sa / sb : (sa > 0 ? std::numeric_limits<double>::infinity() : 1.0));
+    savings.push_back(a_costly ? sa - sb : sb - sa);
+  }
+  std::sort(ratios.begin(), ratios.end());
+  std::sort(savings.begin(), savings.end());
+  const double tail = (1 - options.confidence) / 2;
+  auto at = [&](const std::vector<double>& v, double q) {
+    const size_t i = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
+    return v[i];
+  };
+  *ratio = {true, at(ratios, tail), at(ratios, 1 - tail)};
+  *saving = {true, at(savings, tail), at(savings, 1 - tail)};
+}
+
+void AssessOneRecording(DetectResult& r, const Options& options) {
+  r.run_wide_ratio = RunWideRatio(r);
+  for (Finding& f : r.findings) {
+    f.uncertainty = {};
+    f.uncertainty_note.clear();
+    std::vector<std::pair<double, double>> units = UnitsOf(f, &f.uncertainty.unit);
+    if (units.size() >= 2) {
+      f.uncertainty.method = "bootstrap";
+      f.uncertainty.units = units.size();
+      BootstrapRatio(units, f.wasteful_side != 'B', options, SeedOf(f), &f.uncertainty.ratio,
+                     &f.uncertainty.saving_uj);
+    } else {
+      f.uncertainty.unit.clear();
+    }
+    if (f.point_verdict == Verdict::kEqual) continue;
+    // Same ops on the same shapes, or no op at all: timing is the only
+    // evidence, and a run-wide slowdown moves it as much as code would.
+    const bool timing_only = f.kind == RegionKind::kOutsideOps || f.same_work;
+    if (timing_only && options.differing_settings.empty()) {
+      std::string why = RunWideReason(r, f, options);
+      if (!why.empty()) {
+        Demote(f, why + "; " + kMoreRuns);
+        continue;
+      }
+    }
+    if (DemoteIfStraddles(f, options)) continue;
+    if (!f.uncertainty.ratio.known && f.kind != RegionKind::kOutsideOps) {
+      f.uncertainty_note = "no interval: the region occurs once and the two sides run different ops";
+    } else if (timing_only && !options.differing_settings.empty()) {
+      std::string settings;
+      for (size_t i = 0; i < options.differing_settings.size() && i < 3; ++i) {
+        settings += (i ? "; " : "") + options.differing_settings[i];
+      }
+      f.uncertainty_note = "timing is the only evidence; recorded settings differ and may explain it (" + settings +
+                           ")";
+    }
+  }
+}
+
+DetectResult CombineRuns(DetectResult r, const std::vector<DetectResult>& repeats, const Options& options) {
+  const size_t n = 1 + repeats.size();
+  r.runs = n;
+  std::vector<std::map<std::string, const Finding*>> by_key(repeats.size());
+  for (size_t k = 0; k < repeats.size(); ++k) {
+    for (const Finding& g : repeats[k].findings) by_key[k].emplace(KeyOf(g), &g);
+  }
+  // The job energies every share is taken of: the mean over runs.
+  std::vector<double> job_a{r.a.job_uj}, job_b{r.b.job_uj};
+  for (const DetectResult& rep : repeats) {
+    job_a.push_back(rep.a.job_uj);
+    job_b.push_back(rep.b.job_uj);
+  }
+  r.a.job_uj = Mean(job_a);
+  r.b.job_uj = Mean(job_b);
+  std::vector<double> run_wide{std::log(r.run_wide_ratio)};
+  for (const DetectResult& rep : repeats) run_wide.push_back(std::log(rep.run_wide_ratio));
+  r.run_wide_ratio = std::exp(Mean(run_wide));
+
+  for (Finding& f : r.findings) {
+    std::vector<SideCost> ca{f.a}, cb{f.b};
+    std::vector<double> logs{LogRatio(f.a.energy_uj, f.b.energy_uj)};
+    std::vector<double> excess{f.a.energy_uj - f.b.energy_uj};
+    const std::string key = KeyOf(f);
+    for (size_t k = 0; k < repeats.size(); ++k) {
+      auto it = by_key[k].find(key);
+      if (it == by_key[k].end()) {
+        // Not found in this run's matching: no difference measured there.
+        logs.push_back(0);
+        excess.push_back(0);
+        continue;
+      }
+      ca.push_back(it->second->a);
+      cb.push_back(it->second->b);
+      logs.push_back(LogRatio(it->second->a.energy_uj, it->second->b.energy_uj));
+      excess.push_back(it->second->a.energy_uj - it->second->b.energy_uj);
+    }
+    auto mean_cost = [](const std::vector<SideCost>& v) {
+      SideCost m;
+      for (const SideCost& c : v) {
+        m.energy_uj += c.energy_uj / static_cast<double>(v.size());
+        m.issue_uj += c.issue_uj / static_cast<double>(v.size());
+        m.time_ns += c.time_ns / static_cast<int64_t>(v.size());
+      }
+      return m;
+    };
+    f.a = mean_cost(ca);
+    f.b = mean_cost(cb);
+    ClassifyFinding(f, r, options);
+    f.uncertainty = {};
+    f.uncertainty_note.clear();
+    f.uncertainty.runs = ca.size();
+    f.uncertainty.runs_given = n;
+    f.uncertainty.method = "t";
+    f.uncertainty.unit = "runs";
+    f.uncertainty.units = n;
+    const Interval log_interval = TInterval(logs, options.confidence);
+    f.uncertainty.ratio = {log_interval.known, std::exp(log_interval.low), std::exp(log_interval.high)};
+    const bool a_costly = f.wasteful_side != 'B';
+    for (double& e : excess) e = a_costly ? e : -e;
+    f.uncertainty.saving_uj = TInterval(excess, options.confidence);
+    if (f.point_verdict == Verdict::kEqual) continue;
+    if (DemoteIfStraddles(f, options)) {
+      if (ca.size() < n) f.uncertainty_note += fmt::format(" (found in {} of {} runs)", ca.size(), n);
+    }
+  }
+  RankFindings(r.findings);
+  return r;
+}
+
+}  // namespace magneton::detect

@@ -1,0 +1,203 @@
+// The uncertainty step (src/detect/uncertainty.cc): intervals from the
+// occurrences inside one recording and from repeated recordings, and the
+// verdicts they allow: waste only when the interval clears tau, a run-wide
+// slowdown of the same work is the machine's unless a setting differs.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "detect/detect.h"
+#include "synthetic_trace.h"
+
+namespace magneton::detect {
+namespace {
+
+// Two-op regions repeated `energies.size()` times: region k runs op names
+// {name_k, name_k} on both sides (same work), costing energies[k] per op.
+struct Side {
+  Trace trace;
+  energy::Attribution energy;
+};
+
+Side MakeSide(const std::vector<std::string>& names, const std::vector<double>& energies_uj) {
+  Side s;
+  TensorMeta input;
+  input.id = 0;
+  input.shape = {4, 8};
+  input.dtype = "float32";
+  s.trace.tensors.push_back(input);
+  for (size_t i = 0; i < names.size(); ++i) {
+    s.trace.strings.push_back(names[i]);
+    OpEvent op;
+    op.id = static_cast<int64_t>(i);
+    op.name_id = static_cast<int64_t>(i);
+    op.start_ns = static_cast<int64_t>(i) * 1000;
+    op.end_ns = op.start_ns + 1000;
+    s.trace.ops.push_back(op);
+    TensorMeta out = input;
+    out.id = static_cast<int64_t>(i) + 1;
+    out.producer_op_id = op.id;
+    s.trace.tensors.push_back(out);
+    s.trace.op_tensors.push_back({op.id, TensorRole::kInput, 0, 0});
+    s.trace.op_tensors.push_back({op.id, TensorRole::kOutput, 0, out.id});
+    s.energy.ops.push_back({op.id, energies_uj[i], energies_uj[i], 1000});
+    s.energy.attributed_uj += energies_uj[i];
+  }
+  s.energy.domain = "cpu-estimate";
+  s.energy.ops_end_ns = s.energy.window_end_ns = static_cast<int64_t>(names.size()) * 1000;
+  s.energy.total_uj = s.energy.job_uj = s.energy.attributed_uj;
+  return s;
+}
+
+Fingerprint Fp() {
+  std::vector<float> v(16);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i + 1);
+  return testing::FingerprintOf(v, {4, 4});
+}
+
+// Op i of A with op i of B, one region per op.
+StatusOr<DetectResult> Detect(const Side& a, const Side& b, const Options& options = {}) {
+  MatchResult match;
+  FingerprintMap fa, fb;
+  for (size_t i = 0; i < a.trace.ops.size(); ++i) {
+    RegionPair r;
+    r.ops_a = r.ops_b = {static_cast<int64_t>(i)};
+    r.outputs.push_back({static_cast<int64_t>(i) + 1, static_cast<int64_t>(i) + 1});
+    fa[static_cast<int64_t>(i) + 1] = fb[static_cast<int64_t>(i) + 1] = Fp();
+    match.regions.push_back(r);
+  }
+  return DetectFromMatch(a.trace, fa, a.energy, b.trace, fb, b.energy, match, options);
+}
+
+const Finding* Named(const DetectResult& r, const std::string& name) {
+  for (const Finding& f : r.findings) {
+    if (!f.names_a.empty() && f.names_a.front() == name) return &f;
+  }
+  return nullptr;
+}
+
+// Eight "matmul" ops and eight "softmax" ops on each side.
+std::vector<std::string> Names() {
+  std::vector<std::string> names(8, "aten::matmul");
+  names.insert(names.end(), 8, "aten::softmax");
+  return names;
+}
+
+std::vector<double> Costs(double matmul_uj, double softmax_uj) {
+  std::vector<double> v(8, matmul_uj);
+  v.insert(v.end(), 8, softmax_uj);
+  return v;
+}
+
+TEST(DetectUncertainty, AWholeRunSlowerOnTheSameWorkIsTheMachine) {
+  // Every op 50% dearer on A: the signature of a slower run, not of code.
+  auto r = Detect(MakeSide(Names(), Costs(150, 75)), MakeSide(Names(), Costs(100, 50)));
+  ASSERT_TRUE(r.ok());
+  EXPECT_NEAR(r->run_wide_ratio, 1.5, 1e-9);
+  for (const Finding& f : r->findings) {
+    EXPECT_NE(f.verdict, Verdict::kWaste) << f.names_a.front();
+    if (f.kind != RegionKind::kMatched) continue;
+    EXPECT_EQ(f.point_verdict, Verdict::kWaste);
+    EXPECT_EQ(f.verdict, Verdict::kInconclusive);
+    EXPECT_NE(f.uncertainty_note.find("run-wide slowdown"), std::string::npos) << f.uncertainty_note;
+  }
+}
+
+TEST(DetectUncertainty, OneRegionSlowerThanTheRestOfItsRunIsWaste) {
+  // The twin: softmax costs the same, matmul 50% more. Region-specific.
+  auto r = Detect(MakeSide(Names(), Costs(150, 50)), MakeSide(Names(), Costs(100, 50)));
+  ASSERT_TRUE(r.ok());
+  const Finding* matmul = Named(*r, "aten::matmul");
+  ASSERT_NE(matmul, nullptr);
+  EXPECT_EQ(matmul->verdict, Verdict::kWaste) << matmul->uncertainty_note;
+  ASSERT_TRUE(matmul->uncertainty.ratio.known);
+  EXPECT_EQ(matmul->uncertainty.method, "bootstrap");
+  EXPECT_EQ(matmul->uncertainty.units, 8u);
+  EXPECT_NEAR(matmul->uncertainty.ratio.low, 1.5, 1e-9);  // eight identical instances: no spread
+  EXPECT_NEAR(matmul->uncertainty.saving_uj.low, 400, 1e-9);
+}
+
+TEST(DetectUncertainty, ARunWideSlowdownASettingExplainsIsWaste) {
+  Options o;
+  o.differing_settings = {"torch.num_threads: 1 -> 2"};
+  auto r = Detect(MakeSide(Names(), Costs(150, 75)), MakeSide(Names(), Costs(100, 50)), o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->findings.front().verdict, Verdict::kWaste);
+  EXPECT_NE(r->findings.front().uncertainty_note.find("torch.num_threads"), std::string::npos);
+}
+
+TEST(DetectUncertainty, AnIntervalThatStraddlesTauIsInconclusive) {
+  // The instances disagree: two cost 4x, six cost the same. The point
+  // estimate (1.75x) is beyond tau, the interval reaches below it.
+  std::vector<std::string> names(8, "aten::conv2d");
+  Side a = MakeSide(names, {400, 400, 100, 100, 100, 100, 100, 100});
+  Side b = MakeSide(names, std::vector<double>(8, 100));
+  // Not the same work (B reads taller inputs), so the verdict rests on the sums.
+  for (TensorMeta& t : b.trace.tensors) t.shape = {8, 8};
+  auto r = Detect(a, b);
+  ASSERT_TRUE(r.ok());
+  const Finding* conv = Named(*r, "aten::conv2d");
+  ASSERT_NE(conv, nullptr);
+  EXPECT_FALSE(conv->same_work);
+  EXPECT_EQ(conv->point_verdict, Verdict::kWaste);
+  EXPECT_EQ(conv->verdict, Verdict::kInconclusive);
+  EXPECT_LT(conv->uncertainty.ratio.low, 1.1);
+  EXPECT_NE(conv->uncertainty_note.find("interval"), std::string::npos) << conv->uncertainty_note;
+}
+
+TEST(DetectUncertainty, TheBootstrapIsReproducible) {
+  std::vector<std::pair<double, double>> units = {{1, 1}, {2, 1}, {3, 1}, {1, 2}, {5, 1}};
+  Interval r1, s1, r2, s2;
+  BootstrapRatio(units, true, {}, 42, &r1, &s1);
+  BootstrapRatio(units, true, {}, 42, &r2, &s2);
+  ASSERT_TRUE(r1.known);
+  EXPECT_EQ(r1.low, r2.low);
+  EXPECT_EQ(r1.high, r2.high);
+  EXPECT_LT(r1.low, 12.0 / 6.0);  // the point ratio lies inside
+  EXPECT_GT(r1.high, 12.0 / 6.0);
+}
+
+TEST(DetectUncertainty, StudentQuantiles) {
+  EXPECT_NEAR(StudentT(0.95, 2), 4.303, 1e-9);
+  EXPECT_NEAR(StudentT(0.95, 1000), 1.960, 1e-9);
+  EXPECT_NEAR(StudentT(0.90, 4), 2.132, 1e-9);
+}
+
+// Repeated recordings: the same reference finding in each run.
+DetectResult OneRun(double matmul_a_uj, double matmul_b_uj, const Options& o = {}) {
+  auto r = Detect(MakeSide(Names(), Costs(matmul_a_uj, 50)), MakeSide(Names(), Costs(matmul_b_uj, 50)), o);
+  EXPECT_TRUE(r.ok());
+  return *r;
+}
+
+TEST(DetectUncertainty, RunsThatAgreeAreWaste) {
+  DetectResult combined = CombineRuns(OneRun(200, 100), {OneRun(190, 100), OneRun(210, 100)}, {});
+  EXPECT_EQ(combined.runs, 3u);
+  const Finding* matmul = Named(combined, "aten::matmul");
+  ASSERT_NE(matmul, nullptr);
+  EXPECT_EQ(matmul->verdict, Verdict::kWaste);
+  EXPECT_EQ(matmul->uncertainty.method, "t");
+  EXPECT_EQ(matmul->uncertainty.unit, "runs");
+  EXPECT_EQ(matmul->uncertainty.runs, 3u);
+  EXPECT_NEAR(matmul->a.energy_uj, 1600, 1e-9);  // the mean over the runs
+  EXPECT_GT(matmul->uncertainty.ratio.low, 1.5);
+  EXPECT_LT(matmul->uncertainty.ratio.high, 2.5);
+}
+
+TEST(DetectUncertainty, RunsThatDisagreeAreInconclusive) {
+  // One run says 2x, the others say nothing: the t interval straddles tau.
+  Options o;
+  o.differing_settings = {"x: 1 -> 2"};  // so that run 1 alone would be waste
+  DetectResult first = OneRun(200, 100, o);
+  ASSERT_EQ(Named(first, "aten::matmul")->verdict, Verdict::kWaste);
+  DetectResult combined = CombineRuns(std::move(first), {OneRun(100, 100, o), OneRun(105, 100, o)}, o);
+  const Finding* matmul = Named(combined, "aten::matmul");
+  ASSERT_NE(matmul, nullptr);
+  EXPECT_EQ(matmul->point_verdict, Verdict::kWaste);
+  EXPECT_EQ(matmul->verdict, Verdict::kInconclusive);
+  EXPECT_LT(matmul->uncertainty.ratio.low, 1.0);
+}
+
+}  // namespace
+}  // namespace magneton::detect
