@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cli/command.h"
+#include "cli/path_list.h"
 #include "cli/text_file.h"
 #include "magneton/analysis.h"
 #include "runner/process_runner.h"
@@ -15,8 +16,11 @@ class DiffCommand : public Command {
  public:
   CLI::App* Register(CLI::App& app) override {
     auto* sub = app.add_subcommand("diff", "Flag regions where one run wastes energy, and diagnose why");
-    sub->add_option("a", path_a_, "First trace (recorded with --values)")->required();
-    sub->add_option("b", path_b_, "Second trace (recorded with --values)")->required();
+    sub->add_option("a", path_a_,
+                    "First side's trace (recorded with --values); several recordings of it comma-separated "
+                    "(a1,a2,a3) give every finding an interval over the runs")
+        ->required();
+    sub->add_option("b", path_b_, "Second side's trace(s), as many as the first, paired in order")->required();
     sub->add_option("--tau", options_.tau, "Relative energy difference that counts")
         ->default_val(0.10)
         ->check(CLI::NonNegativeNumber);
@@ -50,7 +54,7 @@ class DiffCommand : public Command {
   }
 
   int Run() override {
-    auto session = AnalysisSession::Open({path_a_}, {path_b_}, options_);
+    auto session = AnalysisSession::OpenRuns(SplitCommas(path_a_), SplitCommas(path_b_), options_);
     if (!session.ok()) return Fail(session.status().message());
     // What --confirm re-runs is part of its result (stdout); the rest is
     // progress (stderr).

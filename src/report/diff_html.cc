@@ -35,7 +35,7 @@ body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d1d1f;max-width:120
 h1{font-size:20px}h2{font-size:16px;margin-top:28px}
 table{border-collapse:collapse;width:100%}td,th{padding:4px 8px;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
 th{background:#f4f4f6}.num{text-align:right;font-variant-numeric:tabular-nums}
-.waste{color:#b3261e;font-weight:600}.trade_off{color:#8a5a00;font-weight:600}.equal{color:#666}
+.waste{color:#b3261e;font-weight:600}.trade_off{color:#8a5a00;font-weight:600}.equal{color:#666}.inconclusive{color:#3b5b8a;font-weight:600}.interval{color:#444}
 .prov{display:inline-block;padding:1px 6px;border-radius:4px;background:#fff3cd;font-size:12px}
 .measured{background:#d1f0d8}
 .bar{height:12px;background:#4a78c2;display:inline-block;vertical-align:middle}.bar.b{background:#c2704a}
@@ -89,28 +89,32 @@ std::string RenderDiffHtml(const DiffReportInput& in) {
       "(whole run {})</p>",
       Esc(in.path_a), r.a.op_count, energy(r.a.job_uj), magneton::FormatDuration(r.a.job_ns), energy(r.a.total_uj),
       Esc(in.path_b), r.b.op_count, energy(r.b.job_uj), magneton::FormatDuration(r.b.job_ns), energy(r.b.total_uj));
-  h += fmt::format("<p>Energy domain <code>{}</code>: {} {}. τ = {:g}; {} matched region pair(s); waste that could be "
+  h += fmt::format("<p>Energy domain <code>{}</code>: {} {}. τ = {:g}; {} recording(s) per side; {} matched region pair(s); waste that could be "
                    "saved: <b>{}</b>.</p>",
                    Esc(r.domain), prov,
                    p == Provenance::kMeasured ? "" : "(no hardware counter here: a model of CPU time, not measured joules)",
-                   r.options.tau, r.matched_region_pairs, energy(WasteSavingUj(r)));
+                   r.options.tau, r.runs, r.matched_region_pairs, energy(WasteSavingUj(r)));
 
   double max_uj = 0;
   for (const Finding& f : r.findings) max_uj = std::max({max_uj, f.a.energy_uj, f.b.energy_uj});
   h += "<h2>Summary</h2><table><tr><th>#</th><th>verdict</th><th>region</th><th class=\"num\">reps</th>"
-       "<th>A energy</th><th>B energy</th><th class=\"num\">A/B</th><th>could save</th><th class=\"num\">share</th></tr>";
+       "<th>A energy</th><th>B energy</th><th class=\"num\">A/B [interval]</th><th>could save</th>"
+       "<th class=\"num\">share</th></tr>";
   for (size_t i = 0; i < r.findings.size(); ++i) {
     const Finding& f = r.findings[i];
     std::string region = f.kind == detect::RegionKind::kMatched ? (f.names_a.empty() ? "?" : f.names_a.front())
                                                                 : detect::RegionKindName(f.kind);
     h += fmt::format(
         "<tr><td class=\"num\"><a href=\"#f{}\">{}</a></td><td class=\"{}\">{}</td><td><code>{}</code>{}</td>"
-        "<td class=\"num\">{}</td><td>{} {}</td><td>{} {}</td><td class=\"num\">{:.2f}</td><td>{}: {}</td>"
+        "<td class=\"num\">{}</td><td>{} {}</td><td>{} {}</td><td class=\"num\">{:.2f} {}</td><td>{}: {}</td>"
         "<td class=\"num\">{:.1f}%</td></tr>",
         i + 1, i + 1, detect::VerdictName(f.verdict), detect::VerdictName(f.verdict), Esc(region),
         f.names_a.size() > 1 ? fmt::format(" … ({} ops)", f.names_a.size()) : "", f.instances.size(),
         Bar(f.a.energy_uj, max_uj, false), energy(f.a.energy_uj), Bar(f.b.energy_uj, max_uj, true),
-        energy(f.b.energy_uj), f.energy_ratio, f.wasteful_side ? std::string(1, f.wasteful_side) : "-",
+        energy(f.b.energy_uj), f.energy_ratio,
+        f.uncertainty.ratio.known ? fmt::format("[{:.2f}, {:.2f}]", f.uncertainty.ratio.low, f.uncertainty.ratio.high)
+                                  : std::string("[n/a]"),
+        f.wasteful_side ? std::string(1, f.wasteful_side) : "-",
         energy(f.saving_uj), 100 * f.share_of_total);
   }
   h += "</table><h2>Findings</h2>";
@@ -124,6 +128,12 @@ std::string RenderDiffHtml(const DiffReportInput& in) {
                      Esc(diagnose::KindName(d->kind)), f.instances.size(), energy(f.a.energy_uj),
                      magneton::FormatDuration(f.a.time_ns), energy(f.b.energy_uj), magneton::FormatDuration(f.b.time_ns),
                      Esc(f.outputs_note));
+    if (f.uncertainty.ratio.known) {
+      h += fmt::format("<p class=\"interval\">A/B {:.2f}, {:.0f}% interval [{:.2f}, {:.2f}] ({} over {} {})</p>",
+                       f.energy_ratio, 100 * r.options.confidence, f.uncertainty.ratio.low, f.uncertainty.ratio.high,
+                       Esc(f.uncertainty.method), f.uncertainty.units, Esc(f.uncertainty.unit));
+    }
+    if (!f.uncertainty_note.empty()) h += "<p class=\"interval\">" + Esc(f.uncertainty_note) + "</p>";
     h += "<p class=\"sentence\">" + Esc(d->sentence) + "</p>";
     if (d->kind != diagnose::Kind::kOutsideOps) {
       h += "<div class=\"ops\"><div><b>A</b>\n" + OpsColumn(f.names_a) + "</div><div><b>B</b>\n" +

@@ -67,6 +67,25 @@ json DiagnosisJson(const diagnose::Diagnosis& d) {
           {"line_diagnosis", LineDiagnosisJson(d)}};
 }
 
+json IntervalJson(const detect::Interval& i) {
+  if (!i.known) return nullptr;
+  return {{"low", Number(i.low)}, {"high", Number(i.high)}};
+}
+
+json UncertaintyJson(const detect::Finding& f, double confidence) {
+  const detect::Uncertainty& u = f.uncertainty;
+  return {{"confidence", confidence},
+          {"method", u.method.empty() ? json(nullptr) : json(u.method)},
+          {"unit", u.unit.empty() ? json(nullptr) : json(u.unit)},
+          {"units", u.units},
+          {"runs", u.runs},
+          {"runs_given", u.runs_given},
+          {"energy_ratio", IntervalJson(u.ratio)},
+          {"saving_uj", IntervalJson(u.saving_uj)},
+          {"point_verdict", detect::VerdictName(f.point_verdict)},
+          {"note", f.uncertainty_note}};
+}
+
 }  // namespace
 
 json DiffToJson(const DiffReportInput& in) {
@@ -93,6 +112,7 @@ json DiffToJson(const DiffReportInput& in) {
                         {"paired_ops", f.paired_ops},
                         {"effective_pairs", Number(f.effective_pairs)},
                         {"typical_pair_ratio", Number(f.typical_pair_ratio)},
+                        {"uncertainty", UncertaintyJson(f, r.options.confidence)},
                         {"diagnosis", d ? DiagnosisJson(*d) : json(nullptr)}});
   }
   return {{"schema", "magneton.diff/1"},
@@ -104,7 +124,11 @@ json DiffToJson(const DiffReportInput& in) {
             {"match_epsilon", r.options.match.epsilon},
             {"min_share", r.options.min_share},
             {"min_same_work_pairs", r.options.min_same_work_pairs},
-            {"min_same_work_share", r.options.min_same_work_share}}},
+            {"min_same_work_share", r.options.min_same_work_share},
+            {"confidence", r.options.confidence},
+            {"bootstrap_resamples", r.options.bootstrap_resamples}}},
+          {"runs", r.runs},
+          {"run_wide_ratio", Number(r.run_wide_ratio)},
           {"a", Side(in.path_a, *in.a, r.a)},
           {"b", Side(in.path_b, *in.b, r.b)},
           {"matched_region_pairs", r.matched_region_pairs},

@@ -22,6 +22,13 @@ std::string RegionTitle(const Finding& f) {
   return fmt::format("{}{} ({}|{} ops)", first, f.names_a.size() > 1 ? "…" : "", f.names_a.size(), f.names_b.size());
 }
 
+// "1.52 [1.31, 1.77]": the ratio and its interval ("n/a" when there is none).
+std::string RatioWithInterval(const Finding& f) {
+  const detect::Interval& i = f.uncertainty.ratio;
+  if (!i.known) return fmt::format("{:.2f} [n/a]", f.energy_ratio);
+  return fmt::format("{:.2f} [{:.2f}, {:.2f}]", f.energy_ratio, i.low, i.high);
+}
+
 std::string Clip(std::string s, size_t width) {
   if (s.size() <= width) return s;
   return s.substr(0, width - 1) + "~";
@@ -59,17 +66,27 @@ std::string RenderDiffTerminal(const DiffReportInput& in) {
                      magneton::FormatEnergy(r.b.total_uj, p));
   out += fmt::format("energy domain {}: {}{}\n", r.domain, ProvenanceHeading(p),
                      p == Provenance::kMeasured ? "" : " (no hardware counter; a model of CPU time, not joules measured)");
-  size_t waste = 0, trade = 0;
+  size_t waste = 0, trade = 0, inconclusive = 0;
   for (const Finding& f : r.findings) {
     waste += f.verdict == detect::Verdict::kWaste;
     trade += f.verdict == detect::Verdict::kTradeOff;
+    inconclusive += f.verdict == detect::Verdict::kInconclusive;
   }
-  out += fmt::format("tau {:g}, {} matched region pair(s) -> {} finding(s): {} waste, {} trade-off; waste total {}\n\n",
-                     r.options.tau, r.matched_region_pairs, r.findings.size(), waste, trade,
+  out += fmt::format("tau {:g}, {} recording(s) per side, {} matched region pair(s) -> {} finding(s): {} waste, {} "
+                     "trade-off, {} inconclusive; waste total {}\n",
+                     r.options.tau, r.runs, r.matched_region_pairs, r.findings.size(), waste, trade, inconclusive,
                      magneton::FormatEnergy(WasteSavingUj(r), p));
+  out += fmt::format("intervals: {:.0f}% on A/B, {}\n", 100 * r.options.confidence,
+                     r.runs > 1 ? "Student t over the runs' log ratios"
+                                : "paired bootstrap over each region's occurrences in the one recording");
+  if (inconclusive) {
+    out += "inconclusive: the point estimate differs by more than tau, the evidence does not; record more runs per "
+           "side (magneton compare -n 3 -- CMD_A -- CMD_B)\n";
+  }
+  out += "\n";
 
-  out += fmt::format("{:>3}  {:<9}  {:<38}  {:>4}  {:>24}  {:>24}  {:>6}  {:>24}  {:>6}\n", "#", "verdict", "region",
-                     "reps", "A energy", "B energy", "A/B", "could save", "share");
+  out += fmt::format("{:>3}  {:<12}  {:<38}  {:>4}  {:>24}  {:>24}  {:>20}  {:>24}  {:>6}\n", "#", "verdict", "region",
+                     "reps", "A energy", "B energy", "A/B [interval]", "could save", "share");
   // Ten rows fit on a screen; the rest are in --json / --html.
   constexpr int kMaxRows = 10;
   int rank = 0;
@@ -83,9 +100,10 @@ std::string RenderDiffTerminal(const DiffReportInput& in) {
       ++flagged_hidden;
       continue;
     }
-    out += fmt::format("{:>3}  {:<9}  {:<38}  {:>4}  {:>24}  {:>24}  {:>6.2f}  {:>24}  {:>5.1f}%\n", ++rank,
+    out += fmt::format("{:>3}  {:<12}  {:<38}  {:>4}  {:>24}  {:>24}  {:>20}  {:>24}  {:>5.1f}%\n", ++rank,
                        detect::VerdictName(f.verdict), Clip(RegionTitle(f), 38), f.instances.size(),
-                       magneton::FormatEnergy(f.a.energy_uj, p), magneton::FormatEnergy(f.b.energy_uj, p), f.energy_ratio,
+                       magneton::FormatEnergy(f.a.energy_uj, p), magneton::FormatEnergy(f.b.energy_uj, p),
+                       RatioWithInterval(f),
                        std::string(1, f.wasteful_side ? f.wasteful_side : '-') + ": " +
                            magneton::FormatEnergy(f.saving_uj, p),
                        100 * f.share_of_total);
@@ -106,6 +124,13 @@ std::string RenderDiffTerminal(const DiffReportInput& in) {
     out += fmt::format("    A: {} in {}    B: {} in {}    ({})\n", magneton::FormatEnergy(f.a.energy_uj, p),
                        magneton::FormatDuration(f.a.time_ns), magneton::FormatEnergy(f.b.energy_uj, p),
                        magneton::FormatDuration(f.b.time_ns), f.outputs_note);
+    const detect::Uncertainty& u = f.uncertainty;
+    if (u.ratio.known) {
+      out += fmt::format("    A/B {} ({} over {} {}); could save {} to {}\n", RatioWithInterval(f), u.method,
+                         u.units, u.unit, magneton::FormatEnergy(std::max(0.0, u.saving_uj.low), p),
+                         magneton::FormatEnergy(std::max(0.0, u.saving_uj.high), p));
+    }
+    if (!f.uncertainty_note.empty()) out += "    " + f.uncertainty_note + "\n";
     if (!d) continue;
     out += "    " + d->sentence + "\n";
     // Side by side only where it fits; long regions are summarised in the sentence.
