@@ -26,6 +26,8 @@ std::unique_ptr<Command> MakeDiffCommand();
 std::unique_ptr<Command> MakeReplayCommand();
 std::unique_ptr<Command> MakeMetersCommand();
 std::unique_ptr<Command> MakeEvalCommand();
+std::unique_ptr<Command> MakeCompareCommand();
+std::unique_ptr<Command> MakeGateCommand();
 
 // Prints "magneton: <message>" to stderr; returns the exit code to use.
 int Fail(const std::string& message, int exit_code = 1);

@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
   commands.push_back(MakeDemoCommand());
   commands.push_back(MakeMatchCommand());
   commands.push_back(MakeDiffCommand());
+  commands.push_back(MakeCompareCommand());
+  commands.push_back(MakeGateCommand());
   commands.push_back(MakeReplayCommand());
   commands.push_back(MakeMetersCommand());
   commands.push_back(MakeEvalCommand());

@@ -1,0 +1,55 @@
+// The energy-regression gate (`magneton gate`, docs/GATE.md): a candidate's
+// recordings against a baseline's. It fails only on a significant
+// regression: the lower end of the interval on candidate/baseline energy is
+// beyond the limit, for the job or for a matched region (named with its
+// root cause). One recording per side is never significant.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "analysis/job_compare.h"
+#include "magneton/status.h"
+
+namespace magneton::analysis {
+
+struct GateOptions {
+  double max_regression = 0.05;  // candidate may cost this much more (relative) before it fails
+  double confidence = 0.95;
+  double epsilon = 1e-2;         // tensor tolerance for region matching
+  std::string domain;
+};
+
+enum class GateCheckState { kPass, kFail, kInconclusive };
+const char* GateCheckStateName(GateCheckState state);  // "pass", "fail", "inconclusive"
+
+// One thing the gate checked: the job, or a matched region.
+struct GateCheck {
+  std::string name;        // "job energy" or the region's first ops
+  GateCheckState state = GateCheckState::kPass;
+  double ratio = 1;        // candidate / baseline
+  detect::Interval interval;
+  std::string method;      // how the interval was made
+  std::string message;     // one line: what and why
+  std::string root_cause;  // the diagnosis sentence, for regions
+};
+
+struct GateResult {
+  std::string domain;
+  Provenance provenance = Provenance::kEstimated;
+  size_t runs_baseline = 0, runs_candidate = 0;
+  double mean_baseline_uj = 0, mean_candidate_uj = 0;
+  std::vector<GateCheck> checks;  // the job first, then regressed regions
+  std::string regions_note;       // why regions were not compared, if so
+  bool failed() const;
+};
+
+StatusOr<GateResult> RunGate(const std::vector<std::string>& baseline, const std::vector<std::string>& candidate,
+                             const GateOptions& options);
+
+// For a CI job summary ($GITHUB_STEP_SUMMARY) and test reporters.
+std::string GateMarkdown(const GateResult& result, const GateOptions& options);
+std::string GateJUnit(const GateResult& result, const GateOptions& options);
+std::string GateTerminal(const GateResult& result, const GateOptions& options);
+
+}  // namespace magneton::analysis

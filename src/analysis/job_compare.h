@@ -1,0 +1,36 @@
+// Job energy of one program against another's over repeated recordings
+// (`magneton compare` without region matching, `magneton gate`): the ratio
+// of their geometric means and its confidence interval.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "detect/detect.h"
+#include "magneton/provenance.h"
+#include "magneton/status.h"
+
+namespace magneton::analysis {
+
+struct JobEnergies {
+  std::string domain;  // one domain for every trace (ChooseDomain on the first pair)
+  Provenance provenance = Provenance::kEstimated;
+  std::vector<double> first_uj, second_uj;  // job energy (first op to last op) per recording
+};
+// Reads every trace and attributes its energy in one domain; refuses
+// traces whose provenance differs (measured and estimated never compare).
+StatusOr<JobEnergies> LoadJobEnergies(const std::vector<std::string>& first, const std::vector<std::string>& second,
+                                      const std::string& domain);
+
+struct JobComparison {
+  size_t runs_first = 0, runs_second = 0;
+  double mean_first_uj = 0, mean_second_uj = 0;
+  double ratio = 1;            // second / first, of the geometric means
+  detect::Interval interval;   // on ratio; unknown with one recording on each side
+  std::string method;          // "paired t" (equal counts, recorded interleaved), "Welch t", "" (none)
+};
+// `paired`: the k-th of each side were recorded together (compare's A B A B).
+JobComparison CompareJobs(const std::vector<double>& first_uj, const std::vector<double>& second_uj, bool paired,
+                          double confidence);
+
+}  // namespace magneton::analysis

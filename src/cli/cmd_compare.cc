@@ -1,0 +1,150 @@
+// magneton compare -n N [--values] -- CMD_A ... -- CMD_B ...: records both
+// programs N times interleaved (A B A B), then compares their job energy with
+// an interval over the runs and, with --values, diffs them region by region
+// with the same statistics (docs/DIFF.md, "Uncertainty").
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "analysis/ab_record.h"
+#include "analysis/job_compare.h"
+#include "base/format.h"
+#include "cli/command.h"
+#include "cli/text_file.h"
+#include "magneton/analysis.h"
+#include "runner/process_runner.h"
+
+namespace magneton::cli {
+namespace {
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// One line on a terminal redrawn in place; one line per step elsewhere (CI logs).
+void ShowProgress(const analysis::AbProgress& p) {
+  const bool tty = isatty(fileno(stderr)) != 0;
+  constexpr int kWidth = 20;
+  const int filled = p.total ? kWidth * p.done / p.total : 0;
+  const std::string bar = std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(kWidth - filled), '-');
+  const std::string eta = p.eta_s < 0 ? "ETA --" : fmt::format("ETA {:.0f} s", p.eta_s);
+  const std::string what = p.current.empty() ? "done" : "recording " + p.current;
+  std::fprintf(stderr, "%s[%s] %d/%d %s, %.0f s elapsed, %s%s", tty ? "\r" : "", bar.c_str(), p.done, p.total,
+               what.c_str(), p.elapsed_s, eta.c_str(), tty && !p.current.empty() ? "   " : "\n");
+  std::fflush(stderr);
+}
+
+class CompareCommand : public Command {
+ public:
+  CLI::App* Register(CLI::App& app) override {
+    auto* sub = app.add_subcommand(
+        "compare", "Record two programs N times each, interleaved, and compare them with an interval over the runs");
+    sub->add_option("-n,--runs", runs_, "Recordings per side")->default_val(3)->check(CLI::Range(1, 50));
+    sub->add_flag("--values", values_,
+                  "Fingerprint tensor values and diff region by region (otherwise only job energy is compared)");
+    sub->add_option("--out-dir", out_dir_, "Where the traces and the programs' output go")
+        ->default_val("magneton-compare");
+    sub->add_option("--tau", options_.tau, "Relative energy difference that counts")
+        ->default_val(0.10)
+        ->check(CLI::NonNegativeNumber);
+    sub->add_option("--epsilon", options_.epsilon, "Tensor equivalence tolerance")->default_val(1e-2);
+    sub->add_option("--domain", options_.domain, "Energy domain (default: the largest one both traces have)");
+    sub->add_option("--json", json_path_, "Also write the diff as JSON (with --values)");
+    sub->add_option("--html", html_path_, "Also write the diff as HTML (with --values)");
+    sub->add_option("commands", commands_, "-- CMD_A ... -- CMD_B ...")->required();
+    sub->positionals_at_end();
+    return sub;
+  }
+
+  int Run() override {
+    // CLI11 consumes the first "--"; the second one separates the commands.
+    std::vector<std::string> a, b;
+    bool second = false;
+    for (const std::string& arg : commands_) {
+      if (arg == "--" && !second) {
+        second = true;
+        continue;
+      }
+      (second ? b : a).push_back(arg);
+    }
+    if (a.empty() || b.empty()) {
+      return Fail("give two commands: magneton compare -n 3 -- python a.py -- python b.py", 2);
+    }
+    analysis::AbRecordRequest req;
+    req.argv_a = a;
+    req.argv_b = b;
+    req.runs = runs_;
+    req.values = values_;
+    req.out_dir = out_dir_;
+    runner::SubprocessRunner processes;
+    auto recorded = analysis::RecordInterleaved(req, processes, ShowProgress, NowNs);
+    if (!recorded.ok()) return Fail(recorded.status().message());
+
+    auto jobs = analysis::LoadJobEnergies(recorded->traces_a, recorded->traces_b, options_.domain);
+    if (!jobs.ok()) return Fail(jobs.status().message());
+    const analysis::JobComparison job =
+        analysis::CompareJobs(jobs->first_uj, jobs->second_uj, /*paired=*/true, 0.95);
+    PrintJob(*jobs, job);
+
+    if (!values_) {
+      std::printf("(record with --values to find which regions differ and why)\n");
+      return 0;
+    }
+    auto session = AnalysisSession::OpenRuns(recorded->traces_a, recorded->traces_b, options_);
+    if (!session.ok()) return Fail(session.status().message());
+    Status st = (*session)->Diff();
+    if (!st.ok()) return Fail(st.message());
+    std::printf("\n%s", (*session)->TerminalReport().c_str());
+    if (!json_path_.empty()) {
+      st = WriteTextFile(json_path_, (*session)->JsonReport());
+      if (!st.ok()) return Fail(st.message());
+    }
+    if (!html_path_.empty()) {
+      st = WriteTextFile(html_path_, (*session)->HtmlReport());
+      if (!st.ok()) return Fail(st.message());
+    }
+    return 0;
+  }
+
+ private:
+  void PrintJob(const analysis::JobEnergies& jobs, const analysis::JobComparison& job) const {
+    const Provenance p = jobs.provenance;
+    std::printf("job energy over %zu run(s) per side (domain %s, %s):\n", job.runs_first, jobs.domain.c_str(),
+                ProvenanceHeading(p));
+    std::printf("  A: mean %s\n  B: mean %s\n", FormatEnergy(job.mean_first_uj, p).c_str(),
+                FormatEnergy(job.mean_second_uj, p).c_str());
+    const double a_over_b = 1 / job.ratio;
+    if (!job.interval.known) {
+      std::printf("  A/B %.3f (no interval from one run per side: use -n 3 or more)\n", a_over_b);
+      return;
+    }
+    const double lo = 1 / job.interval.high, hi = 1 / job.interval.low;
+    std::string call = "no difference beyond tau";
+    if (lo > 1 + options_.tau) {
+      call = "A costs more";
+    } else if (hi < 1 / (1 + options_.tau)) {
+      call = "B costs more";
+    } else if (a_over_b > 1 + options_.tau || a_over_b < 1 / (1 + options_.tau)) {
+      call = "inconclusive: the interval straddles tau; record more runs";
+    }
+    std::printf("  A/B %.3f, 95%% interval [%.3f, %.3f] (%s over %zu runs): %s\n", a_over_b, lo, hi,
+                job.method.c_str(), job.runs_first, call.c_str());
+  }
+
+  int runs_ = 3;
+  bool values_ = false;
+  std::string out_dir_, json_path_, html_path_;
+  std::vector<std::string> commands_;
+  AnalysisOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> MakeCompareCommand() { return std::make_unique<CompareCommand>(); }
+
+}  // namespace magneton::cli
