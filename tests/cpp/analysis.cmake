@@ -1,3 +1,4 @@
 # Analysis session tests: the pipeline with a scripted process runner.
 magneton_test(analysis_session_unittest)
 target_compile_definitions(analysis_session_unittest PRIVATE MAGNETON_GOLDEN_DIR="${PROJECT_SOURCE_DIR}/tests/golden")
+magneton_test(analysis_ab_unittest)

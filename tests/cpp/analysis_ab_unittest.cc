@@ -1,0 +1,101 @@
+// compare's pieces: interleaved recording through a scripted runner, and the
+// job-energy interval (src/analysis/ab_record.cc, job_compare.cc).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "analysis/ab_record.h"
+#include "analysis/job_compare.h"
+#include "test_util.h"
+
+namespace magneton::analysis {
+namespace {
+
+class ScriptedRecorder : public ProcessRunner {
+ public:
+  std::vector<RecordRunRequest> records;
+  int fail_at = -1;  // the index of the recording that exits 3
+  StatusOr<int> Run(const RunRequest&) override { return Internal("not used"); }
+  StatusOr<RecordRunResult> Record(const RecordRunRequest& request) override {
+    records.push_back(request);
+    RecordRunResult r;
+    r.exit_code = static_cast<int>(records.size()) - 1 == fail_at ? 3 : 0;
+    return r;
+  }
+};
+
+TEST(AbRecord, AlternatesWhichSideGoesFirstAndPairsByIndex) {
+  ScriptedRecorder runner;
+  AbRecordRequest req;
+  req.argv_a = {"python", "a.py"};
+  req.argv_b = {"python", "b.py"};
+  req.runs = 3;
+  req.values = true;
+  req.out_dir = testing::TempPath("ab");
+  std::vector<AbProgress> seen;
+  int64_t clock = 0;
+  auto out = RecordInterleaved(req, runner, [&](const AbProgress& p) { seen.push_back(p); },
+                               [&] { return clock += 1'000'000'000; });
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  std::vector<std::string> order;
+  for (const RecordRunRequest& r : runner.records) {
+    order.push_back(r.argv.back());
+    EXPECT_TRUE(r.values);
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"a.py", "b.py", "b.py", "a.py", "a.py", "b.py"}));
+  ASSERT_EQ(out->traces_a.size(), 3u);
+  EXPECT_NE(out->traces_a[1].find("a.2.mtrace"), std::string::npos);
+  EXPECT_NE(out->traces_b[1].find("b.2.mtrace"), std::string::npos);
+  // Progress: before every recording and once at the end; an ETA once one is done.
+  ASSERT_EQ(seen.size(), 7u);
+  EXPECT_EQ(seen.front().eta_s, -1);
+  EXPECT_EQ(seen[1].current, "B 1/3");
+  EXPECT_GT(seen[1].eta_s, 0);
+  EXPECT_EQ(seen.back().done, 6);
+  EXPECT_EQ(seen.back().eta_s, 0);
+  EXPECT_TRUE(seen.back().current.empty());
+}
+
+TEST(AbRecord, AFailingRunStopsAndNamesItsLog) {
+  ScriptedRecorder runner;
+  runner.fail_at = 2;
+  AbRecordRequest req;
+  req.argv_a = {"a"};
+  req.argv_b = {"b"};
+  req.out_dir = testing::TempPath("ab-fail");
+  auto out = RecordInterleaved(req, runner, nullptr, [] { return int64_t{0}; });
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("B 2/3 exited with code 3"), std::string::npos) << out.status().message();
+  EXPECT_NE(out.status().message().find("b.2.log"), std::string::npos);
+  EXPECT_EQ(runner.records.size(), 3u);
+}
+
+TEST(JobCompare, ConsistentRunsGiveATightPairedInterval) {
+  const JobComparison c = CompareJobs({100, 120, 90}, {200, 236, 185}, /*paired=*/true, 0.95);
+  EXPECT_EQ(c.method, "paired t");
+  ASSERT_TRUE(c.interval.known);
+  EXPECT_GT(c.interval.low, 1.8);
+  EXPECT_LT(c.interval.high, 2.2);
+  EXPECT_LE(c.interval.low, c.ratio);
+  EXPECT_GE(c.interval.high, c.ratio);
+}
+
+TEST(JobCompare, NoisyIdenticalRunsStraddleOne) {
+  // The run-to-run spread of this VM (788, 1350, 934 ms for one script).
+  const JobComparison c = CompareJobs({788, 1350, 934}, {940, 800, 1300}, /*paired=*/false, 0.95);
+  EXPECT_EQ(c.method, "Welch t");
+  ASSERT_TRUE(c.interval.known);
+  EXPECT_LT(c.interval.low, 1.0);
+  EXPECT_GT(c.interval.high, 1.0);
+}
+
+TEST(JobCompare, OneRecordingPerSideHasNoInterval) {
+  const JobComparison c = CompareJobs({100}, {300}, /*paired=*/true, 0.95);
+  EXPECT_NEAR(c.ratio, 3, 1e-9);
+  EXPECT_FALSE(c.interval.known);
+  EXPECT_TRUE(c.method.empty());
+}
+
+}  // namespace
+}  // namespace magneton::analysis
