@@ -132,8 +132,8 @@ StatusOr<GateResult> RunGate(const std::vector<std::string>& baseline, const std
     rc.method = f.uncertainty.method.empty() ? "" : f.uncertainty.method + " over " + f.uncertainty.unit;
     const bool significant = f.verdict != detect::Verdict::kInconclusive;
     rc.state = significant ? GateCheckState::kFail : GateCheckState::kInconclusive;
-    rc.message = fmt::format("{} ({} instance(s)) costs {:+.1f}% in the candidate ({:.1f}% of its job){}", rc.name,
-                             f.instances.size(), 100 * (rc.ratio - 1), 100 * f.share_of_total,
+    rc.message = fmt::format("costs {:+.1f}% in the candidate ({} instance(s), {:.1f}% of its job){}",
+                             100 * (rc.ratio - 1), f.instances.size(), 100 * f.share_of_total,
                              significant ? "" : ": " + f.uncertainty_note);
     for (const diagnose::Diagnosis& d : data.diagnoses) {
       if (d.finding_index == i) rc.root_cause = d.sentence;
@@ -150,7 +150,8 @@ std::string GateTerminal(const GateResult& r, const GateOptions& options) {
                                 FormatEnergy(r.mean_baseline_uj, r.provenance), r.runs_candidate,
                                 FormatEnergy(r.mean_candidate_uj, r.provenance), r.domain,
                                 ProvenanceHeading(r.provenance));
-  out += fmt::format("limit: {:+.1f}% at {:.0f}% confidence\n", 100 * options.max_regression, 100 * options.confidence);
+  out += fmt::format("limit: {:+.1f}% at {:.0f}% confidence; in root causes A is the baseline, B the candidate\n",
+                     100 * options.max_regression, 100 * options.confidence);
   for (const GateCheck& c : r.checks) {
     out += fmt::format("  [{}] {}: ratio {:.3f} {}{} — {}\n", GateCheckStateName(c.state), c.name, c.ratio,
                        IntervalText(c), c.method.empty() ? "" : " (" + c.method + ")", c.message);

@@ -54,7 +54,9 @@ detect::Options SessionData::detect_options() const {
   o.domain = domain;
   o.match = match_options();
   for (const diagnose::ConfigDifference& d : diagnose::DiffConfig(trace_a(), trace_b())) {
-    o.differing_settings.push_back(d.key + ": " + d.value_a + " -> " + d.value_b);
+    if (d.source == "global_flag" || d.source == "runtime" || d.source == "env") {
+      o.differing_settings.push_back(d.key + ": " + d.value_a + " -> " + d.value_b);
+    }
   }
   return o;
 }

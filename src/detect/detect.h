@@ -125,9 +125,12 @@ struct Options {
   // bootstrap's resample count (its seed is fixed: a report is reproducible).
   double confidence = 0.95;
   int bootstrap_resamples = 2000;
-  // Recorded settings (config snapshot, environment) that differ between the
-  // two sides, as "key: a -> b". With one recording per side, a same-work
-  // difference no setting explains cannot be told from the machine.
+  // Recorded settings that reach every op (config snapshot entries of source
+  // global_flag, runtime or env: a thread count, a backend flag) and differ
+  // between the two sides, as "key: a -> b". With one recording per side, a
+  // slowdown of the same work that the whole run shares is the machine's
+  // unless one of these differs; a model's config or a call's argument acts
+  // on the regions it changes, not on the whole run.
   std::vector<std::string> differing_settings;
 };
 

@@ -105,44 +105,53 @@ double RunWideRatio(const DetectResult& r) {
     if (!f.same_work) continue;
     for (const RegionInstance& in : f.instances) pairs.insert(pairs.end(), in.pair_ratios.begin(), in.pair_ratios.end());
   }
-  return pairs.empty() ? 1.0 : std::exp(WeightedMedianLogRatio(std::move(pairs)));
+  if (EffectivePairs(pairs) + 1e-9 < 3) return 1.0;  // too few to say anything about the run
+  return std::exp(WeightedMedianLogRatio(std::move(pairs)));
 }
 
-// The typical A/B ratio of the same-work op pairs outside `f`; known only
-// when enough pairs carry it.
-Interval RestOfRun(const DetectResult& r, const Finding& f, const Options& options) {
-  std::vector<PairRatio> pairs;
-  for (const Finding& g : r.findings) {
-    if (!g.same_work || &g == &f) continue;
-    for (const RegionInstance& in : g.instances) pairs.insert(pairs.end(), in.pair_ratios.begin(), in.pair_ratios.end());
-  }
-  Interval out;
-  if (EffectivePairs(pairs) + 1e-9 < static_cast<double>(options.min_same_work_pairs)) return out;
-  out.known = true;
-  out.low = out.high = std::exp(WeightedMedianLogRatio(std::move(pairs)));
-  return out;
+// A region whose ops differ is judged against the run's shift too: when the
+// costlier side's whole run is slower on the same work, the region's ratio
+// counts only beyond that.
+std::string ShiftReason(const DetectResult& r, const Finding& f, const Options& options) {
+  auto costly = [&f](double a_over_b) { return f.wasteful_side == 'B' ? 1 / a_over_b : a_over_b; };
+  const double run = costly(r.run_wide_ratio);
+  if (run <= 1 + options.tau) return "";
+  const double region = f.uncertainty.ratio.known ? CostlyRatioBound(f) : costly(f.energy_ratio);
+  if (region > run * (1 + options.tau)) return "";
+  return fmt::format("{}'s whole run is {} costlier on the work both sides share (typical same-work op pair), and "
+                     "this region{} by no more than that",
+                     f.wasteful_side, Percent(run), f.uncertainty.ratio.known ? " (by its interval)" : "");
 }
 
-// Why a timing-only finding of one recording per side, with no differing
-// setting, cannot be told from the machine; "" when it can (its region is
-// costlier beyond what the rest of the same run shows).
+// Why a timing-only finding of one recording per side cannot be told from
+// the machine; "" when it can. A slower machine does not slow every kind of
+// op alike (memory-bound ops suffer more from a busy neighbour than
+// compute-bound ones), so the region must be costlier than every other
+// same-work region of its run, by more than tau: an outlier in its own run.
 std::string RunWideReason(const DetectResult& r, const Finding& f, const Options& options) {
   if (f.kind == RegionKind::kOutsideOps) {
-    return "energy while no op ran, one sample per side and no recorded setting differs: it cannot be told from the "
-           "machine";
-  }
-  const Interval rest = RestOfRun(r, f, options);
-  if (!rest.known) {
-    return "the same work on both sides, one recording per side, no recorded setting differs and the rest of the run "
-           "has too little same work to compare with: the difference cannot be told from a run-wide slowdown";
+    return "energy while no op ran, one sample per side: it cannot be told from the machine";
   }
   // Ratios in the costlier side's direction.
-  const double region = f.wasteful_side == 'B' ? 1 / f.typical_pair_ratio : f.typical_pair_ratio;
-  const double run = f.wasteful_side == 'B' ? 1 / rest.low : rest.low;
-  if (region <= run * (1 + options.tau)) {
-    return fmt::format("the same work on both sides differs by {} here and by {} on the rest of the run (typical "
-                       "op pair): a run-wide slowdown, and no recorded setting differs to explain it",
-                       Percent(region), Percent(run));
+  auto costly = [&f](double a_over_b) { return f.wasteful_side == 'B' ? 1 / a_over_b : a_over_b; };
+  double most = 0;
+  for (const Finding& g : r.findings) {
+    if (!g.same_work || &g == &f) continue;
+    if (g.effective_pairs + 1e-9 < static_cast<double>(options.min_same_work_pairs)) continue;
+    most = std::max(most, costly(g.typical_pair_ratio));
+  }
+  if (most == 0) {
+    return "the same work on both sides, one recording per side, and no other region of the run runs enough same "
+           "work to compare with: the difference cannot be told from a run-wide slowdown";
+  }
+  // The region's own interval must clear the rest of the run by tau: its
+  // guaranteed end when it has one, its typical op pair otherwise.
+  const double typical = costly(f.typical_pair_ratio);
+  const double region = f.uncertainty.ratio.known ? std::min(typical, CostlyRatioBound(f)) : typical;
+  if (region <= most * (1 + options.tau)) {
+    return fmt::format("the same work on both sides differs by {} here (at least, by its interval) and by up to {} "
+                       "on the other same-work regions of the run (typical op pair): a run-wide slowdown",
+                       Percent(region), Percent(most));
   }
   return "";
 }
@@ -243,23 +252,30 @@ void AssessOneRecording(DetectResult& r, const Options& options) {
     // Same ops on the same shapes, or no op at all: timing is the only
     // evidence, and a run-wide slowdown moves it as much as code would.
     const bool timing_only = f.kind == RegionKind::kOutsideOps || f.same_work;
-    if (timing_only && options.differing_settings.empty()) {
-      std::string why = RunWideReason(r, f, options);
+    if (timing_only) {
+      const std::string why = RunWideReason(r, f, options);
+      if (!why.empty() && options.differing_settings.empty()) {
+        Demote(f, why + ", and no recorded setting that reaches every op differs; " + kMoreRuns);
+        continue;
+      }
+    }
+    if (DemoteIfStraddles(f, options)) continue;
+    if (!timing_only && options.differing_settings.empty()) {
+      const std::string why = ShiftReason(r, f, options);
       if (!why.empty()) {
         Demote(f, why + "; " + kMoreRuns);
         continue;
       }
     }
-    if (DemoteIfStraddles(f, options)) continue;
     if (!f.uncertainty.ratio.known && f.kind != RegionKind::kOutsideOps) {
       f.uncertainty_note = "no interval: the region occurs once and the two sides run different ops";
-    } else if (timing_only && !options.differing_settings.empty()) {
+    } else if (timing_only && !RunWideReason(r, f, options).empty()) {
       std::string settings;
       for (size_t i = 0; i < options.differing_settings.size() && i < 3; ++i) {
         settings += (i ? "; " : "") + options.differing_settings[i];
       }
-      f.uncertainty_note = "timing is the only evidence; recorded settings differ and may explain it (" + settings +
-                           ")";
+      f.uncertainty_note = "a slowdown the whole run shares; settings that reach every op differ and may explain it (" +
+                           settings + ")";
     }
   }
 }

@@ -104,7 +104,8 @@ def test_gate_fails_a_real_regression_and_names_the_region(redone, identical, tm
     assert r.returncode == 1, r.stdout + r.stderr
     assert "magneton gate: FAIL" in r.stdout
     assert "[fail] job energy" in r.stdout, r.stdout
-    assert "mm" in r.stdout  # the region that regressed is named
+    assert "[fail] aten::matmul" in r.stdout, r.stdout  # the region that regressed is named
+    assert "root cause:" in r.stdout
     assert "regression" in md.read_text()
     suite = ET.parse(junit).getroot()
     assert int(suite.get("failures")) >= 1
