@@ -79,13 +79,7 @@ struct CaseScore {
   bool root_cause_right = false;  // positives: the root cause is named by the diagnosis
   bool false_positive = false;    // controls: any waste finding
   std::string note;               // why (one line)
-  // Every waste finding as "kind|side|ops of A>ops of B": with repeated pairs,
-  // a control is a false positive only when one region is waste in most pairs
-  // (timing noise lands on a different region each time).
-  std::vector<std::string> waste_keys;
 };
-// The key of one finding in CaseScore::waste_keys.
-std::string WasteKey(const detect::Finding& finding);
 // The 1-based rank among waste findings of the first one that would count as
 // detected (the expected region on the expected side); 0 when none does.
 int ExpectedWasteRank(const Expected& expected, const Trace& a, const Trace& b, const detect::DetectResult& result);
@@ -149,21 +143,15 @@ struct CaseResult {
   Evidence headline_evidence;
   std::string headline_sentence;  // the top waste finding's diagnosis sentence
   int expected_waste_rank = 0;    // ExpectedWasteRank at the headline setting
-  // Recorded pairs behind this result (RunOptions::repeats) and how many of
-  // them detected the case (controls: reported waste) at the headline setting.
+  // Recorded pairs behind this result (RunOptions::repeats), diffed together:
+  // every finding's verdict rests on its interval over the pairs.
   int repeats = 1;
-  int headline_votes = 0;
 };
 
-// One result from the same case recorded `pairs.size()` times: each setting is
-// detected when most pairs say so, and a control's setting is a false positive
-// when one region (WasteKey) is waste in most pairs; energies are medians;
-// the headline evidence comes from a pair that agrees with the majority.
-CaseResult CombineRepeats(std::vector<CaseResult> pairs, size_t headline_index);
-
-// Diffs two recordings over the sweep and scores them.
-CaseResult EvaluateRecordings(const Expected& expected, const std::string& trace_a, const std::string& trace_b,
-                              const SweepOptions& options);
+// Diffs repeated recordings of a case (paired in order) over the sweep and
+// scores them.
+CaseResult EvaluateRecordings(const Expected& expected, const std::vector<std::string>& traces_a,
+                              const std::vector<std::string>& traces_b, const SweepOptions& options);
 // Same on an opened analysis session (its traces, fingerprints, domain and
 // energy); the sweep replaces the session's epsilon and tau.
 CaseResult EvaluateSession(const Expected& expected, const AnalysisSession& session, const SweepOptions& options);
@@ -189,7 +177,7 @@ using Progress = std::function<void(const std::string& line)>;
 struct RunOptions {
   std::string work_dir;  // traces go to <work_dir>/<id>/{a,b}.mtrace
   bool reuse = false;    // keep traces newer than their scripts
-  int repeats = 1;       // recorded pairs per case, interleaved A B A B ... (CombineRepeats)
+  int repeats = 1;       // recorded pairs per case, interleaved A B, B A, ..., diffed together
   SweepOptions sweep;
 };
 std::vector<CaseResult> RunSuite(const std::vector<CaseDir>& cases, const RunOptions& options,

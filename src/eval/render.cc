@@ -44,9 +44,8 @@ std::string Escape(std::string s) {
 std::string DetectedCell(const CaseResult& c) {
   if (!c.skipped.empty()) return "skipped";
   if (!c.ok) return "FAILED";
-  // With repeated pairs, how many of them said so: "yes (2/3)".
-  const std::string votes =
-      c.repeats > 1 ? fmt::format(" ({}/{})", c.headline_votes, c.repeats) : std::string();
+  // With repeated pairs, over how many the verdict's interval was taken: "yes (3 pairs)".
+  const std::string votes = c.repeats > 1 ? fmt::format(" ({} pairs)", c.repeats) : std::string();
   if (c.expected.is_control()) return (c.headline.false_positive ? "FALSE POSITIVE" : "no (correct)") + votes;
   return Yes(c.headline.detected) + votes;
 }
@@ -286,7 +285,6 @@ nlohmann::json ToJson(const Report& r) {
                       {"saving_share", c.saving_share()}};
       const Evidence& e = c.headline_evidence;
       cj["repeats"] = c.repeats;
-      cj["headline_votes"] = c.headline_votes;
       cj["headline"] = {{"detected", c.headline.detected},
                         {"root_cause_right", c.headline.root_cause_right},
                         {"false_positive", c.headline.false_positive},

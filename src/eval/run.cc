@@ -63,9 +63,6 @@ CaseResult EvaluateSession(const Expected& expected, const AnalysisSession& sess
           Evidence ev = ExtractEvidence(a, b, *det, headline ? &diagnoses : nullptr);
           waste = ev.waste_findings;
           score = headline ? ScoreCase(expected, ev) : ScoreDetection(expected, ev);
-          for (const detect::Finding& f : det->findings) {
-            if (f.verdict == detect::Verdict::kWaste) score.waste_keys.push_back(WasteKey(f));
-          }
           if (headline) {
             headline_done = true;
             r.headline = score;
@@ -90,12 +87,12 @@ CaseResult EvaluateSession(const Expected& expected, const AnalysisSession& sess
   return r;
 }
 
-CaseResult EvaluateRecordings(const Expected& expected, const std::string& trace_a, const std::string& trace_b,
-                              const SweepOptions& options) {
+CaseResult EvaluateRecordings(const Expected& expected, const std::vector<std::string>& traces_a,
+                              const std::vector<std::string>& traces_b, const SweepOptions& options) {
   AnalysisOptions ao;
   ao.min_share = options.min_share;
   ao.max_slowdown = options.max_slowdown;
-  auto session = AnalysisSession::Open({trace_a}, {trace_b}, ao);
+  auto session = AnalysisSession::OpenRuns(traces_a, traces_b, ao);
   if (!session.ok()) {
     CaseResult fail;
     fail.expected = expected;
@@ -147,18 +144,25 @@ std::vector<CaseResult> RunSuite(const std::vector<CaseDir>& cases, const RunOpt
     fs::create_directories(dir, ec);
     // Pairs interleaved (A B A B ...): slow drift of the machine's load then
     // hits both sides alike. Pair 1 keeps the names a/b.mtrace.
+    // Pairs interleaved, alternating which side goes first (A B, B A, ...):
+    // neither side always meets the colder machine. All pairs go into one
+    // analysis session, whose findings carry an interval over the runs
+    // (docs/DIFF.md, "Uncertainty"); pair 1 keeps the names a/b.mtrace.
     const int repeats = std::max(1, options.repeats);
-    std::vector<CaseResult> pairs;
-    for (int rep = 0; rep < repeats; ++rep) {
+    std::vector<std::string> traces_a, traces_b;
+    Status st = Status::Ok();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int rep = 0; rep < repeats && st.ok(); ++rep) {
       const std::string suffix = rep == 0 ? "" : ".r" + std::to_string(rep + 1);
       const std::string pair_tag = repeats > 1 ? tag + "pair " + std::to_string(rep + 1) + "/" +
                                                      std::to_string(repeats) + ": "
                                                : tag;
-      const auto t0 = std::chrono::steady_clock::now();
-      Status st = Status::Ok();
-      for (const char* side : {"a", "b"}) {
+      const std::vector<const char*> order = rep % 2 == 0 ? std::vector<const char*>{"a", "b"}
+                                                          : std::vector<const char*>{"b", "a"};
+      for (const char* side : order) {
         const fs::path script = fs::path(c.path) / (std::string(side) + ".py");
         const fs::path trace = dir / (std::string(side) + suffix + ".mtrace");
+        (side[0] == 'a' ? traces_a : traces_b).push_back(trace.string());
         if (options.reuse && fs::exists(trace, ec) &&
             fs::last_write_time(trace, ec) > fs::last_write_time(script, ec)) {
           progress(pair_tag + "reusing " + trace.string());
@@ -166,36 +170,24 @@ std::vector<CaseResult> RunSuite(const std::vector<CaseDir>& cases, const RunOpt
         }
         progress(pair_tag + "recording " + side + ".py");
         st = record(script.string(), trace.string());
-        if (!st.ok()) break;
+        if (!st.ok()) break;  // a script that fails once fails again: no point in more pairs
       }
-      const double record_s = Seconds(t0);
-      if (!st.ok()) {
-        CaseResult failed;
-        failed.expected = *expected;
-        failed.error = st.message();
-        failed.record_seconds = record_s;
-        pairs.push_back(std::move(failed));
-        break;  // a script that fails once fails again: no point in more pairs
-      }
-      progress(pair_tag + "diffing over " + std::to_string(options.sweep.epsilons.size()) + " epsilon x " +
+    }
+    const double record_s = Seconds(t0);
+    if (!st.ok()) {
+      r.error = st.message();
+      r.record_seconds = record_s;
+    } else {
+      progress(tag + "diffing " + std::to_string(repeats) + " pair(s) over " +
+               std::to_string(options.sweep.epsilons.size()) + " epsilon x " +
                std::to_string(options.sweep.taus.size()) + " tau settings");
       const auto t1 = std::chrono::steady_clock::now();
-      CaseResult one = EvaluateRecordings(*expected, (dir / ("a" + suffix + ".mtrace")).string(),
-                                          (dir / ("b" + suffix + ".mtrace")).string(), options.sweep);
-      one.record_seconds = record_s;
-      one.diff_seconds = Seconds(t1);
-      pairs.push_back(std::move(one));
+      r = EvaluateRecordings(*expected, traces_a, traces_b, options.sweep);
+      r.record_seconds = record_s;
+      r.diff_seconds = Seconds(t1);
+      r.repeats = repeats;
     }
-    size_t headline_index = 0;
-    for (const CaseResult& p : pairs) {
-      for (size_t i = 0; i < p.settings.size(); ++i) {
-        if (p.settings[i].epsilon == options.sweep.headline.epsilon && p.settings[i].tau == options.sweep.headline.tau)
-          headline_index = i;
-      }
-    }
-    r = CombineRepeats(std::move(pairs), headline_index);
-    const std::string votes =
-        r.repeats > 1 ? ", " + std::to_string(r.headline_votes) + "/" + std::to_string(r.repeats) + " pairs" : "";
+    const std::string votes = r.repeats > 1 ? ", over " + std::to_string(r.repeats) + " pairs" : "";
     if (!r.ok) {
       progress(tag + "FAILED: " + r.error);
     } else if (r.expected.is_control()) {

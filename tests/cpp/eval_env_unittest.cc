@@ -90,7 +90,7 @@ TEST(SkipCasesNeedingGpuTest, SkipsOnlyGpuCasesWhenNoGpuAndTheyCountNowhere) {
   CaseScore hit;
   hit.detected = true;
   cpu.scores = {hit};
-  skipped[1].scores = {CaseScore{false, false, true, "", {}}};  // would be a FP if it counted
+  skipped[1].scores = {CaseScore{false, false, true, ""}};  // would be a FP if it counted
   std::vector<CaseResult> results = {cpu, skipped[0], skipped[1]};
   Counts c = CountAt(results, 0);
   EXPECT_EQ(c.tp, 1);

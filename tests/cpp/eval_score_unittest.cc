@@ -232,64 +232,6 @@ TEST(EvalCounts, PrecisionRecallF1) {
   EXPECT_EQ(Counts{}.f1(), 0.0);
 }
 
-TEST(EvalRepeats, MajorityOfPairsDecidesEachSetting) {
-  auto pair = [](const char* category, std::vector<bool> detected, bool fp, double ea, double eb) {
-    CaseResult r;
-    r.expected.category = category;
-    r.ok = true;
-    for (bool d : detected) {
-      CaseScore s;
-      s.detected = d;
-      s.false_positive = fp;
-      r.scores.push_back(s);
-    }
-    r.headline = r.scores[0];
-    r.headline.root_cause_right = r.headline.detected;
-    r.headline.note = r.headline.detected ? "detected" : "missed";
-    r.energy_a_uj = ea;
-    r.energy_b_uj = eb;
-    return r;
-  };
-  // Setting 0: detected by 2 of 3 pairs; setting 1: by 1 of 3.
-  CaseResult c = CombineRepeats({pair("M", {true, false}, false, 30, 10), pair("M", {false, false}, false, 10, 9),
-                                 pair("M", {true, true}, false, 20, 8)},
-                                /*headline_index=*/0);
-  EXPECT_EQ(c.repeats, 3);
-  EXPECT_EQ(c.headline_votes, 2);
-  EXPECT_TRUE(c.headline.detected);
-  EXPECT_TRUE(c.headline.root_cause_right);
-  EXPECT_EQ(c.headline.note, "detected");  // evidence from a pair that agrees with the vote
-  EXPECT_TRUE(c.scores[0].detected);
-  EXPECT_FALSE(c.scores[1].detected);
-  EXPECT_DOUBLE_EQ(c.energy_a_uj, 20);  // medians
-  EXPECT_DOUBLE_EQ(c.energy_b_uj, 9);
-  // A control: a false positive only when the same region is waste in most
-  // pairs; noise that lands on a different region each time is not one.
-  auto control_pair = [&](std::vector<std::string> keys) {
-    CaseResult r = pair("control", {false}, !keys.empty(), 1, 1);
-    r.scores[0].waste_keys = keys;
-    r.headline = r.scores[0];
-    return r;
-  };
-  CaseResult noise = CombineRepeats(
-      {control_pair({"matched|A|x>x"}), control_pair({"matched|B|y>y"}), control_pair({"outside_ops|A|>"})}, 0);
-  EXPECT_FALSE(noise.scores[0].false_positive);
-  EXPECT_FALSE(noise.headline.false_positive);
-  EXPECT_EQ(noise.headline_votes, 1);
-  CaseResult real = CombineRepeats(
-      {control_pair({"matched|A|x>x"}), control_pair({"matched|A|x>x", "matched|B|y>y"}), control_pair({})}, 0);
-  EXPECT_TRUE(real.scores[0].false_positive);
-  EXPECT_TRUE(real.headline.false_positive);
-  EXPECT_EQ(real.headline_votes, 2);
-  // Failed pairs do not vote; all failed keeps the failure.
-  CaseResult failed;
-  failed.expected.category = "A";
-  failed.error = "script failed";
-  CaseResult all_failed = CombineRepeats({failed}, 0);
-  EXPECT_FALSE(all_failed.ok);
-  EXPECT_EQ(all_failed.error, "script failed");
-}
-
 TEST(EvalReport, MarkdownAndJsonCarryProvenance) {
   Report rep;
   rep.command = "magneton eval cases/";
@@ -303,7 +245,7 @@ TEST(EvalReport, MarkdownAndJsonCarryProvenance) {
   c.energy_a_uj = 2e6;
   c.energy_b_uj = 5e5;
   c.settings = {{1e-2, 0.1}};
-  c.scores = {CaseScore{true, false, false, "x", {}}};
+  c.scores = {CaseScore{true, false, false, "x"}};
   c.waste_findings = {1};
   c.headline = c.scores[0];
   rep.cases = {c};

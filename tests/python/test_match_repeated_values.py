@@ -41,6 +41,17 @@ def _record(tmp_path, name, source, *args):
     return out
 
 
+def _waste(a, b):
+    """The waste findings of `diff a b` (default settings; inconclusive ones are allowed: they claim nothing)."""
+    out = a + ".diff.json"
+    r = run_cli("diff", a, b, "--no-rerun", "--json", out)
+    assert r.returncode == 0, r.stderr
+    with open(out) as f:
+        report = json.load(f)
+    return [(f["kind"], f["a"]["ops"][:3], f["energy_ratio"], f["uncertainty"]["note"]) for f in report["findings"]
+            if f["verdict"] == "waste"]
+
+
 def _regions(a, b):
     r = run_cli("match", a, b, "--json")
     assert r.returncode == 0, r.stderr
@@ -69,6 +80,8 @@ def test_identical_converging_loops_pair_op_for_op(tmp_path):
     assert uneven == [] and left_a == 0 and left_b == 0, (uneven[:5], left_a, left_b)
     # Far more than one region: the loop is cut step by step, not in one piece.
     assert len(match["regions"]) > 600
+    # And the identical pair has no waste finding.
+    assert _waste(a, b) == []
     # The twin: 20 more steps on one side are really extra work, and matching says so.
     longer = _record(tmp_path, "loop_longer", CONVERGING, "620")
     uneven, left_a, left_b = _op_for_op(_regions(a, longer))
@@ -80,3 +93,4 @@ def test_identical_runs_reusing_one_mask_pair_op_for_op(tmp_path):
     b = _record(tmp_path, "mask_b", SHARED_MASK)
     uneven, left_a, left_b = _op_for_op(_regions(a, b))
     assert uneven == [] and left_a == 0 and left_b == 0, (uneven[:5], left_a, left_b)
+    assert _waste(a, b) == []
