@@ -120,7 +120,8 @@ def test_summary_table_has_one_visible_row_per_finding(report, page):
     findings = report["json"]["findings"]
     assert page["summary_visible"]
     header, *rows = page["summary"]
-    assert header["cells"] == ["#", "verdict", "region", "reps", "A energy", "B energy", "A/B", "could save", "share"]
+    assert header["cells"] == ["#", "verdict", "region", "reps", "A energy", "B energy", "A/B [interval]", "could save",
+                               "share"]
     assert len(rows) == len(findings)
     provenance = report["json"]["energy"]["provenance"]
     for row, f in zip(rows, findings):
@@ -132,7 +133,10 @@ def test_summary_table_has_one_visible_row_per_finding(report, page):
         assert region.startswith(want_region), (region, f)
         assert reps == str(f["instances"])
         assert a_energy.endswith(f"({provenance})") and b_energy.endswith(f"({provenance})")
-        assert ratio == f"{f['energy_ratio']:.2f}"
+        # The ratio and, beside it, its interval (docs/DIFF.md, "Uncertainty").
+        interval = f["uncertainty"]["energy_ratio"]
+        want_interval = f"[{interval['low']:.2f}, {interval['high']:.2f}]" if interval else "[n/a]"
+        assert ratio == f"{f['energy_ratio']:.2f} {want_interval}", (ratio, f["uncertainty"])
         assert save.startswith((f["costlier_side"] or "-") + ":")
         assert share == f"{100 * f['share_of_total']:.1f}%"
         # A finding with a diagnosis has its section, and the rank links to it.
