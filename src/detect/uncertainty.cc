@@ -56,6 +56,34 @@ std::string KeyOf(const Finding& f) {
   return key;
 }
 
+using NameCounts = std::map<std::string, int>;
+
+// The op names of both sides of one occurrence, as a multiset.
+NameCounts CountsOf(const Finding& f) {
+  NameCounts c;
+  for (const std::string& n : f.names_a) ++c["A\x1f" + n];
+  for (const std::string& n : f.names_b) ++c["B\x1f" + n];
+  return c;
+}
+
+// sum(min) / sum(max) over the two multisets: 1 for the same ops, 0 for none shared.
+double Similarity(const NameCounts& x, const NameCounts& y) {
+  double lo = 0, hi = 0;
+  auto i = x.begin();
+  auto j = y.begin();
+  while (i != x.end() || j != y.end()) {
+    if (j == y.end() || (i != x.end() && i->first < j->first)) {
+      hi += i++->second;
+    } else if (i == x.end() || j->first < i->first) {
+      hi += j++->second;
+    } else {
+      lo += std::min(i->second, j->second);
+      hi += std::max(i++->second, j++->second);
+    }
+  }
+  return hi > 0 ? lo / hi : 0;
+}
+
 // The paired units of one recording: instances, or op pairs of a same-work
 // region that occurs once.
 std::vector<std::pair<double, double>> UnitsOf(const Finding& f, std::string* unit) {
@@ -270,9 +298,31 @@ DetectResult CombineRuns(DetectResult r, const std::vector<DetectResult>& repeat
   const size_t n = 1 + repeats.size();
   r.runs = n;
   std::vector<std::map<std::string, const Finding*>> by_key(repeats.size());
+  std::vector<std::vector<std::pair<const Finding*, NameCounts>>> matched(repeats.size());
   for (size_t k = 0; k < repeats.size(); ++k) {
-    for (const Finding& g : repeats[k].findings) by_key[k].emplace(KeyOf(g), &g);
+    for (const Finding& g : repeats[k].findings) {
+      by_key[k].emplace(KeyOf(g), &g);
+      if (g.kind == RegionKind::kMatched) matched[k].emplace_back(&g, CountsOf(g));
+    }
   }
+  // The same region in run k: the same op-name sequences, or else (a long
+  // region whose cut points moved a little between runs) the matched finding
+  // sharing most of its ops, at least half of them.
+  auto find = [&](const Finding& f, const std::string& key, size_t k) -> const Finding* {
+    if (auto it = by_key[k].find(key); it != by_key[k].end()) return it->second;
+    if (f.kind != RegionKind::kMatched) return nullptr;
+    const NameCounts mine = CountsOf(f);
+    const Finding* best = nullptr;
+    double best_similarity = 0.5;
+    for (const auto& [g, counts] : matched[k]) {
+      const double s = Similarity(mine, counts);
+      if (s >= best_similarity) {
+        best = g;
+        best_similarity = s;
+      }
+    }
+    return best;
+  };
   // The job energies every share is taken of: the mean over runs.
   std::vector<double> job_a{r.a.job_uj}, job_b{r.b.job_uj};
   for (const DetectResult& rep : repeats) {
@@ -291,17 +341,17 @@ DetectResult CombineRuns(DetectResult r, const std::vector<DetectResult>& repeat
     std::vector<double> excess{f.a.energy_uj - f.b.energy_uj};
     const std::string key = KeyOf(f);
     for (size_t k = 0; k < repeats.size(); ++k) {
-      auto it = by_key[k].find(key);
-      if (it == by_key[k].end()) {
+      const Finding* g = find(f, key, k);
+      if (g == nullptr) {
         // Not found in this run's matching: no difference measured there.
         logs.push_back(0);
         excess.push_back(0);
         continue;
       }
-      ca.push_back(it->second->a);
-      cb.push_back(it->second->b);
-      logs.push_back(LogRatio(it->second->a.energy_uj, it->second->b.energy_uj));
-      excess.push_back(it->second->a.energy_uj - it->second->b.energy_uj);
+      ca.push_back(g->a);
+      cb.push_back(g->b);
+      logs.push_back(LogRatio(g->a.energy_uj, g->b.energy_uj));
+      excess.push_back(g->a.energy_uj - g->b.energy_uj);
     }
     auto mean_cost = [](const std::vector<SideCost>& v) {
       SideCost m;

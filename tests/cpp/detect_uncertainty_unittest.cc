@@ -203,6 +203,37 @@ TEST(DetectUncertainty, RunsThatDisagreeAreInconclusive) {
   EXPECT_LT(matmul->uncertainty.ratio.low, 1.0);
 }
 
+TEST(DetectUncertainty, ARegionWhoseCutMovedIsStillFoundInTheOtherRun) {
+  // kv-cache's decode region: thousands of ops, and where matching cuts it
+  // moves by a few ops between runs. Sharing most ops is the same region;
+  // sharing none is not.
+  auto region = [](std::vector<std::string> names, double a_uj, double b_uj) {
+    DetectResult r;
+    r.a.job_uj = r.b.job_uj = 1000;
+    Finding f;
+    f.kind = RegionKind::kMatched;
+    f.names_a = f.names_b = std::move(names);
+    f.outputs_agree = true;
+    f.a = {a_uj, 1000, 0};
+    f.b = {b_uj, 1000, 0};
+    f.instances.resize(1);
+    f.instances.front().a = f.a;
+    f.instances.front().b = f.b;
+    r.findings.push_back(f);
+    return r;
+  };
+  const std::vector<std::string> ops = {"aten::addmm", "aten::split", "aten::sdpa", "aten::addmm", "aten::gelu"};
+  std::vector<std::string> moved = ops;
+  moved.push_back("aten::add");  // the cut one op later
+  DetectResult combined = CombineRuns(region(ops, 400, 200), {region(moved, 420, 200), region(ops, 380, 200)}, {});
+  EXPECT_EQ(combined.findings.front().uncertainty.runs, 3u);
+  EXPECT_EQ(combined.findings.front().verdict, Verdict::kWaste);
+  // Nothing in common: not found there, which counts as no difference.
+  DetectResult other = CombineRuns(region(ops, 400, 200), {region({"aten::relu"}, 400, 200)}, {});
+  EXPECT_EQ(other.findings.front().uncertainty.runs, 1u);
+  EXPECT_EQ(other.findings.front().verdict, Verdict::kInconclusive);
+}
+
 TEST(DetectUncertainty, UnmatchedOpsAreOneFindingPerRunWhateverTheyHold) {
   // Run 2's unmatched ops are not the same list as run 1's: still the same finding.
   auto unmatched = [](std::vector<std::string> names_a, double a_uj) {
