@@ -117,11 +117,12 @@ StatusOr<GateResult> RunGate(const std::vector<std::string>& baseline, const std
   const detect::DetectResult& det = *data.detection;
   for (size_t i = 0; i < det.findings.size(); ++i) {
     const detect::Finding& f = det.findings[i];
-    if (f.wasteful_side != 'B') continue;
-    if (f.verdict != detect::Verdict::kWaste && f.verdict != detect::Verdict::kTradeOff &&
-        f.verdict != detect::Verdict::kInconclusive) {
-      continue;
-    }
+    // Matched regions the candidate spends more on, by more than the limit
+    // as a share of its job: a region 91% dearer that is 0.3% of the job is
+    // no 5% regression, and checking every small region would fail some
+    // identical pair by chance (dozens of regions, each at 95%).
+    if (f.kind != detect::RegionKind::kMatched || f.wasteful_side != 'B') continue;
+    if (f.verdict == detect::Verdict::kEqual || f.share_of_total < options.max_regression) continue;
     GateCheck rc;
     rc.name = RegionName(f);
     rc.ratio = f.energy_ratio > 0 ? 1 / f.energy_ratio : 0;
@@ -130,11 +131,16 @@ StatusOr<GateResult> RunGate(const std::vector<std::string>& baseline, const std
                      f.uncertainty.ratio.low > 0 ? 1 / f.uncertainty.ratio.low : 0};
     }
     rc.method = f.uncertainty.method.empty() ? "" : f.uncertainty.method + " over " + f.uncertainty.unit;
-    const bool significant = f.verdict != detect::Verdict::kInconclusive;
+    // One recording per side is never significant (the job check says the same).
+    const bool significant = n >= 2 && f.verdict != detect::Verdict::kInconclusive;
     rc.state = significant ? GateCheckState::kFail : GateCheckState::kInconclusive;
+    std::string why;
+    if (!significant) {
+      why = n < 2 ? ": one recording per side is not significant; record 3 or more per side"
+                  : ": " + f.uncertainty_note;
+    }
     rc.message = fmt::format("costs {:+.1f}% in the candidate ({} instance(s), {:.1f}% of its job){}",
-                             100 * (rc.ratio - 1), f.instances.size(), 100 * f.share_of_total,
-                             significant ? "" : ": " + f.uncertainty_note);
+                             100 * (rc.ratio - 1), f.instances.size(), 100 * f.share_of_total, why);
     for (const diagnose::Diagnosis& d : data.diagnoses) {
       if (d.finding_index == i) rc.root_cause = d.sentence;
     }

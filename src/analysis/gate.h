@@ -1,8 +1,9 @@
 // The energy-regression gate (`magneton gate`, docs/GATE.md): a candidate's
 // recordings against a baseline's. It fails only on a significant
 // regression: the lower end of the interval on candidate/baseline energy is
-// beyond the limit, for the job or for a matched region (named with its
-// root cause). One recording per side is never significant.
+// beyond the limit, for the job or for a matched region whose extra energy
+// is at least the limit's share of the candidate's job (named with its root
+// cause). One recording per side is never significant.
 #pragma once
 
 #include <string>
