@@ -103,6 +103,30 @@ struct OpEvent {
   // Links host ops to asynchronous device work (CUPTI / CUDA events) later.
   uint64_t correlation_id = 0;
   std::string args;  // non-tensor arguments as JSON (docs/TRACE_FORMAT.md, "Op arguments")
+  // The runtime state in effect when the op started (Trace::runtime_states);
+  // kNoId when the recorder reported none.
+  int64_t state_id = kNoId;
+};
+
+// The settings that select kernels, read by the engine's hook while the run
+// goes on (not only at start): thread counts, grad/inference mode, default
+// dtype, matmul precision, TF32 and attention-backend enables, deterministic
+// mode, autocast, current device. Interned: ops share a state until a value
+// changes. Keys are dotted names ("torch.num_threads", "torch.grad_enabled").
+struct RuntimeState {
+  int64_t id = kNoId;
+  std::map<std::string, std::string> values;  // key -> value as text
+};
+
+// A call that set a runtime state key (torch.set_num_threads, a `with
+// torch.no_grad()` block, sdpa_kernel(...)), where the program made it: the
+// line a developer changes.
+struct StateSetter {
+  std::string key;        // as in RuntimeState::values
+  std::string value;      // the value it set
+  std::string where;      // "file:line:function" of the user's call
+  int64_t t_ns = 0;       // CLOCK_MONOTONIC
+  int64_t thread_id = 0;  // OS thread id
 };
 
 // Device work launched by an op and timed on the device (GPU kernels).
@@ -136,6 +160,8 @@ struct Trace {
   std::vector<OpTensor> op_tensors;  // sorted by (op_id, role, slot)
   std::vector<DeviceActivity> device_activities;
   std::vector<EnergySample> energy_samples;
+  std::vector<RuntimeState> runtime_states;  // indexed by id
+  std::vector<StateSetter> state_setters;    // in time order
 
   const std::string& str(int64_t id) const {
     static const std::string kEmpty;
