@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -149,6 +150,18 @@ class Recorder {
   static StatusOr<std::string> EncodeValueFingerprint(const TensorBuffer& buffer);
   // An already encoded value fingerprint (kind kFingerprintKind) of a tensor.
   void AddFingerprint(int64_t tensor_id, std::string encoded);
+
+  // Runtime state (Trace::runtime_states): the id of the state with exactly
+  // these values, written the first time it is seen. Hooks call it only when
+  // their cheap view of the state changed, so its lock is off the per-op path.
+  int64_t InternRuntimeState(const std::map<std::string, std::string>& values);
+  // The state BeginOp stamps on this thread's ops from now on (kNoId: none).
+  // Per thread, per session: a new session starts every thread at kNoId.
+  void SetThreadStateId(int64_t state_id);
+  int64_t ThreadStateId() const;
+  // A call that set a runtime state key, where the program made it
+  // ("file:line:function"); t_ns and thread_id are filled when zero.
+  void AddStateSetter(StateSetter setter);
 
   void SetConfig(std::string key, std::string value, std::string source);
   void SetMeta(const std::string& key, const std::string& value);
