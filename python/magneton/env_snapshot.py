@@ -4,9 +4,11 @@ framework is imported, and at stop (docs/TRACE_FORMAT.md, "Environment").
 Which names: those the program's code read. Native code's reads are noted by
 the getenv interposer that ``magneton record`` preloads
 (``native_env_names_read``); Python's reads through ``os.environ`` /
-``os.getenv`` are noted here. Without the interposer (``magneton.record()``
-inside a script) native reads cannot be seen, and every set name with one of
-``_ENV_PREFIXES`` is stored instead, as before. A name is stored once as
+``os.getenv`` are noted here. The interposer does not supersede the list of
+ML prefixes (``_ENV_PREFIXES``): it cannot see ``secure_getenv``, glibc's own
+reads, or a library that walks ``environ`` itself, and without it
+(``magneton.record()`` inside a script) native reads are not seen at all; so
+every set name with one of those prefixes is stored as well. A name is stored once as
 ``env.NAME`` (source ``env``) with its value when first seen; a later
 snapshot that finds another value stores ``env.NAME@<snapshot>`` (source
 ``env_change``). Secret-looking names are redacted by the trace writer."""
@@ -74,15 +76,14 @@ def snapshot(name: str) -> None:
         environ = dict(os.environ)
     finally:
         _noting = True
+    names = {k for k in environ if k.startswith(_ENV_PREFIXES)} | _python_reads
     if native is None:
-        names = {k for k in environ if k.startswith(_ENV_PREFIXES)}
-        source_of_names = "prefix list (no getenv interposer: not started by `magneton record`)"
+        source_of_names = "prefix list and os.environ reads (no getenv interposer: not started by `magneton record`)"
         dropped = 0
     else:
-        names = set(native[0])
-        source_of_names = "getenv interposer and os.environ reads"
+        names |= set(native[0])
+        source_of_names = "getenv interposer, os.environ reads and prefix list"
         dropped = native[1]
-    names |= _python_reads
     new = changed = 0
     for key in sorted(names):
         if key.startswith(_OWN) or key in _OWN_NAMES or key not in environ:
