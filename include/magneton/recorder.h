@@ -139,7 +139,8 @@ class Recorder {
   // of by storage key. AddTensor registers a value (meta.id is assigned and
   // returned; set producer_op_id to an id from ReserveOpId or kNoId).
   // RecordCompletedOp writes an op with its own times, thread, scope and
-  // links (op.id from ReserveOpId; link op ids are set here). Ids from
+  // links (op.id from ReserveOpId; link op ids are set here); an op without
+  // a state_id takes the calling thread's (SetThreadStateId). Ids from
   // ReserveOpId are in call order, so an engine that reserves in start order
   // keeps the trace's ops in start order.
   int64_t ReserveOpId() { return next_op_id_.fetch_add(1, std::memory_order_relaxed); }

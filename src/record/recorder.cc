@@ -566,6 +566,7 @@ int64_t Recorder::AddTensor(TensorMeta meta) {
 }
 
 void Recorder::RecordCompletedOp(OpEvent op, std::vector<OpTensor> links) {
+  if (op.state_id == kNoId) op.state_id = Local(generation_).state_id;
   for (OpTensor& l : links) l.op_id = op.id;
   writer_->AppendOp(std::move(op), links);
 }
