@@ -45,6 +45,9 @@ std::optional<at::CallbackHandle> g_handle;
 // Ops this hook recorded since install: says whether torch took part in a
 // run that also drove another engine (the trace's `engine` meta).
 std::atomic<int64_t> g_ops_recorded{0};
+// Whether ops carry the runtime state (on unless bench/op_overhead measures
+// what reading it costs).
+std::atomic<bool> g_record_state{true};
 
 // TensorView::storage_uid for torch: one id per StorageImpl. The weak
 // reference kept beside each id keeps that StorageImpl's memory allocated
@@ -359,7 +362,7 @@ std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
   const bool top_level = rec->OpDepth() == 0;
   if (top_level) {
     py = CurrentPythonContext(*rec);
-    StampTorchState(*rec);
+    if (g_record_state.load(std::memory_order_relaxed)) StampTorchState(*rec);
   }
   rec->BeginOp(name_id, py.call_path_id, py.scope_id, fn.handle());
   if (top_level) g_ops_recorded.fetch_add(1, std::memory_order_relaxed);
@@ -431,6 +434,8 @@ NB_MODULE(_torch_hook, m) {
   m.attr("TORCH_VERSION_BUILT") = MAGNETON_TORCH_VERSION;
   m.def("refresh_state", &magneton::RefreshSlowTorchState,
         "Re-reads the torch settings not read at every op (after a Python setter changed one).");
+  m.def("set_record_state", [](bool on) { magneton::g_record_state.store(on, std::memory_order_relaxed); },
+        nb::arg("on") = true, "Whether ops carry the runtime state (bench/op_overhead --state-cost turns it off to compare).");
   m.def("current_state", [] { return magneton::TorchStateValues(magneton::ReadTorchState()); },
         "The torch runtime state the hook would record for an op on this thread now.");
   m.def("ops_recorded", [] { return magneton::g_ops_recorded.load(std::memory_order_relaxed); },
