@@ -18,6 +18,10 @@ from magneton import _core
 
 _patches: list[tuple[object, str, object]] = []  # (owner, attribute, original)
 _skip_dirs: tuple[str, ...] = ()
+_torch_dir = ""
+# torch's decorator form of its context managers (@torch.no_grad()) enters
+# them from here on behalf of the decorated function's caller.
+_torch_decorator_file = ""
 
 
 def _bool(v) -> str:
@@ -45,6 +49,11 @@ def _where() -> str:
 
 def _record(pairs) -> None:
     if not _core.is_recording():
+        return
+    # torch setting its own state (no_grad.__enter__ calls set_grad_enabled,
+    # and __exit__ restores it) is not where the program set it.
+    caller = sys._getframe(2).f_code.co_filename
+    if caller.startswith(_torch_dir) and caller != _torch_decorator_file:
         return
     where = _where()
     for key, value in pairs:
@@ -105,7 +114,9 @@ def _sdpa_pairs(backends=None, *args, **kwargs):
 
 
 def install(torch, hook) -> None:
-    global _skip_dirs
+    global _skip_dirs, _torch_dir, _torch_decorator_file
+    _torch_dir = os.path.dirname(torch.__file__) + os.sep
+    _torch_decorator_file = os.path.join(_torch_dir, "utils", "_contextlib.py")
     paths = sysconfig.get_paths()
     magneton_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     _skip_dirs = tuple(dict.fromkeys(
