@@ -31,23 +31,34 @@ _python_reads: set[str] = set()
 _stored: dict[str, str] = {}
 _snapshots: dict[str, dict[str, int]] = {}
 _original_getitem = None
+_original_iter = None
 _noting = True
+_bulk = 0  # live iterations over os.environ: a copy (dict(os.environ)) reads every name, none in particular
 
 
 def _note_python_reads() -> None:
-    global _original_getitem
+    global _original_getitem, _original_iter
     if _original_getitem is not None:
         return
     environ_type = type(os.environ)
-    original = environ_type.__getitem__
+    original, original_iter = environ_type.__getitem__, environ_type.__iter__
 
     def __getitem__(self, key):
-        if _noting and self is os.environ and isinstance(key, str):
+        if _noting and not _bulk and self is os.environ and isinstance(key, str):
             _python_reads.add(key)
         return original(self, key)
 
+    def __iter__(self):
+        global _bulk
+        _bulk += 1
+        try:
+            yield from original_iter(self)
+        finally:
+            _bulk -= 1
+
     environ_type.__getitem__ = __getitem__
-    _original_getitem = original
+    environ_type.__iter__ = __iter__
+    _original_getitem, _original_iter = original, original_iter
 
 
 def start() -> None:
@@ -60,10 +71,11 @@ def start() -> None:
 
 def stop() -> None:
     snapshot("stop")
-    global _original_getitem
+    global _original_getitem, _original_iter
     if _original_getitem is not None:
         type(os.environ).__getitem__ = _original_getitem
-        _original_getitem = None
+        type(os.environ).__iter__ = _original_iter
+        _original_getitem = _original_iter = None
     _python_reads.clear()
 
 

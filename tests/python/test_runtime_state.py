@@ -30,10 +30,11 @@ def _line_of(script, text):
 
 
 def _states(db, op_name):
-    """The runtime state ({key: value}) of each op named op_name, with its id."""
+    """The runtime state ({key: value}) of each top-level op named op_name (any overload), with its id."""
     out = []
     for (state_id,) in db.query("SELECT o.state_id FROM ops o JOIN strings s ON s.id = o.name_id "
-                                "WHERE s.value = ? AND o.parent_id IS NULL ORDER BY o.id", op_name):
+                                "WHERE (s.value = ? OR s.value LIKE ? || '.%') AND o.parent_id IS NULL ORDER BY o.id",
+                                op_name, op_name):
         values = dict(db.query("SELECT key, value FROM runtime_states WHERE state_id = ?", state_id))
         out.append((state_id, values))
     return out
