@@ -118,3 +118,22 @@ def test_names_native_code_reads_are_recorded_and_secrets_redacted(tmp_path):
     meta = dict(db.query("SELECT key, value FROM meta"))
     assert "getenv interposer" in meta["env.names_from"]
     assert "stop" in meta["env.snapshots"] and "import:torch" in meta["env.snapshots"]
+
+
+def test_jax_config_update_midway_gives_later_ops_another_state(tmp_path):
+    require("jax")
+    script, db = _record(tmp_path, """
+        import jax
+        import jax.numpy as jnp
+        x = jnp.ones(4)
+        jnp.add(x, 1.0)
+        jax.config.update("jax_default_matmul_precision", "highest")  # UPDATE
+        jnp.multiply(x, 2.0)
+    """)
+    (before_id, before), = [s for s in _states(db, "jax::add")][-1:]
+    (after_id, after), = [s for s in _states(db, "jax::mul")][-1:]
+    assert before["jax.jax_default_matmul_precision"] == "None"
+    assert after["jax.jax_default_matmul_precision"] == "highest"
+    assert after_id != before_id
+    assert ("highest", f"{script}:{_line_of(script, '# UPDATE')}:<module>") in \
+        _setters(db, "jax.jax_default_matmul_precision")

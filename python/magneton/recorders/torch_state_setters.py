@@ -12,9 +12,9 @@ from __future__ import annotations
 import functools
 import os
 import sys
-import sysconfig
 
 from magneton import _core
+from magneton import call_site
 
 _patches: list[tuple[object, str, object]] = []  # (owner, attribute, original)
 _skip_dirs: tuple[str, ...] = ()
@@ -34,17 +34,7 @@ def _dtype(d) -> str:
 
 def _where() -> str:
     """file:line:function of the innermost frame that is the program's own."""
-    f = sys._getframe(2)
-    first = None
-    while f is not None:
-        name = f.f_code.co_filename
-        if first is None and not name.startswith(_skip_dirs[:1]):
-            first = f  # innermost frame outside Magneton: the answer when all are library code
-        if not name.startswith(_skip_dirs) and not name.startswith("<"):
-            return f"{name}:{f.f_lineno}:{f.f_code.co_name}"
-        f = f.f_back
-    f = first
-    return f"{f.f_code.co_filename}:{f.f_lineno}:{f.f_code.co_name}" if f is not None else "?"
+    return call_site.user_site(_skip_dirs, depth=3)
 
 
 def _record(pairs) -> None:
@@ -117,11 +107,7 @@ def install(torch, hook) -> None:
     global _skip_dirs, _torch_dir, _torch_decorator_file
     _torch_dir = os.path.dirname(torch.__file__) + os.sep
     _torch_decorator_file = os.path.join(_torch_dir, "utils", "_contextlib.py")
-    paths = sysconfig.get_paths()
-    magneton_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    _skip_dirs = tuple(dict.fromkeys(
-        p for p in (magneton_dir + os.sep, os.path.dirname(torch.__file__) + os.sep, paths.get("stdlib"),
-                    paths.get("purelib"), paths.get("platlib")) if p))
+    _skip_dirs = call_site.library_dirs(_torch_dir)
 
     def interop(n, *a, **k):
         return [("torch.num_interop_threads", str(n))]
