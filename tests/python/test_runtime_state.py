@@ -3,7 +3,6 @@ and "Environment"): settings changed while the script runs reach the ops
 that ran under them, with the line that changed them; environment names that
 native code reads are stored, secret-looking ones redacted."""
 
-import ctypes.util  # noqa: F401  (the scripts below use ctypes)
 import sys
 import textwrap
 import uuid
