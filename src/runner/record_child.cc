@@ -33,6 +33,17 @@ StatusOr<RecordRunResult> RecordChild(const RecordRunRequest& req) {
   for (const auto& [k, v] : req.env) env[k] = v;
   const char* old_path = std::getenv("PYTHONPATH");
   env["PYTHONPATH"] = *bootstrap + (old_path && *old_path ? std::string(":") + old_path : std::string());
+  // The getenv interposer, installed beside the package's libraries, notes
+  // the environment names native code reads (docs/TRACE_FORMAT.md,
+  // "Environment"). The child's bootstrap takes it out of LD_PRELOAD again,
+  // so the program's own children do not inherit it.
+  std::filesystem::path interposer = std::filesystem::path(*bootstrap).parent_path() / "libmagneton_getenv.so";
+  if (const char* override_path = std::getenv("MAGNETON_GETENV_LIB")) interposer = override_path;
+  if (std::filesystem::exists(interposer, ec)) {
+    const char* old_preload = std::getenv("LD_PRELOAD");
+    env["MAGNETON_GETENV_PRELOADED"] = interposer.string();
+    env["LD_PRELOAD"] = interposer.string() + (old_preload && *old_preload ? std::string(":") + old_preload : "");
+  }
 
   const int code = RunChild(req.argv, env, &error, req.cwd, req.log_path);
   if (code < 0) return Internal(error);

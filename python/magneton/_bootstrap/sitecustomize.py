@@ -36,6 +36,15 @@ def _start():
     label = os.environ.pop("MAGNETON_RECORD_LABEL", None)
     command_line = os.environ.pop("MAGNETON_COMMAND_LINE", None)
     values = os.environ.pop("MAGNETON_RECORD_VALUES", "0") == "1"
+    # The getenv interposer (record_child.cc) stays loaded here; the script's
+    # own children run without it.
+    preloaded = os.environ.pop("MAGNETON_GETENV_PRELOADED", None)
+    if preloaded:
+        rest = [p for p in os.environ.get("LD_PRELOAD", "").split(":") if p and p != preloaded]
+        if rest:
+            os.environ["LD_PRELOAD"] = ":".join(rest)
+        else:
+            os.environ.pop("LD_PRELOAD", None)
     here = os.path.dirname(os.path.abspath(__file__))
     os.environ["PYTHONPATH"] = os.pathsep.join(
         p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and os.path.abspath(p) != here)
