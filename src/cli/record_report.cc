@@ -41,7 +41,7 @@ int ReportRecording(const RecordRunRequest& request, const StatusOr<RecordRunRes
     Fail(result->trace_status.message());
     return code != 0 ? code : 1;
   }
-  if (!result->job_manifest.empty()) return ReportJob(request, *result);
+  if (!result->job_manifest.empty()) return ReportJob(request, result.value());
   std::error_code ec;
   const std::string out = std::filesystem::absolute(request.output, ec).string();
   if (code != 0) {

@@ -26,10 +26,29 @@ def _free_port():
         return s.getsockname()[1]
 
 
+@pytest.fixture(scope="module")
+def torchrun_dir(tmp_path_factory):
+    """A `torchrun` of this Python, as pip installs it: the one on PATH may
+    belong to another environment than the magneton under test."""
+    d = tmp_path_factory.mktemp("bin")
+    (d / "torchrun").write_text(f"#!{sys.executable}\nimport sys\nfrom torch.distributed.run import main\n"
+                                "sys.exit(main())\n")
+    (d / "torchrun").chmod(0o755)
+    return d
+
+
 def _torchrun(*script_args, module=False):
     launcher = [sys.executable, "-m", "torch.distributed.run"] if module else ["torchrun"]
     return [*launcher, "--nnodes", "1", "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
             "--master-port", str(_free_port()), os.path.join(SCRIPTS, "ddp_train.py"), *script_args]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _path_with_torchrun(torchrun_dir):
+    old = os.environ["PATH"]
+    os.environ["PATH"] = f"{torchrun_dir}{os.pathsep}{old}"
+    yield
+    os.environ["PATH"] = old
 
 
 def _record(out, command, env=None, values=True):

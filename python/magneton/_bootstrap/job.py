@@ -42,7 +42,7 @@ def rank_from_env():
 
 def is_spawn_child() -> bool:
     # multiprocessing's spawn start method runs `python -c '...spawn_main(...)' --multiprocessing-fork`.
-    return "--multiprocessing-fork" in sys.argv
+    return "--multiprocessing-fork" in getattr(sys, "orig_argv", sys.argv)
 
 
 def child_trace_path(base_path: str):

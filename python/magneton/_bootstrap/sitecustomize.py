@@ -36,7 +36,7 @@ def _start():
         # rank of a distributed job (magneton/_bootstrap/job.py).
         job_path = os.environ.get("MAGNETON_RECORD_JOB")
         if not job_path or not (("RANK" in os.environ and "WORLD_SIZE" in os.environ)
-                                or "--multiprocessing-fork" in sys.argv):
+                                or "--multiprocessing-fork" in getattr(sys, "orig_argv", sys.argv)):
             return
         from magneton._bootstrap import job
 
