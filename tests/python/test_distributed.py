@@ -182,3 +182,29 @@ def test_join_finished_rank_keeps_running_shadow_collectives(tmp_path):
     assert len(findings) == 2, rank0
     # Rank 0's extra work is the shadow all-reduces, issued from Join's exit.
     assert "Join.__exit__" in findings[1] and "all_reduce" in findings[1], rank0
+
+
+def test_ddp_find_unused_parameters_without_unused_parameters(tmp_path):
+    """A DDP misconfiguration from the DDP docs and its runtime warning
+    ("find_unused_parameters=True was specified in DDP constructor, but did not
+    find any unused parameters ... an extra traversal of the autograd graph every
+    iteration"): the extra traversal is recorded as the reducer's
+    search_unused_parameters on every rank, and the rank diff places it on A's
+    side only; the control (the default, False) never runs it."""
+    traces = {}
+    for unused in ("1", "0"):
+        out = tmp_path / f"unused{unused}.mtrace"
+        r = _record(out, _torchrun(), env={"FIND_UNUSED": unused})
+        assert r.returncode == 0, r.stderr
+        traces[unused] = out
+    search = "torch.distributed.ddp.reducer::search_unused_parameters"
+    for rank in (0, 1):
+        assert TraceDB(tmp_path / f"unused1.rank{rank}.mtrace").count(search) > 0
+        assert TraceDB(tmp_path / f"unused0.rank{rank}.mtrace").count(search) == 0
+    report = tmp_path / "rank0.json"
+    r = run_cli("diff", "--no-rerun", "--json", str(report), str(tmp_path / "unused1.rank0.mtrace"),
+                str(tmp_path / "unused0.rank0.mtrace"))
+    assert r.returncode == 0, r.stderr
+    findings = [f for f in json.loads(report.read_text())["findings"] if search in json.dumps(f["a"])]
+    assert findings, "no region holds the reducer's search for unused parameters"
+    assert all(search not in json.dumps(f["b"]) for f in findings)
