@@ -177,11 +177,18 @@ def test_join_finished_rank_keeps_running_shadow_collectives(tmp_path):
     assert allreduce["join"] > allreduce["alone"] > 0, allreduce
     r = run_cli("diff", "--no-rerun", str(tmp_path / "join"), str(tmp_path / "alone"))
     assert r.returncode == 0, r.stderr
-    rank0 = r.stdout.split("=== rank 0 ===")[1].split("=== rank 1 ===")[0]
-    findings = rank0.split("\n[1]", 1)
-    assert len(findings) == 2, rank0
-    # Rank 0's extra work is the shadow all-reduces, issued from Join's exit.
-    assert "Join.__exit__" in findings[1] and "all_reduce" in findings[1], rank0
+    assert "=== rank 0 ===" in r.stdout and "=== rank 1 ===" in r.stdout
+    # Rank 0's extra work is the shadow all-reduces, issued from Join's exit, on
+    # A's side only. (Whether its energy clears tau is timing on a shared CPU:
+    # not asserted; the region and its diagnosis are deterministic.)
+    report = tmp_path / "rank0.json"
+    r = run_cli("diff", "--no-rerun", "--json", str(report), str(tmp_path / "join.rank0.mtrace"),
+                str(tmp_path / "alone.rank0.mtrace"))
+    assert r.returncode == 0, r.stderr
+    shadow = [f for f in json.loads(report.read_text())["findings"]
+              if "Join.__exit__" in json.dumps(f["diagnosis"]) and "c10d::allreduce_" in f["a"]["ops"]]
+    assert shadow, "no region holds the all-reduces issued from Join.__exit__"
+    assert all("c10d::allreduce_" not in f["b"]["ops"] for f in shadow)
 
 
 def test_ddp_find_unused_parameters_without_unused_parameters(tmp_path):
