@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "magneton/trace_reader.h"
+#include "runner/record_job.h"
 #include "runner/subprocess.h"
 
 namespace magneton::runner {
@@ -24,6 +25,7 @@ StatusOr<RecordRunResult> RecordChild(const RecordRunRequest& req) {
   std::error_code ec;
   std::filesystem::path out = std::filesystem::absolute(req.output, ec);
   std::filesystem::remove(out, ec);  // never mistake an old trace for this run's
+  RemoveOldJob(out.string());
   std::map<std::string, std::string> env = {
       {"MAGNETON_RECORD_PATH", out.string()},
       {"MAGNETON_RECORD_LABEL", req.label},
@@ -50,6 +52,17 @@ StatusOr<RecordRunResult> RecordChild(const RecordRunRequest& req) {
 
   RecordRunResult result;
   result.exit_code = code;
+  auto job = CollectJob(out.string(), ShellQuote(req.argv), code);
+  if (!job.ok()) {
+    result.trace_status = job.status();
+    return result;
+  }
+  if (job->has_value()) {
+    // Each rank wrote its own trace; the manifest lists them and how each ended.
+    result.job_manifest = JobManifestPath(out.string());
+    for (const RankEntry& r : (*job)->ranks) result.ops += r.ops;
+    return result;
+  }
   if (!std::filesystem::exists(out, ec)) {
     result.trace_status = FailedPrecondition("'" + req.argv[0] + "' exited with code " + std::to_string(code) +
                                              " and wrote no trace (is it a Python program that imports torch?)");
