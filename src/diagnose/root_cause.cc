@@ -7,6 +7,7 @@
 // the op sequences decides the rest.
 #include <fmt/format.h>
 
+#include <map>
 #include <set>
 
 #include "diagnose/diagnose.h"
@@ -62,6 +63,19 @@ RootCause FromCandidate(const Diagnosis& d, const Candidate& c, const std::strin
                              d.line->divergence.branch_line, OriginKindName(o.kind), o.name);
   }
   return r;
+}
+
+// The costly side's main site is also one of the cheaper side's: the same
+// library function called (api_frame), or the same line when the line
+// itself issues the ops.
+bool SameCall(const Diagnosis& d) {
+  if (d.sites_costly.empty()) return false;
+  const SourceSite& c = d.sites_costly.front();
+  for (const SourceSite& e : d.sites_efficient) {
+    if (!c.api_frame.empty() && c.api_frame == e.api_frame) return true;
+    if (c.api_frame.empty() && e.api_frame.empty() && !c.user_frame.empty() && c.user_frame == e.user_frame) return true;
+  }
+  return false;
 }
 
 bool SameOps(const Diagnosis& d) {
@@ -145,6 +159,16 @@ RootCause ChooseRootCause(const Diagnosis& d) {
     r.evidence = d.shapes;
     return r;
   }
+  if (d.kind == Kind::kDifferentOps && !d.candidates.empty() && SameCall(d)) {
+    // Both sides issue the region's ops through the same call: the developer
+    // chose the same API, and what it ran was decided inside it by what it
+    // was given. The config entries that differ are what it was given.
+    const SourceSite& s = d.sites_costly.front();
+    return FromCandidate(d, d.candidates.front(),
+                         fmt::format("both sides run the differing ops inside the same call ({}); of what differs "
+                                     "between the runs, this decides what it runs",
+                                     s.api_frame.empty() ? s.user_frame : s.api_frame));
+  }
   if (d.kind == Kind::kDifferentOps) {
     const SourceSite* site = d.sites_costly.empty() ? nullptr : &d.sites_costly.front();
     if (site) r.where = FileLine(site->user_frame.empty() ? site->library_frame : site->user_frame);
@@ -152,7 +176,8 @@ RootCause ChooseRootCause(const Diagnosis& d) {
       // The two sides compute the region's values with different ops: the
       // API the costly side's line called (a library function), else its op.
       r.kind = "api_choice";
-      r.name = site && !site->api_frame.empty() ? ApiOfFrame(site->api_frame) : ApiOfOp(d.costly_op);
+      const bool api_known = site && !site->api_frame.empty() && !IsPassThroughFrame(ParseFrame(site->api_frame));
+      r.name = api_known ? ApiOfFrame(site->api_frame) : ApiOfOp(d.costly_op);
       const std::string other = ApiOfOp(d.only_cheap.front());
       (costly == 'A' ? r.value_a : r.value_b) = r.name;
       (costly == 'A' ? r.value_b : r.value_a) = other;
@@ -165,10 +190,22 @@ RootCause ChooseRootCause(const Diagnosis& d) {
       // function (not the script's top level): that function is the unit of
       // extra work; else the costliest extra op.
       r.kind = "code_path";
-      std::set<std::string> functions;
-      for (const SourceSite& s : d.sites_costly) functions.insert(ParseFrame(s.user_frame).function);
-      const std::string fn = functions.size() == 1 ? *functions.begin() : "";
-      const bool by_function = d.only_costly.size() >= 2 && !fn.empty() && fn != "<module>";
+      // The user function that issued most of the extra ops, and how many kinds.
+      std::map<std::string, std::pair<int, std::set<std::string>>> by_function_ops;
+      int total = 0;
+      for (const SourceSite& s : d.sites_costly) {
+        auto& [n, names] = by_function_ops[ParseFrame(s.user_frame).function];
+        n += s.op_count;
+        names.insert(s.op_names.begin(), s.op_names.end());
+        total += s.op_count;
+      }
+      std::string fn;
+      int most = 0;
+      size_t kinds = 0;
+      for (const auto& [f, v] : by_function_ops) {
+        if (v.first > most) most = v.first, fn = f, kinds = v.second.size();
+      }
+      const bool by_function = kinds >= 2 && 2 * most > total && !fn.empty() && fn != "<module>";
       r.name = by_function ? fn : ApiOfOp(d.costly_op);
       (costly == 'A' ? r.value_a : r.value_b) = by_function ? "runs " + fn : "runs " + d.costly_op;
       (costly == 'A' ? r.value_b : r.value_a) = "does not";

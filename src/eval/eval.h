@@ -95,7 +95,7 @@ const std::vector<std::string>& RootCauseKinds();
 // underscores stripped ("model_config._attn_implementation" -> "attn_implementation").
 std::string NormalizeName(const std::string& name);
 // Whether the top waste finding's structured root cause is the expected one:
-// the same kind, and norm(name) equal to norm of the expected name or of one
+// the finding on the expected waste side, the same kind, and norm(name) equal to norm of the expected name or of one
 // alias. Only the structured object counts, never words of a sentence.
 bool RootCauseRight(const Expected& expected, const Evidence& evidence, std::string* why);
 

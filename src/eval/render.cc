@@ -175,7 +175,7 @@ std::string RenderMarkdown(const Report& r) {
        "runs one of `region.ops`, or an op's scope contains `region.scope_contains`, or a frame of its call paths "
        "contains `region.source_contains`.\n";
   s += "- **Root cause right** (headline setting only): only the structured `root_cause` of the top waste finding's "
-       "diagnosis counts: its `kind` equals `root_cause.kind` of expected.json and norm(`name`) equals norm of the "
+       "diagnosis counts, when that finding is on the expected waste side: its `kind` equals `root_cause.kind` of expected.json and norm(`name`) equals norm of the "
        "expected `name` or of one of its `aliases`, where norm is the lower-cased last component after `.`, `::` or "
        "`/` with leading underscores stripped. Words in sentences, sites or paths never count; `description` is "
        "never scored.\n";

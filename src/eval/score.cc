@@ -123,7 +123,17 @@ bool RootCauseRight(const Expected& expected, const Evidence& evidence, std::str
   auto say = [&](const std::string& text) {
     if (why) *why = text;
   };
-  if (expected.is_control() || !evidence.has_waste) return false;
+  if (expected.is_control()) return false;
+  if (!evidence.has_waste) {
+    say("no waste finding");
+    return false;
+  }
+  // The cause of waste on the other side is not this case's cause, even when
+  // its name normalises the same (torch.stft on B for jax.scipy.signal.stft on A).
+  if (evidence.wasteful_side != expected.waste_side) {
+    say(std::string("top waste finding on side ") + (evidence.wasteful_side ? evidence.wasteful_side : '-'));
+    return false;
+  }
   const diagnose::RootCause& got = evidence.root_cause;
   if (got.kind.empty()) {
     say("no root cause");

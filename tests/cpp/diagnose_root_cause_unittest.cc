@@ -455,6 +455,57 @@ TEST(DiagnoseRootCause, ExtraWorkIsACodePath) {
   EXPECT_EQ(d.root_cause.name, "torch.repeat_interleave");
 }
 
+TEST(DiagnoseRootCause, ExtraWorkMostlyFromOneFunctionNamesIt) {
+  Builder ba, bb;
+  const int64_t tables = ba.Path({"/src/a.py:30:forward", "/src/common.py:13:rope_tables"});
+  const int64_t rotate = ba.Path({"/src/a.py:30:forward", "/src/common.py:18:rotate"});
+  const int64_t x = ba.Tensor({64});
+  std::vector<int64_t> ops;
+  for (int i = 0; i < 3; ++i) {
+    ops.push_back(ba.Op("aten::cos", {.ins = {x}, .outs = {ba.Tensor({64})}, .path = tables}));
+    ops.push_back(ba.Op("aten::sin", {.ins = {x}, .outs = {ba.Tensor({64})}, .path = tables}));
+  }
+  ops.push_back(ba.Op("aten::mul.Tensor", {.ins = {x, x}, .outs = {ba.Tensor({64})}, .path = rotate}));
+  Diagnosis d = DiagnoseOne(ba.t, bb.t, OneWaste(ops, {}, ba.t, bb.t));
+  EXPECT_EQ(d.root_cause.kind, "code_path");
+  EXPECT_EQ(d.root_cause.name, "rope_tables");
+  // Half the extra ops from elsewhere: no function stands for the extra work; the costliest op does.
+  for (int i = 0; i < 6; ++i) {
+    ops.push_back(ba.Op("aten::mul.Tensor", {.ins = {x, x}, .outs = {ba.Tensor({64})}, .path = rotate}));
+  }
+  d = DiagnoseOne(ba.t, bb.t, OneWaste(ops, {}, ba.t, bb.t));
+  EXPECT_EQ(d.root_cause.kind, "code_path");
+  EXPECT_NE(d.root_cause.name, "rope_tables");
+}
+
+// A generate()-like call: both sides issue the region's ops through the same
+// library function from the same line; only what it was given differs.
+TEST(DiagnoseRootCause, DifferentOpsInsideTheSameCallAreDecidedByWhatItWasGiven) {
+  for (bool same_call : {true, false}) {
+    Builder ba, bb;
+    const std::string api = std::string(kLib) + "/transformers/generation/utils.py:2100:GenerationMixin.generate";
+    const int64_t pa = ba.Path({"/src/common.py:17:generate", api});
+    const int64_t pb = same_call ? bb.Path({"/src/common.py:17:generate", api})
+                                 : bb.Path({"/src/b.py:5:<module>", std::string(kLib) + "/x/other.py:3:other"});
+    const int64_t xa = ba.Tensor({1, 64}), xb = bb.Tensor({1, 64});
+    const int64_t oa = ba.Op("aten::matmul", {.ins = {xa, xa}, .outs = {ba.Tensor({1, 1})}, .path = pa});
+    const int64_t ob = bb.Op("aten::scaled_dot_product_attention", {.ins = {xb}, .outs = {bb.Tensor({1, 64})}, .path = pb});
+    ba.t.config = {{"call.generate.use_cache", "False", "call_arg"}};
+    bb.t.config = {{"call.generate.use_cache", "True", "call_arg"}};
+    Diagnosis d = DiagnoseOne(ba.t, bb.t, OneWaste({oa}, {ob}, ba.t, bb.t));
+    ASSERT_FALSE(d.candidates.empty());
+    EXPECT_EQ(d.candidates[0].frame_distance, -1);  // no source to read
+    if (same_call) {
+      EXPECT_EQ(d.root_cause.kind, "call_arg");
+      EXPECT_EQ(d.root_cause.name, "call.generate.use_cache");
+      EXPECT_EQ(d.root_cause.value_a, "False");
+    } else {
+      EXPECT_EQ(d.root_cause.kind, "api_choice") << "another call on each side: the API differs";
+      EXPECT_EQ(d.root_cause.name, "transformers.generation.utils.GenerationMixin.generate");
+    }
+  }
+}
+
 // ---- versions and config candidates ----
 
 TEST(DiagnoseRootCause, VersionOfThePackageTheRegionRunsIn) {

@@ -200,6 +200,16 @@ TEST(EvalScore, AliasesAreOtherSpellings) {
   EXPECT_TRUE(RootCauseRight(*e, WithCause(*e, {"api_choice", "aten::linalg_eigvals", "", "", "", ""}, ""), nullptr));
   EXPECT_TRUE(RootCauseRight(*e, WithCause(*e, {"api_choice", "torch.linalg.eigvals", "", "", "", ""}, ""), nullptr));
   EXPECT_FALSE(RootCauseRight(*e, WithCause(*e, {"api_choice", "torch.linalg.eigvalsh", "", "", "", ""}, ""), nullptr));
+  // The right name on the other side's waste finding is not this case's cause.
+  Trace t = SmallTrace();
+  detect::DetectResult r;
+  r.findings = {Waste('B', {2}, {"aten::addmm"})};
+  diagnose::Diagnosis d;
+  d.root_cause = {"api_choice", "torch.linalg.eigvals", "", "", "", ""};
+  std::vector<diagnose::Diagnosis> ds = {d};
+  std::string why;
+  EXPECT_FALSE(RootCauseRight(*e, ExtractEvidence(t, t, r, &ds), &why));
+  EXPECT_EQ(why, "top waste finding on side B");
   // The right cause on a finding that is not waste scores nothing.
   Evidence none;
   none.root_cause = {"api_choice", "torch.linalg.eigvals", "", "", "", ""};
