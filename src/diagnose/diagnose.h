@@ -151,7 +151,8 @@ struct KernelContrast {
   std::vector<std::string> nested_a, nested_b;  // its nested op names (then "kernel:" device kernels), start order
 };
 // Pairs the two sides' region ops by position (their names must be equal)
-// and returns the costliest pair whose nested sequences differ.
+// and returns the costliest pair on inputs of the same shapes and dtypes whose
+// nested sequences differ (other shapes take other paths by themselves).
 KernelContrast ContrastKernels(const Trace& a, const std::vector<int64_t>& ops_a, const Trace& b,
                                const std::vector<int64_t>& ops_b, char costly_side);
 

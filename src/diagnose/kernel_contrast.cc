@@ -56,6 +56,17 @@ class Nested {
   std::unordered_map<uint64_t, std::vector<const DeviceActivity*>> kernels_;
 };
 
+// The op's inputs as shape and dtype, by slot.
+std::vector<std::pair<std::vector<int64_t>, std::string>> InputSignature(const Trace& t, int64_t op) {
+  std::vector<std::pair<std::vector<int64_t>, std::string>> out;
+  for (const OpTensor& l : t.LinksOf(op)) {
+    if (l.role != TensorRole::kInput || l.tensor_id < 0 || static_cast<size_t>(l.tensor_id) >= t.tensors.size())
+      continue;
+    out.emplace_back(t.tensors[l.tensor_id].shape, t.tensors[l.tensor_id].dtype);
+  }
+  return out;
+}
+
 }  // namespace
 
 KernelContrast ContrastKernels(const Trace& a, const std::vector<int64_t>& ops_a, const Trace& b,
@@ -72,6 +83,9 @@ KernelContrast ContrastKernels(const Trace& a, const std::vector<int64_t>& ops_a
     const OpEvent& costly = a_costly ? a.ops[ia] : b.ops[ib];
     const int64_t ns = costly.end_ns - costly.start_ns;
     if (ns <= best_ns) continue;
+    // Other shapes or dtypes take other paths by themselves (the shape and
+    // dtype contrasts say so): only the same inputs make it the API's choice.
+    if (InputSignature(a, ia) != InputSignature(b, ib)) continue;
     std::vector<std::string> na = nested_a.Of(ia), nb = nested_b.Of(ib);
     if (na == nb) continue;
     best_ns = ns;

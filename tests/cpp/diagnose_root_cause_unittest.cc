@@ -237,6 +237,16 @@ TEST(DiagnoseRootCause, SameTopLevelOpsWithOtherNestedOpsIsAKernelContrast) {
   EXPECT_NE(d.sentence.find("aten::_addmm_activation"), std::string::npos) << d.sentence;
 }
 
+TEST(DiagnoseRootCause, OtherNestedOpsOnOtherShapesAreNoKernelContrast) {
+  KernelPair p = AddmmPair(/*nested_differ=*/true, /*state_differs=*/false);
+  // A's addmm reads larger inputs: its other nested ops follow from the shapes.
+  for (TensorMeta& m : p.a.tensors) m.shape = {128, 32};
+  Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
+  EXPECT_FALSE(d.kernel.found);
+  EXPECT_EQ(d.kind, Kind::kSameOpsDifferentCost);
+  EXPECT_EQ(d.root_cause.kind, "data_shape");
+}
+
 TEST(DiagnoseRootCause, KernelContrastWithADifferingStateNamesTheState) {
   KernelPair p = AddmmPair(/*nested_differ=*/true, /*state_differs=*/true);
   Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
