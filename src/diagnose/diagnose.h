@@ -175,7 +175,8 @@ LayoutContrast ContrastLayouts(const Trace& a, const std::vector<int64_t>& ops_a
 std::string LayoutOf(const TensorMeta& t);
 
 // Which input dimension grew, found by walking back from the region's ops to
-// the integer tensors no op produced (token ids, positions): batch_size
+// the integer tensors where data enters (no op made them, or a factory such as
+// torch.zeros did: token ids, positions): batch_size
 // (axis 0 of a 2-d+ input), sequence_length (the last axis) or input_shape.
 struct ShapeCause {
   bool found = false;

@@ -43,7 +43,8 @@ class Nested {
     // most with other threads' ops.
     for (size_t i = static_cast<size_t>(id) + 1; i < t_.ops.size() && t_.ops[i].start_ns <= root.end_ns; ++i) {
       const OpEvent& op = t_.ops[i];
-      if (op.thread_id != root.thread_id || !Descends(t_, op.id, id)) continue;
+      // The recorder's own work (value fingerprints) is not the op's.
+      if (op.thread_id != root.thread_id || IsRecorderOp(t_, op) || !Descends(t_, op.id, id)) continue;
       names.push_back(t_.str(op.name_id));
       add_kernels(op);
     }

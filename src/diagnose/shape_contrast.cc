@@ -88,8 +88,8 @@ struct Entry {
   int64_t first_reader = kNoId;
 };
 
-// The integer tensors no op produced (token ids, positions, lengths) that the
-// region's values derive from, in the order the backward walk meets them.
+// The integer tensors no op produced, or a factory op with no tensor input
+// made (token ids, positions, lengths), that the region's values derive from.
 std::vector<Entry> DataInputs(const Trace& t, const std::vector<int64_t>& ops) {
   std::vector<Entry> out;
   std::vector<char> seen_op(t.ops.size(), 0), seen_tensor(t.tensors.size(), 0);
@@ -107,10 +107,18 @@ std::vector<Entry> DataInputs(const Trace& t, const std::vector<int64_t>& ops) {
       seen_tensor[l.tensor_id] = 1;
       const TensorMeta& m = t.tensors[l.tensor_id];
       const int64_t p = m.producer_op_id;
-      if (p >= 0 && static_cast<size_t>(p) < t.ops.size()) {
-        if (!seen_op[p]) seen_op[p] = 1, queue.push_back(p);
-      } else if (IsIntegral(m.dtype) && !m.shape.empty()) {
+      const bool produced = p >= 0 && static_cast<size_t>(p) < t.ops.size();
+      // Data enters where no op made the tensor, or a factory with no tensor
+      // input did (torch.zeros(batch, longest) filled with token ids).
+      bool factory = produced;
+      if (produced) {
+        for (const OpTensor& pl : t.LinksOf(p)) factory = factory && pl.role != TensorRole::kInput;
+      }
+      if ((!produced || factory) && IsIntegral(m.dtype) && !m.shape.empty()) {
         out.push_back({l.tensor_id, op});
+      } else if (produced && !seen_op[p]) {
+        seen_op[p] = 1;
+        queue.push_back(p);
       }
     }
   }

@@ -372,7 +372,7 @@ struct ShapePair {
   Trace a, b;
   std::vector<int64_t> ra, rb;
 };
-ShapePair PaddedPair(int64_t len_a, int64_t len_b, bool other_ops) {
+ShapePair PaddedPair(int64_t len_a, int64_t len_b, bool other_ops, bool ids_from_zeros = false) {
   ShapePair p;
   for (int side = 0; side < 2; ++side) {
     Builder bld;
@@ -380,6 +380,8 @@ ShapePair PaddedPair(int64_t len_a, int64_t len_b, bool other_ops) {
     const int64_t len = a ? len_a : len_b;
     const int64_t path = bld.Path({"/src/a.py:12:<module>"});
     const int64_t ids = bld.Tensor({8, len}, "int64");
+    // torch.zeros(batch, longest) filled with the tokens: a factory op made the ids.
+    if (ids_from_zeros) bld.Op("aten::zeros", {.outs = {ids}, .path = path});
     const int64_t table = bld.Tensor({1000, 32});
     const int64_t emb = bld.Tensor({8, len, 32});
     bld.Op("aten::embedding", {.ins = {table, ids}, .outs = {emb}, .path = path});
@@ -401,6 +403,15 @@ TEST(DiagnoseRootCause, SameOpsOnLargerInputsNameTheDimension) {
   EXPECT_EQ(d.root_cause.value_a, "128");
   EXPECT_EQ(d.root_cause.value_b, "48");
   EXPECT_EQ(d.root_cause.where, "/src/a.py:12");
+}
+
+TEST(DiagnoseRootCause, IdsMadeByAFactoryOpAreWhereTheDataEnters) {
+  ShapePair p = PaddedPair(231, 57, /*other_ops=*/false, /*ids_from_zeros=*/true);
+  Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
+  EXPECT_EQ(d.root_cause.kind, "data_shape");
+  EXPECT_EQ(d.root_cause.name, "sequence_length");
+  EXPECT_EQ(d.root_cause.value_a, "231");
+  EXPECT_EQ(d.root_cause.value_b, "57");
 }
 
 TEST(DiagnoseRootCause, LargerInputsOfDifferentOpsAreNotADataShape) {
