@@ -18,4 +18,5 @@ def soft_knn(q, k, w, steps=10):
         for _ in range(steps):
             sim = (q @ k.T) * (1.0 / 64 ** 0.5)
             scores = torch.softmax(sim, dim=-1) @ w
-    print(round(float(scores.abs().mean()), 6), scores.dtype)
+    print(scores.dtype)
+    print(round(float(scores.abs().mean()), 6))
