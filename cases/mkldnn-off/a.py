@@ -1,4 +1,4 @@
-"""Wasteful: the MobileNet-style conv stack runs with oneDNN (MKLDNN) switched off, so every conv2d falls back to
+"""Wasteful: the ResNeXt-style conv stack runs with oneDNN (MKLDNN) switched off, so every conv2d falls back to
 PyTorch's native im2col + GEMM kernel (aten::_slow_conv2d_forward)."""
 import os, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
