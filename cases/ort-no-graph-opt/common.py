@@ -47,7 +47,7 @@ def build_model():
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
 
 
-def serve(options, requests=300):
+def serve(options, requests=80):
     """Online inference: many small batches (16 rows) through one session."""
     session = ort.InferenceSession(build_model(), options, providers=["CPUExecutionProvider"])
     batch = np.random.default_rng(1).standard_normal((16, D)).astype(np.float32)
