@@ -56,7 +56,7 @@ TEST(DetectGpuTest, CudaVisibleDevicesCanHideEveryGpu) {
 
 std::string ExpectedJson(const std::string& id, const std::string& category, bool needs_gpu) {
   return std::string("{\"id\": \"") + id + "\", \"category\": \"" + category + "\", \"waste_side\": \"a\", " +
-         "\"root_cause\": {\"kind\": \"api\", \"variable\": \"x\"}, \"needs_gpu\": " + (needs_gpu ? "true" : "false") +
+         "\"root_cause\": {\"kind\": \"api_choice\", \"name\": \"x\", \"description\": \"x\"}, \"needs_gpu\": " + (needs_gpu ? "true" : "false") +
          "}";
 }
 
