@@ -94,6 +94,15 @@ const std::vector<std::string>& RootCauseKinds();
 // norm(s): the last component after '.', '::' or '/', lower case, leading
 // underscores stripped ("model_config._attn_implementation" -> "attn_implementation").
 std::string NormalizeName(const std::string& name);
+// A name's components split at '.', '::' and '/', lower-case, leading
+// underscores stripped: "model_config.GPT2LMHeadModel._attn_implementation"
+// -> {model_config, gpt2lmheadmodel, attn_implementation}.
+std::vector<std::string> NameComponents(const std::string& name);
+// Whether two names say the same thing: the shorter's components end the
+// longer's ("use_cache" and "call.generate.use_cache"), so a bare last word
+// does not match a different namespace's ("torch.backends.mkldnn.enabled" is
+// not "torch.backends.cudnn.enabled", "torch.stft" not "jax.scipy.signal.stft").
+bool NamesAgree(const std::string& x, const std::string& y);
 // Whether the top waste finding's structured root cause is the expected one:
 // the finding on the expected waste side, the same kind, and norm(name) equal to norm of the expected name or of one
 // alias. Only the structured object counts, never words of a sentence.

@@ -40,6 +40,34 @@ std::string NormalizeName(const std::string& name) {
   return Lower(s.substr(i));
 }
 
+std::vector<std::string> NameComponents(const std::string& name) {
+  std::vector<std::string> parts;
+  std::string cur;
+  auto flush = [&] {
+    size_t i = 0;
+    while (i < cur.size() && cur[i] == '_') ++i;
+    if (i < cur.size()) parts.push_back(Lower(cur.substr(i)));
+    cur.clear();
+  };
+  for (char c : name) {
+    if (c == '.' || c == ':' || c == '/') {
+      flush();
+    } else {
+      cur += c;
+    }
+  }
+  flush();
+  return parts;
+}
+
+bool NamesAgree(const std::string& x, const std::string& y) {
+  const std::vector<std::string> a = NameComponents(x), b = NameComponents(y);
+  if (a.empty() || b.empty()) return false;
+  const std::vector<std::string>& shorter = a.size() <= b.size() ? a : b;
+  const std::vector<std::string>& longer = a.size() <= b.size() ? b : a;
+  return std::equal(shorter.rbegin(), shorter.rend(), longer.rbegin());
+}
+
 namespace {
 
 // The region part of the evidence for finding `top`.
@@ -144,15 +172,14 @@ bool RootCauseRight(const Expected& expected, const Evidence& evidence, std::str
     say(said + ", expected kind " + expected.root_cause_kind);
     return false;
   }
-  const std::string name = NormalizeName(got.name);
-  if (name.empty()) {
+  if (NameComponents(got.name).empty()) {
     say(said + ": no name");
     return false;
   }
   std::vector<std::string> wanted = {expected.root_cause_name};
   wanted.insert(wanted.end(), expected.root_cause_aliases.begin(), expected.root_cause_aliases.end());
   for (const std::string& w : wanted) {
-    if (NormalizeName(w) == name) {
+    if (NamesAgree(w, got.name)) {
       say(said);
       return true;
     }

@@ -140,6 +140,17 @@ TEST(EvalExpected, RootCauseNeedsAKindFromTheListAndAName) {
     "root_cause": {"kind": "model_config", "name": "use_cache"}})").ok());
 }
 
+TEST(EvalScore, NamesAgreeOnlyWhenOneEndsTheOther) {
+  EXPECT_TRUE(NamesAgree("use_cache", "call.generate.use_cache"));
+  EXPECT_TRUE(NamesAgree("model_config.GPT2LMHeadModel._attn_implementation", "_attn_implementation"));
+  EXPECT_TRUE(NamesAgree("torch.backends.mkldnn.enabled", "Torch.Backends.MKLDNN.enabled"));
+  EXPECT_TRUE(NamesAgree("aten::linalg_eigvals", "linalg_eigvals"));
+  EXPECT_FALSE(NamesAgree("torch.backends.mkldnn.enabled", "torch.backends.cudnn.enabled"));
+  EXPECT_FALSE(NamesAgree("torch.stft", "jax.scipy.signal.stft"));
+  EXPECT_FALSE(NamesAgree("torch.linalg.eigvals", "aten::linalg_eigvals"));
+  EXPECT_FALSE(NamesAgree("", "x"));
+}
+
 TEST(EvalScore, NormalizeName) {
   EXPECT_EQ(NormalizeName("model_config.GPT2LMHeadModel._attn_implementation"), "attn_implementation");
   EXPECT_EQ(NormalizeName("aten::linalg_eigvals"), "linalg_eigvals");
