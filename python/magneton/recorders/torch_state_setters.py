@@ -90,8 +90,10 @@ def _method(cls, attr: str, pairs_of) -> None:
     _patch(cls, attr, make)
 
 
-_SDP_KEYS = {"FLASH_ATTENTION": "torch.sdp.flash_enabled", "EFFICIENT_ATTENTION": "torch.sdp.mem_efficient_enabled",
-             "MATH": "torch.sdp.math_enabled", "CUDNN_ATTENTION": "torch.sdp.cudnn_enabled"}
+_SDP_KEYS = {"FLASH_ATTENTION": "torch.backends.cuda.flash_sdp_enabled",
+             "EFFICIENT_ATTENTION": "torch.backends.cuda.mem_efficient_sdp_enabled",
+             "MATH": "torch.backends.cuda.math_sdp_enabled",
+             "CUDNN_ATTENTION": "torch.backends.cuda.cudnn_sdp_enabled"}
 
 
 def _sdpa_pairs(backends=None, *args, **kwargs):
@@ -131,10 +133,10 @@ def install(torch, hook) -> None:
             (f"torch.autocast.{self.device}.enabled", _bool(self._enabled)),
             (f"torch.autocast.{self.device}.dtype", _dtype(self.fast_dtype))])
     cuda_backends = getattr(torch.backends, "cuda", None)
-    for fn, key in (("enable_flash_sdp", "torch.sdp.flash_enabled"),
-                    ("enable_mem_efficient_sdp", "torch.sdp.mem_efficient_enabled"),
-                    ("enable_math_sdp", "torch.sdp.math_enabled"),
-                    ("enable_cudnn_sdp", "torch.sdp.cudnn_enabled")):
+    for fn, key in (("enable_flash_sdp", "torch.backends.cuda.flash_sdp_enabled"),
+                    ("enable_mem_efficient_sdp", "torch.backends.cuda.mem_efficient_sdp_enabled"),
+                    ("enable_math_sdp", "torch.backends.cuda.math_sdp_enabled"),
+                    ("enable_cudnn_sdp", "torch.backends.cuda.cudnn_sdp_enabled")):
         if cuda_backends is not None:
             _function(cuda_backends, fn, lambda enabled, *a, _key=key, **k: [(_key, _bool(enabled))])
     try:
