@@ -110,8 +110,8 @@ class EvalCommand : public Command {
     sub->add_option("--work-dir", work_dir_, "Where recordings go (default: build/eval-runs next to the cases folder)");
     sub->add_flag("--reuse", reuse_, "Reuse recordings newer than their scripts instead of recording again");
     sub->add_option("--repeats", repeats_,
-                    "Record each case this many times (pairs interleaved A B A B); a setting counts as detected or "
-                    "as a false positive when most pairs say so (estimated energy varies from run to run)")
+                    "Record each case this many times (pairs interleaved A B, B A, ...); all pairs of a case are "
+                    "diffed together, each finding with an interval over the pairs")
         ->default_val(1)
         ->check(CLI::Range(1, 20));
     sub->add_option("--epsilons", sweep_.epsilons, "Tensor tolerances to sweep")->delimiter(',');

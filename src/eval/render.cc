@@ -185,15 +185,15 @@ std::string RenderMarkdown(const Report& r) {
                                                                     return x.repeats < y.repeats;
                                                                   })->repeats;
   if (repeats > 1) {
-    s += fmt::format("- {} recorded pairs per case, interleaved (A B A B ...): estimated energy of short runs varies "
-                     "from run to run, so each pair is scored on its own and a setting counts as detected when most pairs "
-                     "say so, and a control as a false positive when the same region is waste in most pairs; the "
-                     "detected column shows the votes at the headline setting, energies are medians.\n",
+    s += fmt::format("- {} recorded pairs per case, interleaved (A B, B A, A B, ...): all pairs of a case are diffed "
+                     "together in one analysis session, so every finding's interval is a Student t interval over the "
+                     "pairs (docs/DIFF.md, \"Uncertainty\"); a finding is waste only when its interval clears tau. "
+                     "Energies are medians over the pairs.\n",
                      repeats);
   } else {
-    s += "- One recording per side and case (`--repeats N` records N pairs and takes the majority): estimated energy "
-         "of short runs varies from run to run (CPU time under other load), so a case near a threshold can flip "
-         "between runs; compare two runs before reading much into one case.\n";
+    s += "- One recording per side and case (`--repeats N` records N pairs and diffs them together, intervals over "
+         "the pairs): with one recording a same-work difference is inconclusive unless a setting that reaches every op "
+         "differs, and a case near a threshold can flip between runs.\n";
   }
   s += "- **Precision / recall / F1**: positives are the non-control cases (TP if detected, FN if not); each control "
        "with any waste finding is a FP. A case that failed to run counts as FN (or as no FP).\n";
