@@ -231,7 +231,7 @@ def _record_unnamed(tmp_path_factory, kind, level, variant="base"):
 
 
 @pytest.mark.parametrize("level", ["disable_all", "enable_all"])
-@pytest.mark.parametrize("kind", ["path", "bytes", "proto"])
+@pytest.mark.parametrize("kind", ["path", "external", "bytes", "proto"])
 def test_unnamed_nodes_record_tensors(tmp_path_factory, kind, level):
     out = _record_unnamed(tmp_path_factory, kind, level)
     m = meta(out)

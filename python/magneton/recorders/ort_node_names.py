@@ -56,24 +56,32 @@ def name_nodes(model) -> int:
     return renamed
 
 
-def _external_locations(model) -> set[str]:
-    from onnx.external_data_helper import _get_all_tensors
+def _external_bytes(model, base_dir: str) -> int:
+    """How many bytes of the model's tensors live in external data files."""
+    from onnx.external_data_helper import ExternalDataInfo, _get_all_tensors
 
-    locations = set()
+    total = 0
     for tensor in _get_all_tensors(model):
         if tensor.data_location == tensor.EXTERNAL:
-            for entry in tensor.external_data:
-                if entry.key == "location":
-                    locations.add(entry.value)
-    return locations
+            info = ExternalDataInfo(tensor)
+            # No length: the tensor runs from its offset to the file's end.
+            total += info.length or os.path.getsize(os.path.join(base_dir, info.location)) - (info.offset or 0)
+    return total
 
 
-def prepare(path_or_bytes, workdir: str, stem: str):
+# A serialised ModelProto cannot exceed 2 GiB.
+_PROTO_LIMIT_BYTES = 2**31 - 1
+
+
+def prepare(path_or_bytes):
     """What to hand InferenceSession instead of `path_or_bytes`, and how many
     nodes were renamed: the input itself when no node needs a name (or the
-    model is not ONNX protobuf), else serialised bytes of a renamed copy, or,
-    for a model file with external data, a renamed copy in `workdir` whose
-    external data files are links to the originals."""
+    model is not ONNX protobuf), else serialised bytes of a renamed copy. A
+    model file's external data is read into that copy: ORT refuses data
+    reached through a symbolic link out of the model's folder, and onnx
+    refuses a file with a second hard link (the user's own onnx.load would
+    fail while it exists). Raises ValueError when the copy would pass the
+    protobuf limit (2 GiB); the caller then runs the model as given."""
     import onnx
 
     if isinstance(path_or_bytes, bytes):
@@ -90,20 +98,11 @@ def prepare(path_or_bytes, workdir: str, stem: str):
     renamed = name_nodes(model)
     if not renamed:
         return path_or_bytes, 0
-    locations = _external_locations(model)
-    if not locations:
-        return model.SerializeToString(), renamed
-    # External data is found relative to the model file: the copy goes to
-    # `workdir` with a link per data file at the same relative place.
-    source_dir = os.path.dirname(os.path.abspath(path))
-    copy_dir = os.path.join(workdir, stem)
-    for location in locations:
-        link = os.path.normpath(os.path.join(copy_dir, location))
-        if os.path.isabs(location) or not link.startswith(copy_dir + os.sep):
-            raise ValueError(f"external data location {location!r} lies outside the model's folder")
-        os.makedirs(os.path.dirname(link), exist_ok=True)
-        if not os.path.lexists(link):
-            os.symlink(os.path.join(source_dir, location), link)
-    copy = os.path.join(copy_dir, os.path.basename(path))
-    onnx.save(model, copy)
-    return copy, renamed
+    base_dir = os.path.dirname(os.path.abspath(path))
+    external_bytes = _external_bytes(model, base_dir)
+    if external_bytes:
+        if model.ByteSize() + external_bytes > _PROTO_LIMIT_BYTES:
+            raise ValueError(f"a renamed copy with its {external_bytes} bytes of external data would pass the "
+                             "2 GiB protobuf limit")
+        onnx.load_external_data_for_model(model, base_dir)
+    return model.SerializeToString(), renamed
