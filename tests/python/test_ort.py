@@ -382,3 +382,40 @@ def test_ops_without_tensors_are_counted_and_said(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "warning    1 of 3 top-level ops have no tensors" in r.stdout, r.stdout
     assert "ort.session.unknown_nodes = 1" in r.stdout, r.stdout
+
+
+EXTERNAL_NAMED = """
+import os, sys
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+w = numpy_helper.from_array(np.arange(48, dtype=np.float32).reshape(4, 12) / 10, name="W")
+graph = helper.make_graph(
+    [helper.make_node("MatMul", ["x", "W"], ["y"], name="/layer/MatMul"),
+     helper.make_node("Relu", ["y"], ["z"], name="/layer/act/Relu")],
+    "ext", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+    [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 12])], initializer=[w])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+path = os.path.join(sys.argv[1], "m.onnx")
+onnx.save(model, path, save_as_external_data=True, location="w.bin", size_threshold=0)
+os.chdir("/")  # ORT reads w.bin beside m.onnx, not from the working directory
+session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+print(session.run(None, {"x": np.ones((2, 4), np.float32)})[0].sum())
+"""
+
+
+def test_external_data_model_records_values(tmp_path):
+    """A model file whose weights live in an external data file, its nodes named (handed to ORT as the user gave
+    it): the --values session must find the weights beside the model, where the recorded session found them."""
+    script = tmp_path / "external.py"
+    script.write_text(EXTERNAL_NAMED)
+    out = str(tmp_path / "external.mtrace")
+    r = run_cli("record", "--values", "-o", out, "--", sys.executable, str(script), str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "values not recorded" not in r.stderr, r.stderr
+    m = meta(out)
+    assert m["ort.session.renamed_nodes"] == "0" and m["ort.session.ops_without_tensors"] == "0", m
+    assert "ort.session.values_error" not in m, m
+    assert m["ort.session.fingerprints"] == "3", m  # x, y, z
