@@ -309,9 +309,13 @@ def test_unnamed_extra_node_is_extra_work(tmp_path_factory, tmp_path, level):
     (finding,) = _different_ops([(f["a"]["ops"], f["b"]["ops"]) for f in report["findings"] if f["kind"] == "matched"])
     assert sorted(finding[1]) == sorted(finding[0] + ["onnx::Relu"]), report["findings"]
     (f,) = [f for f in report["findings"] if (f["a"]["ops"], f["b"]["ops"]) == finding]
-    if f["verdict"] != "equal":  # a few µs of work: its energy may stay within tau, its ops never do
-        assert f["diagnosis"]["kind"] == "different_ops" and "B runs [onnx::Relu] where A runs [nothing]" in \
-            f["diagnosis"]["sentence"], f
+    # A few µs of work: its energy may stay within tau, or even come out below A's on a busy machine (the sentence
+    # then starts from A); the ops it names never change.
+    if f["verdict"] != "equal":
+        sentence = f["diagnosis"]["sentence"]
+        assert f["diagnosis"]["kind"] == "different_ops", f
+        assert ("B runs [onnx::Relu] where A runs [nothing]" in sentence
+                or "A runs [nothing] where B runs [onnx::Relu]" in sentence), f
 
 
 def test_node_names_are_unique_and_stable():
