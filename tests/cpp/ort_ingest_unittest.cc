@@ -150,6 +150,13 @@ TEST(OrtGraph, ScopesAndOpNamesFromExporterNames) {
   EXPECT_EQ(ScopeFromNodeName("/m/transformer/h.0/attn/MatMul/MatMulScaleFusion/"), (V{"m", "transformer", "h.0", "attn"}));
   EXPECT_EQ(ScopeFromNodeName("/m/transformer/h.0/attn/Reshape_3_new_reshape"), (V{"m", "transformer", "h.0", "attn"}));
   EXPECT_EQ(ScopeFromNodeName("GPT2Gelu"), V{});
+  // ORT 1.32's MatMul+Add and activation fusions: "<node>/MatMulAddFusion", "fused <node>".
+  EXPECT_EQ(ScopeFromNodeName("/m/h.0/mlp/MatMul/MatMulAddFusion"), (V{"m", "h.0", "mlp"}));
+  EXPECT_EQ(ScopeFromNodeName("fused /m/h.0/mlp/MatMul/MatMulAddFusion"), (V{"m", "h.0", "mlp"}));
+  EXPECT_EQ(ScopeFromNodeName("fused /m/h.0/mlp/c_fc/Gemm"), (V{"m", "h.0", "mlp", "c_fc"}));
+  EXPECT_EQ(ScopeFromNodeName("fused MatMul_0/MatMulAddFusion"), V{});  // an unnamed node, named by the recorder
+  EXPECT_EQ(ScopeFromNodeName("/MatMulAddFusion"), V{});
+  EXPECT_EQ(ScopeFromNodeName("If_4/then_branch/Neg_0"), (V{"If_4", "then_branch"}));
   Graph g;
   g.nodes = {{"/t/h.0/mlp/c_fc/Gemm", "Gemm", "", {"x"}, {"a"}},
              {"GPT2Gelu", "FastGelu", "com.microsoft", {"a"}, {"b"}},
