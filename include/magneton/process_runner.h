@@ -37,6 +37,9 @@ struct RecordRunResult {
   Status trace_status;
   size_t ops = 0;  // what the readable trace holds
   size_t tensors = 0;
+  // A distributed job (its ranks recorded traces of their own): the job
+  // manifest's path (docs/TRACE_FORMAT.md "Job manifest"); "" otherwise.
+  std::string job_manifest;
 };
 
 class ProcessRunner {

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -138,7 +139,8 @@ class Recorder {
   // of by storage key. AddTensor registers a value (meta.id is assigned and
   // returned; set producer_op_id to an id from ReserveOpId or kNoId).
   // RecordCompletedOp writes an op with its own times, thread, scope and
-  // links (op.id from ReserveOpId; link op ids are set here). Ids from
+  // links (op.id from ReserveOpId; link op ids are set here); an op without
+  // a state_id takes the calling thread's (SetThreadStateId). Ids from
   // ReserveOpId are in call order, so an engine that reserves in start order
   // keeps the trace's ops in start order.
   int64_t ReserveOpId() { return next_op_id_.fetch_add(1, std::memory_order_relaxed); }
@@ -149,6 +151,18 @@ class Recorder {
   static StatusOr<std::string> EncodeValueFingerprint(const TensorBuffer& buffer);
   // An already encoded value fingerprint (kind kFingerprintKind) of a tensor.
   void AddFingerprint(int64_t tensor_id, std::string encoded);
+
+  // Runtime state (Trace::runtime_states): the id of the state with exactly
+  // these values, written the first time it is seen. Hooks call it only when
+  // their cheap view of the state changed, so its lock is off the per-op path.
+  int64_t InternRuntimeState(const std::map<std::string, std::string>& values);
+  // The state BeginOp stamps on this thread's ops from now on (kNoId: none).
+  // Per thread, per session: a new session starts every thread at kNoId.
+  void SetThreadStateId(int64_t state_id);
+  int64_t ThreadStateId() const;
+  // A call that set a runtime state key, where the program made it
+  // ("file:line:function"); t_ns and thread_id are filled when zero.
+  void AddStateSetter(StateSetter setter);
 
   void SetConfig(std::string key, std::string value, std::string source);
   void SetMeta(const std::string& key, const std::string& value);

@@ -45,6 +45,10 @@ class TraceWriter {
   void AppendFingerprint(int64_t tensor_id, std::string kind, std::string data);
   void AppendEnergySample(EnergySample sample);
   void AppendDeviceActivity(DeviceActivity activity);
+  // A runtime state with its id (Recorder::InternRuntimeState) and a call
+  // that set one of its keys; values whose key looks secret are redacted.
+  void AppendRuntimeState(RuntimeState state);
+  void AppendStateSetter(StateSetter setter);
   void SetMeta(const std::string& key, const std::string& value);
 
   // Commits everything appended so far and waits for it.

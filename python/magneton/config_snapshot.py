@@ -6,14 +6,10 @@ writer, whatever records them (docs/TRACE_FORMAT.md)."""
 
 from __future__ import annotations
 
-import os
 import sys
 
 from magneton import _core
-
-# Environment variables that change how ML frameworks execute.
-_ENV_PREFIXES = ("OMP_", "MKL_", "KMP_", "CUDA_", "PYTORCH_", "TORCH_", "CUBLAS_", "NCCL_", "HF_",
-                 "TRANSFORMERS_", "ORT_", "XLA_", "JAX_", "GGML_", "LLAMA_", "OPENBLAS_", "ONEDNN_", "DNNL_")
+from magneton import env_snapshot
 
 
 def _scrubbed(value, depth: int = 0):
@@ -36,9 +32,7 @@ def _set(key: str, value, source: str) -> None:
 
 
 def record_process_config() -> None:
-    for key in sorted(os.environ):
-        if key.startswith(_ENV_PREFIXES):
-            _set("env." + key, os.environ[key], "env")
+    env_snapshot.start()  # the environment, and when it changed (env_snapshot.py)
     if "torch" in sys.modules:
         record_torch_flags()
 

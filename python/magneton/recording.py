@@ -11,6 +11,7 @@ import threading
 
 from magneton import _core
 from magneton import config_snapshot
+from magneton import env_snapshot
 
 _lock = threading.Lock()
 _recorders: list = []
@@ -86,6 +87,7 @@ def stop() -> None:
         stopped = list(_recorders)
         while _recorders:
             _recorders.pop().uninstall()
+        env_snapshot.stop()
         _core.set_meta("engine", _engines(stopped))
         # Versions of frameworks imported after start() are known only now.
         for name, version in _framework_versions().items():

@@ -12,6 +12,7 @@
 #include "bindings/array_ops.h"
 #include "bindings/status_exception.h"
 #include "magneton/recorder.h"
+#include "record/env_reads.h"
 #include "pyhooks/python_stack.h"
 #include "trace/line_trace_file.h"
 #include "trace/redact.h"
@@ -72,6 +73,26 @@ NB_MODULE(_core, m) {
   m.def("set_meta", [](const std::string& key, const std::string& value) {
     WithActive([&](magneton::Recorder& r) { r.SetMeta(key, value); });
   });
+  m.def("intern_runtime_state", [](const std::map<std::string, std::string>& values) {
+    return WithActive([&](magneton::Recorder& r) { return r.InternRuntimeState(values); });
+  }, "values"_a, "The id of the runtime state with exactly these values (Trace::runtime_states).");
+  m.def("set_thread_state_id", [](int64_t id) {
+    if (magneton::Recorder::Ref rec; rec) rec->SetThreadStateId(id);
+  }, "state_id"_a, "The runtime state the ops this thread begins from now on run under.");
+  m.def("add_state_setter", [](std::string key, std::string value, std::string where) {
+    if (magneton::Recorder::Ref rec; rec) {
+      magneton::StateSetter s;
+      s.key = std::move(key);
+      s.value = std::move(value);
+      s.where = std::move(where);
+      rec->AddStateSetter(std::move(s));
+    }
+  }, "key"_a, "value"_a, "where"_a, "A call that set a runtime state key, at file:line:function.");
+  m.def("native_env_names_read", []() -> nb::object {
+    auto read = magneton::NativeEnvNamesRead();
+    if (!read) return nb::none();
+    return nb::make_tuple(read->names, read->dropped);
+  }, "(names, dropped) that native code read through getenv, or None without the preloaded interposer.");
   // The trace writer redacts on its own; these let Python glue apply the same
   // rule to values it nests under other names (a dict of call kwargs).
   m.def("is_secret_name", [](std::string_view name) { return magneton::IsSecretName(name); }, "name"_a,

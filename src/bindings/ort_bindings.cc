@@ -93,11 +93,21 @@ class OrtSession {
 
   std::vector<std::string> ValueNames() const { return ort::IntermediateNames(graph_); }
 
-  nb::dict Ingest(const std::string& profile_path) {
+  // state_id: the session's runtime state (its options, interned by the
+  // recorder glue), stamped on every op it ingests; kNoId for none.
+  nb::dict Ingest(const std::string& profile_path, int64_t state_id) {
     // Held for the whole ingest: a stop on another thread waits for it.
     Recorder::Ref rec;
     if (!rec) throw std::runtime_error("no Magneton recording is active");
     StatusOr<ort::IngestStats> stats = Status::Ok();
+    // Completed ops take this thread's state (Recorder::RecordCompletedOp).
+    const int64_t saved_state = rec->ThreadStateId();
+    rec->SetThreadStateId(state_id);
+    struct Restore {
+      Recorder* rec;
+      int64_t id;
+      ~Restore() { rec->SetThreadStateId(id); }
+    } restore{rec.get(), saved_state};
     {
       nb::gil_scoped_release release;
       auto profile = ort::ReadProfile(profile_path);
@@ -140,7 +150,7 @@ void RegisterOrtBindings(nb::module_& m) {
       .def("end_run", &OrtSession::EndRun, "run"_a)
       .def("add_values", &OrtSession::AddValues, "run"_a, "names"_a, "arrays"_a)
       .def("value_names", &OrtSession::ValueNames)
-      .def("ingest", &OrtSession::Ingest, "profile_path"_a);
+      .def("ingest", &OrtSession::Ingest, "profile_path"_a, "state_id"_a = magneton::kNoId);
 }
 
 }  // namespace magneton

@@ -2,12 +2,15 @@
 // other for the same results, and why (method.md sections 6 and 7). The work
 // is the analysis session's; this file parses arguments and prints.
 #include <cstdio>
+#include <optional>
 
+#include "analysis/job_diff.h"
 #include "cli/command.h"
 #include "cli/path_list.h"
 #include "cli/text_file.h"
 #include "magneton/analysis.h"
 #include "runner/process_runner.h"
+#include "trace/job_manifest.h"
 
 namespace magneton::cli {
 namespace {
@@ -54,6 +57,8 @@ class DiffCommand : public Command {
   }
 
   int Run() override {
+    auto job_a = FindJobManifest(path_a_), job_b = FindJobManifest(path_b_);
+    if (job_a || job_b) return RunJobs(job_a, job_b);
     auto session = AnalysisSession::OpenRuns(SplitCommas(path_a_), SplitCommas(path_b_), options_);
     if (!session.ok()) return Fail(session.status().message());
     // What --confirm re-runs is part of its result (stdout); the rest is
@@ -95,6 +100,23 @@ class DiffCommand : public Command {
   }
 
  private:
+  // Two distributed jobs: rank with rank (analysis/job_diff.h).
+  int RunJobs(const std::optional<std::string>& job_a, const std::optional<std::string>& job_b) {
+    if (!job_a || !job_b) {
+      return Fail("diff compares a job with a job and a trace with a trace; " + (job_a ? path_b_ : path_a_) +
+                  " is not a job (a job is named by its manifest, job.mjob, or the name given to record)");
+    }
+    if (confirm_ || !json_path_.empty() || !html_path_.empty()) {
+      return Fail("--confirm, --json and --html work on two traces; diff two ranks' traces for them");
+    }
+    auto diff = analysis::DiffJobs(*job_a, *job_b, options_, [](const std::string& line) {
+      std::fprintf(stderr, "magneton: %s\n", line.c_str());
+    });
+    if (!diff.ok()) return Fail(diff.status().message());
+    std::fputs(analysis::FormatJobDiff(*diff).c_str(), stdout);
+    return 0;
+  }
+
   std::string path_a_, path_b_, json_path_, html_path_;
   bool confirm_ = false;
   bool no_rerun_ = false;

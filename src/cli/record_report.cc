@@ -4,8 +4,35 @@
 #include <filesystem>
 
 #include "cli/command.h"
+#include "trace/job_manifest.h"
 
 namespace magneton::cli {
+
+namespace {
+
+// One line per rank: where its trace is and how its process ended.
+int ReportJob(const RecordRunRequest& request, const RecordRunResult& result) {
+  auto manifest = ReadJobManifest(result.job_manifest);
+  if (!manifest.ok()) return Fail(manifest.status().message());
+  std::fprintf(stderr, "magneton: recorded a job of %zu rank(s) (world size %d, backend %s); manifest %s\n",
+               manifest->ranks.size(), manifest->world_size,
+               manifest->backend.empty() ? "unknown" : manifest->backend.c_str(), result.job_manifest.c_str());
+  bool rank_failed = false;
+  for (const RankEntry& r : manifest->ranks) {
+    const std::string end = DescribeRankEnd(r);
+    rank_failed |= r.signal > 0 || (r.exit_code && *r.exit_code != 0);
+    std::fprintf(stderr, "magneton:   rank %d: %zu ops in %s; %s%s\n", r.rank, r.ops, r.trace.c_str(), end.c_str(),
+                 r.trace_error.empty() ? "" : ("; trace unreadable: " + r.trace_error).c_str());
+  }
+  if (result.exit_code != 0) {
+    return Fail("'" + request.argv[0] + "' exited with code " + std::to_string(result.exit_code) +
+                    (rank_failed ? "; the rank traces keep the ops recorded before that" : ""),
+                result.exit_code);
+  }
+  return 0;
+}
+
+}  // namespace
 
 int ReportRecording(const RecordRunRequest& request, const StatusOr<RecordRunResult>& result) {
   if (!result.ok()) return Fail(result.status().message());
@@ -14,6 +41,7 @@ int ReportRecording(const RecordRunRequest& request, const StatusOr<RecordRunRes
     Fail(result->trace_status.message());
     return code != 0 ? code : 1;
   }
+  if (!result->job_manifest.empty()) return ReportJob(request, result.value());
   std::error_code ec;
   const std::string out = std::filesystem::absolute(request.output, ec).string();
   if (code != 0) {

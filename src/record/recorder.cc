@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -144,11 +145,13 @@ struct ViewKeyHash {
 struct ThreadState {
   uint64_t generation = 0;
   int64_t os_tid = 0;
+  int64_t state_id = kNoId;  // Recorder::SetThreadStateId
   std::vector<PendingOp> ops;
   std::vector<int64_t> scopes;
 
   void Reset(uint64_t gen) {
     generation = gen;
+    state_id = kNoId;
     ops.clear();
     scopes.clear();
     if (os_tid == 0) os_tid = static_cast<int64_t>(syscall(SYS_gettid));
@@ -196,6 +199,7 @@ struct Recorder::State {
   std::unordered_map<ScopeKey, int64_t, ScopeKeyHash> scopes;
   std::unordered_map<TensorKey, TensorEntry, TensorKeyHash> tensors;
   int64_t next_tensor_id = 0;
+  std::map<std::map<std::string, std::string>, int64_t> runtime_states;
   // --values: encoded fingerprints of views by (viewed value, offset,
   // layout). Views recreated every step (weight.t() in each forward) are then
   // fingerprinted once, not once per step. Nothing else is reused: an address
@@ -365,8 +369,26 @@ int64_t Recorder::BeginOp(int64_t name_id, int64_t call_path_id, int64_t scope_i
   op.scope_id = scope_id;
   op.call_path_id = call_path_id;
   op.correlation_id = correlation_id;
+  op.state_id = ts.state_id;
   op.start_ns = MonotonicNowNs();
   return op.id;
+}
+
+int64_t Recorder::InternRuntimeState(const std::map<std::string, std::string>& values) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  auto [it, inserted] = state_->runtime_states.try_emplace(values, static_cast<int64_t>(state_->runtime_states.size()));
+  if (inserted) writer_->AppendRuntimeState({it->second, values});
+  return it->second;
+}
+
+void Recorder::SetThreadStateId(int64_t state_id) { Local(generation_).state_id = state_id; }
+
+int64_t Recorder::ThreadStateId() const { return Local(generation_).state_id; }
+
+void Recorder::AddStateSetter(StateSetter setter) {
+  if (setter.t_ns == 0) setter.t_ns = MonotonicNowNs();
+  if (setter.thread_id == 0) setter.thread_id = Local(generation_).os_tid;
+  writer_->AppendStateSetter(std::move(setter));
 }
 
 size_t Recorder::OpDepth() const { return Local(generation_).ops.size(); }
@@ -544,6 +566,7 @@ int64_t Recorder::AddTensor(TensorMeta meta) {
 }
 
 void Recorder::RecordCompletedOp(OpEvent op, std::vector<OpTensor> links) {
+  if (op.state_id == kNoId) op.state_id = Local(generation_).state_id;
   for (OpTensor& l : links) l.op_id = op.id;
   writer_->AppendOp(std::move(op), links);
 }

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "magneton/trace_reader.h"
+#include "runner/record_job.h"
 #include "runner/subprocess.h"
 
 namespace magneton::runner {
@@ -24,6 +25,7 @@ StatusOr<RecordRunResult> RecordChild(const RecordRunRequest& req) {
   std::error_code ec;
   std::filesystem::path out = std::filesystem::absolute(req.output, ec);
   std::filesystem::remove(out, ec);  // never mistake an old trace for this run's
+  RemoveOldJob(out.string());
   std::map<std::string, std::string> env = {
       {"MAGNETON_RECORD_PATH", out.string()},
       {"MAGNETON_RECORD_LABEL", req.label},
@@ -33,12 +35,34 @@ StatusOr<RecordRunResult> RecordChild(const RecordRunRequest& req) {
   for (const auto& [k, v] : req.env) env[k] = v;
   const char* old_path = std::getenv("PYTHONPATH");
   env["PYTHONPATH"] = *bootstrap + (old_path && *old_path ? std::string(":") + old_path : std::string());
+  // The getenv interposer, installed beside the package's libraries, notes
+  // the environment names native code reads (docs/TRACE_FORMAT.md,
+  // "Environment"). The child's bootstrap takes it out of LD_PRELOAD again,
+  // so the program's own children do not inherit it.
+  std::filesystem::path interposer = std::filesystem::path(*bootstrap).parent_path() / "libmagneton_getenv.so";
+  if (const char* override_path = std::getenv("MAGNETON_GETENV_LIB")) interposer = override_path;
+  if (std::filesystem::exists(interposer, ec)) {
+    const char* old_preload = std::getenv("LD_PRELOAD");
+    env["MAGNETON_GETENV_PRELOADED"] = interposer.string();
+    env["LD_PRELOAD"] = interposer.string() + (old_preload && *old_preload ? std::string(":") + old_preload : "");
+  }
 
   const int code = RunChild(req.argv, env, &error, req.cwd, req.log_path);
   if (code < 0) return Internal(error);
 
   RecordRunResult result;
   result.exit_code = code;
+  auto job = CollectJob(out.string(), ShellQuote(req.argv), code);
+  if (!job.ok()) {
+    result.trace_status = job.status();
+    return result;
+  }
+  if (job->has_value()) {
+    // Each rank wrote its own trace; the manifest lists them and how each ended.
+    result.job_manifest = JobManifestPath(out.string());
+    for (const RankEntry& r : (*job)->ranks) result.ops += r.ops;
+    return result;
+  }
   if (!std::filesystem::exists(out, ec)) {
     result.trace_status = FailedPrecondition("'" + req.argv[0] + "' exited with code " + std::to_string(code) +
                                              " and wrote no trace (is it a Python program that imports torch?)");

@@ -28,8 +28,10 @@
 #include "torch_hook/replay_trace.h"
 #include "base/format.h"
 #include "torch_hook/torch_names.h"
+#include "torch_hook/torch_state.h"
 #include "trace/op_args.h"
 
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -43,6 +45,9 @@ std::optional<at::CallbackHandle> g_handle;
 // Ops this hook recorded since install: says whether torch took part in a
 // run that also drove another engine (the trace's `engine` meta).
 std::atomic<int64_t> g_ops_recorded{0};
+// Whether ops carry the runtime state (on unless bench/op_overhead measures
+// what reading it costs).
+std::atomic<bool> g_record_state{true};
 
 // TensorView::storage_uid for torch: one id per StorageImpl. The weak
 // reference kept beside each id keeps that StorageImpl's memory allocated
@@ -319,6 +324,26 @@ void VisitValue(Recorder& rec, bool output, int32_t& slot, const c10::IValue& iv
   }
 }
 
+// Stamps this thread's ops with the torch state in effect: a few loads per
+// top-level op, compared with the last view this thread saw; only a change
+// (or a new session) builds the map and interns it.
+void StampTorchState(Recorder& rec) {
+  struct Last {
+    TorchStateView view;
+    uint64_t generation = 0;
+    int64_t id = kNoId;
+  };
+  thread_local Last last;
+  const TorchStateView now = ReadTorchState();
+  if (last.generation != rec.generation() || !(now == last.view)) {
+    last.view = now;
+    last.generation = rec.generation();
+    last.id = rec.InternRuntimeState(TorchStateValues(now));
+  }
+  // Another engine on this thread may have set its own state since.
+  if (rec.ThreadStateId() != last.id) rec.SetThreadStateId(last.id);
+}
+
 // Only the generation travels from start to end: the recorder is held by a
 // Ref in each callback, never between them (a stop may free it in between).
 struct OpContext : at::ObserverContext {
@@ -335,7 +360,10 @@ std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
   // Only the outermost op of a thread walks Python; nested ops inherit.
   PythonContext py{kNoId, kNoId};
   const bool top_level = rec->OpDepth() == 0;
-  if (top_level) py = CurrentPythonContext(*rec);
+  if (top_level) {
+    py = CurrentPythonContext(*rec);
+    if (g_record_state.load(std::memory_order_relaxed)) StampTorchState(*rec);
+  }
   rec->BeginOp(name_id, py.call_path_id, py.scope_id, fn.handle());
   if (top_level) g_ops_recorded.fetch_add(1, std::memory_order_relaxed);
   auto ctx = std::make_unique<OpContext>();
@@ -376,6 +404,7 @@ void Install() {
   std::lock_guard<std::mutex> lock(g_install_mu);
   if (g_handle) return;
   g_ops_recorded.store(0, std::memory_order_relaxed);
+  RefreshSlowTorchState();
   g_handle = at::addGlobalCallback(at::RecordFunctionCallback(&OnOpStart, &OnOpEnd)
                                        .needsInputs(true)
                                        .needsOutputs(true)
@@ -403,6 +432,12 @@ NB_MODULE(_torch_hook, m) {
     return magneton::g_handle.has_value();
   });
   m.attr("TORCH_VERSION_BUILT") = MAGNETON_TORCH_VERSION;
+  m.def("refresh_state", &magneton::RefreshSlowTorchState,
+        "Re-reads the torch settings not read at every op (after a Python setter changed one).");
+  m.def("set_record_state", [](bool on) { magneton::g_record_state.store(on, std::memory_order_relaxed); },
+        nb::arg("on") = true, "Whether ops carry the runtime state (bench/op_overhead --state-cost turns it off to compare).");
+  m.def("current_state", [] { return magneton::TorchStateValues(magneton::ReadTorchState()); },
+        "The torch runtime state the hook would record for an op on this thread now.");
   m.def("ops_recorded", [] { return magneton::g_ops_recorded.load(std::memory_order_relaxed); },
         "Top-level ops this hook recorded since install.");
   m.def(

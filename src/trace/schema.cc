@@ -1,5 +1,6 @@
 #include "trace/schema.h"
 
+#include <algorithm>
 #include <array>
 
 namespace magneton::schema {
@@ -33,7 +34,9 @@ constexpr Column kOpsColumns[] = {{"id", "INTEGER PRIMARY KEY"},
                                   {"correlation_id", "INTEGER NOT NULL"},
                                   {"args", "TEXT NOT NULL"},
                                   {"inputs", "TEXT NOT NULL"},
-                                  {"outputs", "TEXT NOT NULL"}};
+                                  {"outputs", "TEXT NOT NULL"},
+                                  // Trace::runtime_states id; absent in traces written before runtime states.
+                                  {"state_id", "INTEGER", "NULL"}};
 constexpr Column kTensorsColumns[] = {{"id", "INTEGER PRIMARY KEY"},
                                       {"storage_addr", "INTEGER NOT NULL"},
                                       {"storage_offset", "INTEGER NOT NULL"},
@@ -67,7 +70,16 @@ constexpr Column kOpReplaysColumns[] = {{"op_id", "INTEGER NOT NULL"},
 constexpr Column kFingerprintsColumns[] = {
     {"tensor_id", "INTEGER PRIMARY KEY"}, {"kind", "TEXT NOT NULL"}, {"data", "BLOB NOT NULL"}};
 
-const std::array<Table, 12> kTables = {{
+// One row per (state, key): a state is the whole map in effect, interned by
+// value, so only a change of some value adds rows (docs/TRACE_FORMAT.md).
+constexpr Column kRuntimeStatesColumns[] = {
+    {"state_id", "INTEGER NOT NULL"}, {"key", "TEXT NOT NULL"}, {"value", "TEXT NOT NULL"}};
+// "site" is StateSetter::where ("file:line:function"; WHERE is SQL).
+constexpr Column kStateSettersColumns[] = {{"key", "TEXT NOT NULL"},     {"value", "TEXT NOT NULL"},
+                                           {"site", "TEXT NOT NULL"},    {"t_ns", "INTEGER NOT NULL"},
+                                           {"thread_id", "INTEGER NOT NULL"}};
+
+const std::array<Table, 14> kTables = {{
     {TableId::kMeta, "meta", kMetaColumns},
     {TableId::kConfig, "config", kConfigColumns},
     {TableId::kStrings, "strings", kStringsColumns},
@@ -80,6 +92,8 @@ const std::array<Table, 12> kTables = {{
     {TableId::kEnergySamples, "energy_samples", kEnergySamplesColumns},
     {TableId::kOpReplays, "op_replays", kOpReplaysColumns},
     {TableId::kFingerprints, "fingerprints", kFingerprintsColumns},
+    {TableId::kRuntimeStates, "runtime_states", kRuntimeStatesColumns, /*may_be_absent=*/true},
+    {TableId::kStateSetters, "state_setters", kStateSettersColumns, /*may_be_absent=*/true},
 }};
 
 constexpr const char* kOpTensorsView = R"sql(
@@ -130,9 +144,21 @@ std::string InsertSql(TableId id, bool or_replace) {
          ") VALUES(" + marks + ")";
 }
 
-std::string SelectSql(TableId id, const char* suffix) {
+std::string SelectSql(TableId id, const char* suffix, const std::vector<std::string>* present_columns) {
   const Table& t = GetTable(id);
-  return "SELECT " + ColumnList(t) + " FROM " + t.name + suffix;
+  if (!present_columns) return "SELECT " + ColumnList(t) + " FROM " + t.name + suffix;
+  std::string list;
+  for (const Column& c : t.columns) {
+    if (!list.empty()) list += ", ";
+    const bool present =
+        std::find(present_columns->begin(), present_columns->end(), c.name) != present_columns->end();
+    if (!present && c.absent_default) {
+      list += std::string(c.absent_default) + " AS " + c.name;
+    } else {
+      list += c.name;  // a missing column without a default: SQLite names it in the error
+    }
+  }
+  return "SELECT " + list + " FROM " + t.name + suffix;
 }
 
 }  // namespace magneton::schema

@@ -7,6 +7,7 @@
 
 #include <span>
 #include <string>
+#include <vector>
 
 namespace magneton::schema {
 
@@ -16,6 +17,10 @@ inline constexpr const char* kFormatName = "magneton-trace";
 struct Column {
   const char* name;
   const char* type;  // SQL type and constraints
+  // A column added after traces were first written without it: what a
+  // reader selects in its place from such an older file (SQL, "NULL").
+  // Null for columns every trace has.
+  const char* absent_default = nullptr;
 };
 
 enum class TableId {
@@ -31,12 +36,17 @@ enum class TableId {
   kEnergySamples,
   kOpReplays,
   kFingerprints,
+  kRuntimeStates,
+  kStateSetters,
 };
 
 struct Table {
   TableId id;
   const char* name;
   std::span<const Column> columns;
+  // Added after traces were first written without it: a reader treats an
+  // older file that lacks it as having no rows.
+  bool may_be_absent = false;
 };
 
 const Table& GetTable(TableId id);
@@ -47,6 +57,10 @@ std::string CreateTablesSql();
 // "INSERT [OR REPLACE] INTO ops(id, name_id, ...) VALUES(?, ?, ...)".
 std::string InsertSql(TableId id, bool or_replace = false);
 // "SELECT id, name_id, ... FROM ops" followed by `suffix` (" ORDER BY id").
-std::string SelectSql(TableId id, const char* suffix = "");
+// present_columns: the columns the file has (PRAGMA table_info); a column
+// with an absent_default that the file lacks is selected as that default, so
+// older files read with the same positions. Null: every column is present.
+std::string SelectSql(TableId id, const char* suffix = "",
+                      const std::vector<std::string>* present_columns = nullptr);
 
 }  // namespace magneton::schema

@@ -44,6 +44,25 @@ Status ForEachRow(sqlite3* db, const char* sql, Fn&& fn) {
   return Status::Ok();
 }
 
+// Whether the file has `table` (one added later may be absent in older files).
+StatusOr<bool> HasTable(sqlite3* db, const char* table) {
+  MAGNETON_ASSIGN_OR_RETURN(Statement s,
+                            Statement::Prepare(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?"));
+  s.BindText(1, table);
+  return s.Step(db);
+}
+
+// The columns the file's `table` has, in its order.
+StatusOr<std::vector<std::string>> ColumnsOf(sqlite3* db, const char* table) {
+  std::vector<std::string> out;
+  MAGNETON_RETURN_IF_ERROR(ForEachRow(db, (std::string("PRAGMA table_info(") + table + ")").c_str(),
+                                      [&](Statement& s) {
+                                        out.push_back(s.ColumnText(1));
+                                        return Status::Ok();
+                                      }));
+  return out;
+}
+
 bool InRange(int64_t id, size_t n, bool nullable) {
   if (id == kNoId) return nullable;
   return id >= 0 && static_cast<size_t>(id) < n;
@@ -154,10 +173,39 @@ Status LoadTables(sqlite3* db, Trace* t) {
                                       }));
   MAGNETON_RETURN_IF_ERROR(CheckDenseIds("scopes", ids));
 
+  // Runtime states before ops, so that each op's state id is checked. A
+  // trace written before runtime states has no such table: no states.
+  MAGNETON_ASSIGN_OR_RETURN(bool has_states, HasTable(db, "runtime_states"));
+  if (has_states) {
+    int64_t rows = 0;
+    MAGNETON_RETURN_IF_ERROR(ForEachRow(
+        db, schema::SelectSql(schema::TableId::kRuntimeStates, " ORDER BY state_id, key").c_str(),
+        [&](Statement& s) {
+          const int64_t id = s.ColumnInt(0);
+          // Every state has a row, so no id exceeds the rows seen.
+          if (id < 0 || id > rows++) return Corrupt("runtime state id " + std::to_string(id) + " is out of range");
+          while (static_cast<int64_t>(t->runtime_states.size()) <= id) {
+            t->runtime_states.push_back({static_cast<int64_t>(t->runtime_states.size()), {}});
+          }
+          t->runtime_states[id].values[s.ColumnText(1)] = s.ColumnText(2);
+          return Status::Ok();
+        }));
+  }
+  MAGNETON_ASSIGN_OR_RETURN(bool has_setters, HasTable(db, "state_setters"));
+  if (has_setters) {
+    MAGNETON_RETURN_IF_ERROR(ForEachRow(
+        db, schema::SelectSql(schema::TableId::kStateSetters, " ORDER BY t_ns, rowid").c_str(), [&](Statement& s) {
+          t->state_setters.push_back(
+              {s.ColumnText(0), s.ColumnText(1), s.ColumnText(2), s.ColumnInt(3), s.ColumnInt(4)});
+          return Status::Ok();
+        }));
+  }
+
+  MAGNETON_ASSIGN_OR_RETURN(std::vector<std::string> op_columns, ColumnsOf(db, "ops"));
   std::vector<OpTensor> pending_links;  // checked once tensors are loaded
   MAGNETON_RETURN_IF_ERROR(ForEachRow(
       db,
-      schema::SelectSql(schema::TableId::kOps, " ORDER BY id").c_str(),
+      schema::SelectSql(schema::TableId::kOps, " ORDER BY id", &op_columns).c_str(),
       [&](Statement& s) {
         OpEvent op;
         op.id = s.ColumnInt(0);
@@ -170,7 +218,9 @@ Status LoadTables(sqlite3* db, Trace* t) {
         op.call_path_id = s.ColumnNullableId(7);
         op.correlation_id = static_cast<uint64_t>(s.ColumnInt(8));
         op.args = s.ColumnText(9);
+        op.state_id = s.ColumnNullableId(12);
         if (op.id < 0 || !InRange(op.name_id, n_strings, false) ||
+            !InRange(op.state_id, t->runtime_states.size(), true) ||
             !InRange(op.scope_id, t->scopes.size(), true) ||
             !InRange(op.call_path_id, t->call_paths.size(), true) || op.end_ns < op.start_ns) {
           return Corrupt("op " + std::to_string(op.id) + " is malformed");

@@ -34,11 +34,14 @@ struct TraceWriter::Batch {
     std::string kind, data;
   };
   std::vector<FingerprintRow> fingerprints;
+  std::vector<RuntimeState> runtime_states;
+  std::vector<StateSetter> state_setters;
 
   bool empty() const {
     return strings.empty() && frames.empty() && call_paths.empty() && scopes.empty() &&
            ops.empty() && tensors.empty() && op_tensors.empty() && config.empty() &&
-           energy_samples.empty() && device_activities.empty() && meta.empty() && fingerprints.empty();
+           energy_samples.empty() && device_activities.empty() && meta.empty() && fingerprints.empty() &&
+           runtime_states.empty() && state_setters.empty();
   }
 };
 
@@ -172,6 +175,16 @@ void TraceWriter::AppendDeviceActivity(DeviceActivity a) {
 void TraceWriter::AppendFingerprint(int64_t tensor_id, std::string kind, std::string data) {
   std::lock_guard<std::mutex> lock(mu_);
   pending_->fingerprints.push_back({tensor_id, std::move(kind), std::move(data)});
+}
+void TraceWriter::AppendRuntimeState(RuntimeState state) {
+  // Values pass the same rule as config entries (an ORT session config entry
+  // may name a key or token).
+  for (auto& [key, value] : state.values) value = RedactIfSecret(key, std::move(value));
+  MAGNETON_APPEND(runtime_states, std::move(state));
+}
+void TraceWriter::AppendStateSetter(StateSetter setter) {
+  setter.value = RedactIfSecret(setter.key, std::move(setter.value));
+  MAGNETON_APPEND(state_setters, std::move(setter));
 }
 void TraceWriter::SetMeta(const std::string& key, const std::string& value) {
   std::string stored = StoredMetaValue(key, value);
@@ -316,6 +329,7 @@ Status TraceWriter::WriteBatch(Batch& b) {
         s.BindText(10, op.args);
         s.BindText(11, inputs);
         s.BindText(12, outputs);
+        s.BindNullableId(13, op.state_id);
         MAGNETON_RETURN_IF_ERROR(s.Run(db_));
       }
     }
@@ -365,6 +379,30 @@ Status TraceWriter::WriteBatch(Batch& b) {
         s.BindInt(1, f.tensor_id);
         s.BindText(2, f.kind);
         s.BindBlob(3, f.data);
+        MAGNETON_RETURN_IF_ERROR(s.Run(db_));
+      }
+    }
+    if (!b.runtime_states.empty()) {
+      MAGNETON_ASSIGN_OR_RETURN(
+          Statement s, Statement::Prepare(db_, schema::InsertSql(schema::TableId::kRuntimeStates).c_str()));
+      for (auto& state : b.runtime_states) {
+        for (auto& [key, value] : state.values) {
+          s.BindInt(1, state.id);
+          s.BindText(2, key);
+          s.BindText(3, value);
+          MAGNETON_RETURN_IF_ERROR(s.Run(db_));
+        }
+      }
+    }
+    if (!b.state_setters.empty()) {
+      MAGNETON_ASSIGN_OR_RETURN(
+          Statement s, Statement::Prepare(db_, schema::InsertSql(schema::TableId::kStateSetters).c_str()));
+      for (auto& setter : b.state_setters) {
+        s.BindText(1, setter.key);
+        s.BindText(2, setter.value);
+        s.BindText(3, setter.where);
+        s.BindInt(4, setter.t_ns);
+        s.BindInt(5, setter.thread_id);
         MAGNETON_RETURN_IF_ERROR(s.Run(db_));
       }
     }

@@ -91,6 +91,13 @@ def test_ort_trace_has_nodes_dataflow_clock_and_config(traces):
     assert "CPUExecutionProvider" in cfg["ort.session.providers"]
     sources = dict(db.query("SELECT key, source FROM config WHERE key LIKE 'ort.%'"))
     assert set(sources.values()) == {"runtime"}
+    # The same options are the runtime state of every op of the session (docs/TRACE_FORMAT.md, "Runtime state").
+    (state_ids,) = zip(*db.query("SELECT DISTINCT state_id FROM ops"))
+    assert len(state_ids) == 1 and state_ids[0] is not None, state_ids
+    state = dict(db.query("SELECT key, value FROM runtime_states WHERE state_id = ?", state_ids[0]))
+    assert state["ort.intra_op_num_threads"] == "1"
+    assert state["ort.config.session.intra_op.allow_spinning"] == "0"
+    assert state["ort.providers"] == "CPUExecutionProvider"
 
 
 def _scopes(ops):

@@ -30,24 +30,57 @@ def _start():
 
         line_trace.activate()
     path = os.environ.pop("MAGNETON_RECORD_PATH", None)
+    rank_of_job = False
     if not path:
-        return
-    # Child processes of the script are not recorded into the same file.
+        # A process the recorded program started: recorded only when it is a
+        # rank of a distributed job (magneton/_bootstrap/job.py).
+        job_path = os.environ.get("MAGNETON_RECORD_JOB")
+        if not job_path or not (("RANK" in os.environ and "WORLD_SIZE" in os.environ)
+                                or "--multiprocessing-fork" in getattr(sys, "orig_argv", sys.argv)):
+            return
+        from magneton._bootstrap import job
+
+        path = job.child_trace_path(job_path)
+        if path is None:
+            return
+        rank_of_job = True
+    # Child processes of the script are not recorded into the same file; the
+    # root leaves the job's path (and the bootstrap) to the ranks it starts.
     label = os.environ.pop("MAGNETON_RECORD_LABEL", None)
     command_line = os.environ.pop("MAGNETON_COMMAND_LINE", None)
     values = os.environ.pop("MAGNETON_RECORD_VALUES", "0") == "1"
-    here = os.path.dirname(os.path.abspath(__file__))
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and os.path.abspath(p) != here)
+    # The getenv interposer (record_child.cc) stays loaded here; the script's
+    # own children run without it (ranks of a job too: their native env reads
+    # are not recorded).
+    preloaded = os.environ.pop("MAGNETON_GETENV_PRELOADED", None)
+    if preloaded:
+        rest = [p for p in os.environ.get("LD_PRELOAD", "").split(":") if p and p != preloaded]
+        if rest:
+            os.environ["LD_PRELOAD"] = ":".join(rest)
+        else:
+            os.environ.pop("LD_PRELOAD", None)
+    if rank_of_job:
+        os.environ.pop("MAGNETON_RECORD_JOB", None)  # a rank's own children are not ranks
+        label = os.path.splitext(os.path.basename(path))[0]
+        values = os.environ.get("MAGNETON_RECORD_JOB_VALUES") == "1"
+    else:
+        os.environ["MAGNETON_RECORD_JOB"] = path
+        os.environ["MAGNETON_RECORD_JOB_VALUES"] = "1" if values else "0"
 
     import atexit
 
     import magneton
+    from magneton import _core
     from magneton import overrides
+    from magneton._bootstrap import job
 
     overrides.activate()  # set only by `magneton diff --confirm` re-runs
     magneton.start(path, label=label, command_line=command_line, values=values)
     atexit.register(magneton.stop)
+    if rank_of_job or job.rank_from_env() is not None:
+        job.note_rank_meta(_core.set_meta)
+    if not rank_of_job:
+        job.watch_child_exits(path)
 
 
 _chain_to_next_sitecustomize()

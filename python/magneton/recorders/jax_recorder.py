@@ -16,6 +16,7 @@ import sys
 import threading
 
 from magneton import _core
+from magneton import call_site
 from magneton import config_snapshot
 from magneton.recorders.torch_recorder import _PostImportFinder
 
@@ -36,6 +37,7 @@ class JaxRecorder:
         self._trace_cls = None
         self._orig_process = None
         self._prev_disable_jit = None
+        self._orig_update = None
         self.hooked = False
 
     def engines(self) -> list[str]:
@@ -55,6 +57,11 @@ class JaxRecorder:
         if self._orig_process is not None:
             self._trace_cls.process_primitive = self._orig_process
             self._orig_process = None
+        if self._orig_update is not None:
+            import jax
+
+            del jax.config.update  # the class's method again
+            self._orig_update = None
         if self._prev_disable_jit is not None:
             import jax
 
@@ -79,11 +86,28 @@ class JaxRecorder:
         _core.add_skipped_code_path(os.path.dirname(os.path.abspath(jaxlib.__file__)) + os.sep)
         self._prev_disable_jit = bool(jax.config.jax_disable_jit)
         jax.config.update("jax_disable_jit", True)
+        self._wrap_config_update(jax)
         self._trace_cls = core.EvalTrace
         self._orig_process = core.EvalTrace.process_primitive
         self._trace_cls.process_primitive = _make_process_primitive(self._orig_process, core, source_info_util,
                                                                      jax_config)
         self.hooked = True
+
+
+    def _wrap_config_update(self, jax) -> None:
+        """jax.config.update(name, value) calls record where the program set a
+        flag (a StateSetter "jax.<name>"); the ops carry the values themselves."""
+        original = jax.config.update
+        skip = call_site.library_dirs(os.path.dirname(os.path.abspath(jax.__file__)) + os.sep)
+
+        def update(name, value):
+            result = original(name, value)
+            if _core.is_recording():
+                _core.add_state_setter("jax." + str(name), str(value), call_site.user_site(skip))
+            return result
+
+        jax.config.update = update  # on the instance: uninstall deletes it
+        self._orig_update = original
 
 
 # Modules under jax/_src that only route a call to a primitive (tracing, jit
@@ -136,6 +160,27 @@ def _make_warm_up(core, trace_context):
     return warm_up
 
 
+def _make_state_stamper(jax_config):
+    """Gives the ops a thread begins the jax.config values in effect as their
+    runtime state ("jax.jax_enable_x64", docs/TRACE_FORMAT.md "Runtime
+    state"). JAX's trace context (a tuple of the flags that change what is
+    traced and compiled, 0.2 µs to get) is compared per op; the full map is
+    built and interned only when it changed. jax_disable_jit is left out: the
+    recorder forces it."""
+    local = threading.local()
+    trace_context, config = jax_config.trace_context, jax_config.config
+    set_state, intern = _core.set_thread_state_id, _core.intern_runtime_state
+
+    def stamp():
+        context = trace_context()
+        if getattr(local, "context", None) != context:
+            local.context = context
+            local.state_id = intern({"jax." + k: str(v) for k, v in config.values.items() if k != "jax_disable_jit"})
+        set_state(local.state_id)  # another engine on this thread may have set its own
+
+    return stamp
+
+
 def _make_process_primitive(orig, core, source_info_util, jax_config):
     local = threading.local()
     names: dict[str, str] = {}
@@ -154,6 +199,7 @@ def _make_process_primitive(orig, core, source_info_util, jax_config):
         return text
 
     warm_up = _make_warm_up(core, jax_config.trace_context)
+    stamp_state = _make_state_stamper(jax_config)
 
     def process_primitive(trace, primitive, args, params, /):
         # Binds made while a recorded op runs (the single-op jit that JAX
@@ -172,6 +218,7 @@ def _make_process_primitive(orig, core, source_info_util, jax_config):
             name = names.setdefault(pname, "jax::" + pname)
         local.busy = True
         try:
+            stamp_state()
             warm_up(primitive, args, params, lambda: orig(trace, primitive, args, params))
             begin(name, args, scope())
             try:

@@ -140,8 +140,13 @@ class LlamaRecorder:
 
 
 def _record_config(params, hook, low) -> None:
+    """The context parameters, as config entries and as the runtime state of
+    the ops that run on this thread from now on ("llama.n_threads"; ggml's
+    eval callback runs on the thread that calls llama_decode, the one that
+    created the context in the usual one-context program)."""
     global _contexts_recorded
     _contexts_recorded += 1
+    state: dict[str, str] = {}
     for field, ctype in params._fields_:
         if field.startswith("cb_") or field.endswith("_user_data") or field in ("abort_callback",
                                                                                 "abort_callback_data"):
@@ -152,6 +157,8 @@ def _record_config(params, hook, low) -> None:
         if field in ("type_k", "type_v"):
             value = hook.magneton_ggml_type_name(int(value)).decode()
         _core.set_config(f"llama.cpp.{field}", repr(value), "runtime")
+        state[f"llama.{field}"] = str(value)
+    _core.set_thread_state_id(_core.intern_runtime_state(state))
     try:
         _core.set_config("llama.cpp.system_info", low.llama_print_system_info().decode(), "runtime")
     except Exception:

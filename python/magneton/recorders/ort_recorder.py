@@ -48,6 +48,7 @@ class _Session:
         self.own_optimized = own_optimized
         self.providers = session.get_providers()
         self.values_session = None
+        self.state_id = -1  # the session's runtime state (its options), stamped on its ops
 
 
 class OrtRecorder:
@@ -184,18 +185,26 @@ class OrtRecorder:
     def _record_config(self, index, session, options, saved) -> None:
         base = "ort.session" if index == 0 else f"ort.session{index}"
         used = session.get_session_options()
+        # The same settings as the runtime state of the session's ops, under
+        # index-free keys ("ort.intra_op_num_threads"): each session's ops
+        # carry their own session's (docs/TRACE_FORMAT.md, "Runtime state").
+        state: dict[str, str] = {}
         for attr in _OPTION_ATTRS:
             value = getattr(used, attr, "<unavailable>")
             if attr == "enable_profiling":
                 value = saved[0]  # as the user set it; magneton's profiling is not a user choice
             elif attr == "optimized_model_filepath":
                 value = saved[2]
-            config_snapshot._set(f"{base}.{attr}", value if isinstance(value, (bool, int, str)) else str(value),
-                                 "runtime")
+            value = value if isinstance(value, (bool, int, str)) else str(value)
+            config_snapshot._set(f"{base}.{attr}", value, "runtime")
+            state[f"ort.{attr}"] = value if isinstance(value, str) else repr(value)
         for key, value in sorted(self._config_entries.get(id(options), (None, {}))[1].items()):
             config_snapshot._set(f"{base}.config.{key}", value, "runtime")
+            state[f"ort.config.{key}"] = str(value)
         config_snapshot._set(f"{base}.providers", session.get_providers(), "runtime")
         config_snapshot._set(f"{base}.provider_options", session.get_provider_options(), "runtime")
+        state["ort.providers"] = ",".join(session.get_providers())
+        self._sessions[index].state_id = _core.intern_runtime_state(state)
 
     # -- values ----------------------------------------------------------------
     def _record_values(self, ort, state, run_index, input_feed) -> None:
@@ -234,7 +243,7 @@ class OrtRecorder:
                 if not found:
                     raise RuntimeError(f"no profile file {state.prefix}_*.json (session destroyed without one)")
                 path = found[-1]
-            stats = state.core.ingest(path)
+            stats = state.core.ingest(path, state.state_id)
         except Exception as exc:  # noqa: BLE001 - reported, the rest of the trace is kept
             _core.set_meta(key + ".error", str(exc))
             print(f"magneton: ONNX Runtime session {state.index} not recorded: {exc} "

@@ -9,6 +9,7 @@ import sys
 
 from magneton import _core
 from magneton import config_snapshot
+from magneton import env_snapshot
 from magneton import overrides
 
 
@@ -93,6 +94,9 @@ class TorchRecorder:
                 sys.meta_path.remove(finder)
         self._finders.clear()
         if self._hook is not None:
+            from magneton.recorders import torch_state_setters
+
+            torch_state_setters.uninstall()
             self._hook.uninstall()
             self._hook = None
             _core.clear_module_scopes()
@@ -110,9 +114,13 @@ class TorchRecorder:
     def _install_torch(self) -> None:
         import torch
 
+        from magneton.recorders import torch_state_setters
+
         self._hook = _load_hook()
         overrides.active().apply_global_flags()  # --confirm re-runs only
         config_snapshot.record_torch_flags()
+        env_snapshot.snapshot("import:torch")  # what torch's native libraries read as they loaded
+        torch_state_setters.install(torch, self._hook)
         for attr in ("_wrapped_call_impl", "_call_impl"):
             fn = getattr(torch.nn.Module, attr, None)
             if fn is not None:

@@ -1,0 +1,98 @@
+// libmagneton_getenv.so: `magneton record` preloads it (LD_PRELOAD) so that
+// every getenv() a native library makes (OpenMP's OMP_NUM_THREADS, oneDNN's
+// ONEDNN_*, cuBLAS's CUBLAS_WORKSPACE_CONFIG, ...) is noted by name; the
+// recorder reads the names back (record/env_reads.h) and stores each with
+// its value in the trace's config, through the writer's redaction. Names
+// only: values are read from the environment when a snapshot is taken.
+//
+// It has no dependencies and allocates nothing: it may be called before
+// main, from any thread, inside malloc or the dynamic loader. getenv itself
+// is reimplemented as a scan of `environ` (what glibc's does) rather than
+// forwarded through dlsym(RTLD_NEXT), which can itself call getenv.
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+
+extern "C" char** environ;
+
+namespace {
+
+constexpr size_t kSlots = 4096;  // distinct names; a process reads a few hundred
+constexpr size_t kNameMax = 128;
+
+enum : uint32_t { kEmpty = 0, kWriting = 1, kReady = 2 };
+
+struct Slot {
+  std::atomic<uint32_t> state;
+  char name[kNameMax];
+};
+
+// Zero-initialised statics: usable before any constructor has run.
+Slot g_slots[kSlots];
+std::atomic<uint32_t> g_dropped;  // names not noted: too long, or the table full
+
+uint64_t Hash(const char* s, size_t n) {
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(s[i])) * 1099511628211ULL;
+  return h;
+}
+
+void Note(const char* name, size_t n) {
+  if (n == 0 || n >= kNameMax) {
+    g_dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const uint64_t h = Hash(name, n);
+  for (size_t probe = 0; probe < kSlots; ++probe) {
+    Slot& s = g_slots[(h + probe) % kSlots];
+    uint32_t state = s.state.load(std::memory_order_acquire);
+    if (state == kEmpty) {
+      uint32_t expected = kEmpty;
+      if (s.state.compare_exchange_strong(expected, kWriting, std::memory_order_acq_rel)) {
+        std::memcpy(s.name, name, n);
+        s.name[n] = '\0';
+        s.state.store(kReady, std::memory_order_release);
+        return;
+      }
+      state = expected;
+    }
+    // Another thread is writing this slot: it may be the same name, noted
+    // twice at worst (the reader deduplicates).
+    if (state == kWriting) continue;
+    if (std::strncmp(s.name, name, n) == 0 && s.name[n] == '\0') return;
+  }
+  g_dropped.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) char* getenv(const char* name) {
+  if (name == nullptr) return nullptr;
+  const size_t n = std::strlen(name);
+  Note(name, n);
+  if (n == 0 || std::memchr(name, '=', n) != nullptr) return nullptr;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    if (std::strncmp(*e, name, n) == 0 && (*e)[n] == '=') return *e + n + 1;
+  }
+  return nullptr;
+}
+
+// The names noted so far: up to `max` pointers into the table (stable for the
+// process's life) in `out`; returns how many are noted in all.
+__attribute__((visibility("default"))) int magneton_getenv_names(const char** out, int max) {
+  int count = 0;
+  for (Slot& s : g_slots) {
+    if (s.state.load(std::memory_order_acquire) != kReady) continue;
+    if (count < max) out[count] = s.name;
+    ++count;
+  }
+  return count;
+}
+
+__attribute__((visibility("default"))) unsigned magneton_getenv_dropped() {
+  return g_dropped.load(std::memory_order_relaxed);
+}
+
+}  // extern "C"

@@ -1,0 +1,165 @@
+// The job manifest of a distributed recording (src/trace/job_manifest.cc) and
+// how `magneton record` gathers the ranks' traces into it
+// (src/runner/record_job.cc): spawn children renamed after their rank, helper
+// processes dropped, exit status joined by pid.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+
+#include "runner/record_job.h"
+#include "test_util.h"
+#include "trace/job_manifest.h"
+
+namespace magneton {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempPath;
+using testing::WriteSampleTrace;
+
+void SetMeta(const std::string& path, const std::string& key, const std::string& value) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  const std::string sql = "INSERT OR REPLACE INTO meta(key, value) VALUES('" + key + "', '" + value + "')";
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  std::string msg = err ? err : "";
+  sqlite3_free(err);
+  sqlite3_close(db);
+  ASSERT_EQ(rc, SQLITE_OK) << msg;
+}
+
+// A rank's trace as a rank leaves it: a sample trace with its dist.* meta.
+void WriteRankTrace(const std::string& path, int rank, int pid) {
+  const std::string sample = WriteSampleTrace("job_rank_sample_" + std::to_string(rank) + ".mtrace", 20);
+  fs::copy_file(sample, path, fs::copy_options::overwrite_existing);
+  if (rank >= 0) {
+    SetMeta(path, "dist.rank", std::to_string(rank));
+    SetMeta(path, "dist.local_rank", std::to_string(rank));
+    SetMeta(path, "dist.world_size", "2");
+    SetMeta(path, "dist.backend", "gloo");
+  }
+  SetMeta(path, "dist.pid", std::to_string(pid));
+}
+
+TEST(JobManifest, RoundTrip) {
+  JobManifest m;
+  m.world_size = 2;
+  m.backend = "gloo";
+  m.command_line = "torchrun --nproc-per-node 2 train.py";
+  m.launcher_exit_code = 1;
+  RankEntry r0;
+  r0.rank = 0;
+  r0.trace = "job.rank0.mtrace";
+  r0.exit_code = 0;
+  r0.ops = 12;
+  RankEntry r1;
+  r1.rank = 1;
+  r1.trace = "job.rank1.mtrace";
+  r1.signal = SIGKILL;
+  m.ranks = {r0, r1};
+  const std::string path = TempPath("roundtrip.mjob");
+  ASSERT_TRUE(WriteJobManifest(path, m).ok());
+  auto back = ReadJobManifest(path);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->world_size, 2);
+  EXPECT_EQ(back->backend, "gloo");
+  EXPECT_EQ(back->launcher_exit_code, 1);
+  ASSERT_EQ(back->ranks.size(), 2u);
+  EXPECT_EQ(back->ranks[0].exit_code, 0);
+  EXPECT_EQ(back->ranks[0].ops, 12u);
+  EXPECT_FALSE(back->ranks[1].exit_code.has_value());
+  EXPECT_EQ(DescribeRankEnd(back->ranks[0]), "exited normally");
+  EXPECT_EQ(DescribeRankEnd(back->ranks[1]), "killed by SIGKILL");
+}
+
+TEST(JobManifest, RefusesWhatIsNotAManifest) {
+  const std::string not_json = TempPath("not_json.mjob");
+  std::ofstream(not_json) << "rank 0\n";
+  EXPECT_NE(ReadJobManifest(not_json).status().message().find("not JSON"), std::string::npos);
+  const std::string foreign = TempPath("foreign.mjob");
+  std::ofstream(foreign) << R"({"format": "something-else", "ranks": []})";
+  EXPECT_NE(ReadJobManifest(foreign).status().message().find("not a magneton job manifest"), std::string::npos);
+  const std::string future = TempPath("future.mjob");
+  std::ofstream(future) << R"({"format": "magneton-job", "version": 99, "ranks": []})";
+  EXPECT_NE(ReadJobManifest(future).status().message().find("version 99"), std::string::npos);
+  const std::string malformed = TempPath("malformed.mjob");
+  std::ofstream(malformed) << R"({"format": "magneton-job", "version": 1, "ranks": [{"trace": "x"}]})";
+  EXPECT_NE(ReadJobManifest(malformed).status().message().find("malformed"), std::string::npos);
+  EXPECT_FALSE(ReadJobManifest(TempPath("missing.mjob")).ok());
+}
+
+TEST(JobManifest, ArgumentNamesAJobByStemManifestOrBasePath) {
+  const std::string dir = TempPath("find_job");
+  fs::create_directories(dir);
+  const std::string manifest = dir + "/job.mjob";
+  std::ofstream(manifest) << "{}";
+  EXPECT_EQ(FindJobManifest(dir + "/job"), manifest);
+  EXPECT_EQ(FindJobManifest(dir + "/job.mtrace"), manifest);
+  EXPECT_EQ(FindJobManifest(manifest), manifest);
+  EXPECT_FALSE(FindJobManifest(dir + "/other.mtrace").has_value());
+  // A trace that exists is a trace, even next to a manifest of its stem.
+  std::ofstream(dir + "/job.mtrace") << "x";
+  EXPECT_FALSE(FindJobManifest(dir + "/job.mtrace").has_value());
+}
+
+TEST(CollectJob, NoRankTracesIsNotAJob) {
+  const std::string dir = TempPath("collect_none");
+  fs::create_directories(dir);
+  auto job = runner::CollectJob(dir + "/run.mtrace", "python a.py", 0);
+  ASSERT_TRUE(job.ok());
+  EXPECT_FALSE(job->has_value());
+  EXPECT_FALSE(fs::exists(dir + "/run.mjob"));
+}
+
+TEST(CollectJob, RenamesSpawnedRanksDropsHelpersAndJoinsExitStatus) {
+  const std::string dir = TempPath("collect_spawn");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string base = dir + "/job.mtrace";
+  WriteRankTrace(dir + "/job.rank0.mtrace", 0, 101);  // torchrun-style: named by RANK
+  WriteRankTrace(dir + "/job.pid102.mtrace", 1, 102);  // a spawn child that joined as rank 1
+  WriteRankTrace(dir + "/job.pid103.mtrace", -1, 103);  // a spawn child that never joined: not a rank
+  std::ofstream(dir + "/job.exits.json") << R"({"101": 0, "102": -9})";
+  auto job = runner::CollectJob(base, "python spawn.py", 1);
+  ASSERT_TRUE(job.ok()) << job.status().message();
+  ASSERT_TRUE(job->has_value());
+  const JobManifest& m = **job;
+  ASSERT_EQ(m.ranks.size(), 2u);
+  EXPECT_EQ(m.world_size, 2);
+  EXPECT_EQ(m.backend, "gloo");
+  EXPECT_EQ(m.ranks[0].trace, "job.rank0.mtrace");
+  EXPECT_EQ(m.ranks[0].exit_code, 0);
+  EXPECT_EQ(m.ranks[1].trace, "job.rank1.mtrace");
+  EXPECT_EQ(m.ranks[1].signal, 9);
+  EXPECT_EQ(m.ranks[1].pid, 102);
+  EXPECT_GT(m.ranks[1].ops, 0u);
+  EXPECT_TRUE(fs::exists(dir + "/job.rank1.mtrace"));
+  EXPECT_FALSE(fs::exists(dir + "/job.pid102.mtrace"));
+  EXPECT_FALSE(fs::exists(dir + "/job.pid103.mtrace"));
+  EXPECT_FALSE(fs::exists(dir + "/job.exits.json"));
+  auto written = ReadJobManifest(dir + "/job.mjob");
+  ASSERT_TRUE(written.ok()) << written.status().message();
+  EXPECT_EQ(DescribeRankEnd(written->ranks[1]), "killed by SIGKILL");
+}
+
+TEST(CollectJob, AnUnreadableRankTraceIsListedWithWhy) {
+  const std::string dir = TempPath("collect_bad");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  WriteRankTrace(dir + "/job.rank0.mtrace", 0, 201);
+  std::ofstream(dir + "/job.rank1.mtrace") << "not a trace";
+  auto job = runner::CollectJob(dir + "/job.mtrace", "torchrun train.py", 0);
+  ASSERT_TRUE(job.ok()) << job.status().message();
+  ASSERT_TRUE(job->has_value());
+  ASSERT_EQ((*job)->ranks.size(), 2u);
+  EXPECT_TRUE((*job)->ranks[0].trace_error.empty());
+  EXPECT_FALSE((*job)->ranks[1].trace_error.empty());
+  EXPECT_EQ(DescribeRankEnd((*job)->ranks[1]), "exit status unknown");
+}
+
+}  // namespace
+}  // namespace magneton

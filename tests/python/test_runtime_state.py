@@ -1,0 +1,138 @@
+"""Runtime state per op on real torch (docs/TRACE_FORMAT.md, "Runtime state"
+and "Environment"): settings changed while the script runs reach the ops
+that ran under them, with the line that changed them; environment names that
+native code reads are stored, secret-looking ones redacted."""
+
+import sys
+import textwrap
+import uuid
+
+import pytest
+
+from conftest import TraceDB, require, run_cli
+
+require("torch")
+
+
+def _record(tmp_path, source, env=None):
+    script = tmp_path / "state_script.py"
+    script.write_text(textwrap.dedent(source))
+    trace = str(tmp_path / "run.mtrace")
+    r = run_cli("record", "-o", trace, "--", sys.executable, str(script), env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return str(script), TraceDB(trace)
+
+
+def _line_of(script, text):
+    lines = open(script).read().splitlines()
+    return next(i + 1 for i, line in enumerate(lines) if text in line)
+
+
+def _states(db, op_name):
+    """The runtime state ({key: value}) of each top-level op named op_name (any overload), with its id."""
+    out = []
+    for (state_id,) in db.query("SELECT o.state_id FROM ops o JOIN strings s ON s.id = o.name_id "
+                                "WHERE (s.value = ? OR s.value LIKE ? || '.%') AND o.parent_id IS NULL ORDER BY o.id",
+                                op_name, op_name):
+        values = dict(db.query("SELECT key, value FROM runtime_states WHERE state_id = ?", state_id))
+        out.append((state_id, values))
+    return out
+
+
+def _setters(db, key):
+    return db.query("SELECT value, site FROM state_setters WHERE key = ? ORDER BY t_ns", key)
+
+
+@pytest.mark.parametrize("change", [True, False])
+def test_set_num_threads_midway_gives_later_ops_another_state(tmp_path, change):
+    script, db = _record(tmp_path, f"""
+        import torch
+        a, b = torch.randn(8), torch.randn(8)
+        torch.set_num_threads(2)
+        for _ in range(3):
+            torch.add(a, b)
+        {"torch.set_num_threads(1)  # CHANGE" if change else "pass  # CHANGE"}
+        for _ in range(3):
+            torch.mul(a, b)
+    """)
+    before, after = _states(db, "aten::add"), _states(db, "aten::mul")
+    assert len(before) == 3 and len(after) == 3
+    assert {s for s, _ in before} == {before[0][0]} and {s for s, _ in after} == {after[0][0]}
+    assert before[0][1]["torch.num_threads"] == "2"
+    set_at = _setters(db, "torch.num_threads")
+    assert ("2", f"{script}:{_line_of(script, 'set_num_threads(2)')}:<module>") in set_at
+    if change:
+        assert after[0][0] != before[0][0]
+        assert after[0][1]["torch.num_threads"] == "1"
+        assert ("1", f"{script}:{_line_of(script, '# CHANGE')}:<module>") in set_at
+    else:
+        assert after[0][0] == before[0][0]
+        assert [v for v, _ in set_at] == ["2"]
+
+
+def test_no_grad_block_flips_grad_enabled_for_the_ops_inside(tmp_path):
+    script, db = _record(tmp_path, """
+        import torch
+        x = torch.randn(4, requires_grad=True)
+        torch.add(x, 1)
+        with torch.no_grad():  # NO_GRAD
+            torch.mul(x, 2)
+        torch.sub(x, 1)
+    """)
+    (_, outside_before), = _states(db, "aten::add")
+    (_, inside), = _states(db, "aten::mul")
+    (_, outside_after), = _states(db, "aten::sub")
+    assert outside_before["torch.grad_enabled"] == "true"
+    assert inside["torch.grad_enabled"] == "false"
+    assert outside_after["torch.grad_enabled"] == "true"
+    # Nothing else changed between them.
+    assert {k: v for k, v in inside.items() if k != "torch.grad_enabled"} == \
+        {k: v for k, v in outside_before.items() if k != "torch.grad_enabled"}
+    assert ("false", f"{script}:{_line_of(script, '# NO_GRAD')}:<module>") in _setters(db, "torch.grad_enabled")
+
+
+def test_names_native_code_reads_are_recorded_and_secrets_redacted(tmp_path):
+    tag = uuid.uuid4().hex[:8].upper()
+    read, secret, unread, python_read = (f"ZZT{tag}_NATIVE_READ", f"ZZT{tag}_API_KEY", f"ZZT{tag}_NEVER_READ",
+                                         f"ZZT{tag}_PY_READ")
+    secret_value = "sk-" + uuid.uuid4().hex
+    _, db = _record(tmp_path, f"""
+        import ctypes
+        import os
+        import torch
+
+        libc = ctypes.CDLL(None)
+        libc.getenv.restype = ctypes.c_char_p
+        assert libc.getenv(b"{read}") == b"native-value"
+        assert libc.getenv(b"{secret}") is not None
+        assert os.environ.get("{python_read}") == "py-value"
+        torch.add(torch.ones(2), 1)
+    """, env={read: "native-value", secret: secret_value, unread: "x", python_read: "py-value"})
+    config = db.config()
+    assert config["env." + read] == "native-value"
+    assert config["env." + secret] == "<redacted>"
+    assert config["env." + python_read] == "py-value"
+    assert "env." + unread not in config  # set, never read: not stored
+    assert secret_value.encode() not in open(db.db.execute("PRAGMA database_list").fetchone()[2], "rb").read()
+    meta = dict(db.query("SELECT key, value FROM meta"))
+    assert "getenv interposer" in meta["env.names_from"]
+    assert "stop" in meta["env.snapshots"] and "import:torch" in meta["env.snapshots"]
+
+
+def test_jax_config_update_midway_gives_later_ops_another_state(tmp_path):
+    require("jax")
+    script, db = _record(tmp_path, """
+        import jax
+        import jax.numpy as jnp
+        x = jnp.ones(4)
+        jnp.add(x, 1.0)
+        jax.config.update("jax_default_matmul_precision", "highest")  # UPDATE
+        jnp.multiply(x, 2.0)
+    """)
+    (before_id, before), = [s for s in _states(db, "jax::add")][-1:]
+    (after_id, after), = [s for s in _states(db, "jax::mul")][-1:]
+    assert before["jax.jax_default_matmul_precision"] == "None"
+    assert after["jax.jax_default_matmul_precision"] == "highest"
+    assert after_id != before_id
+    assert ("highest", f"{script}:{_line_of(script, '# UPDATE')}:<module>") in \
+        _setters(db, "jax.jax_default_matmul_precision")
