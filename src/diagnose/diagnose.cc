@@ -145,7 +145,8 @@ std::string Joined(const std::vector<std::string>& names, size_t max_names) {
   return out.empty() ? "nothing" : out;
 }
 
-std::string Sentence(const Finding& f, const Diagnosis& d, const detect::DetectResult& r) {
+// What happens in the region, without the cause (FinishDiagnosis adds it).
+std::string Situation(const Finding& f, const Diagnosis& d, const detect::DetectResult& r) {
   const char costly = f.wasteful_side ? f.wasteful_side : 'A';
   const char cheap = costly == 'A' ? 'B' : 'A';
   std::string why_trade_off;
@@ -160,44 +161,96 @@ std::string Sentence(const Finding& f, const Diagnosis& d, const detect::DetectR
   } else if (d.kind == Kind::kDifferentOps) {
     const auto& mine = costly == 'A' ? f.names_a : f.names_b;
     const auto& theirs = costly == 'A' ? f.names_b : f.names_a;
-    // Name what only one side runs; the shared ops say nothing.
-    std::set<std::string> mine_set(mine.begin(), mine.end()), theirs_set(theirs.begin(), theirs.end());
-    std::vector<std::string> only_mine, only_theirs;
-    for (const auto& n : mine_set) if (!theirs_set.count(n)) only_mine.push_back(n);
-    for (const auto& n : theirs_set) if (!mine_set.count(n)) only_theirs.push_back(n);
-    if (only_mine.empty() && only_theirs.empty()) {
+    if (d.only_costly.empty() && d.only_cheap.empty()) {
       s += fmt::format("{} runs {} ops where {} runs {} of the same kinds", costly, mine.size(), cheap, theirs.size());
     } else {
-      s += fmt::format("{} runs [{}] where {} runs [{}]", costly, Joined(only_mine, 4), cheap, Joined(only_theirs, 4));
+      s += fmt::format("{} runs [{}] where {} runs [{}]", costly, Joined(d.only_costly, 4), cheap,
+                       Joined(d.only_cheap, 4));
     }
     if (!d.sites_costly.empty()) {
       const SourceSite& site = d.sites_costly.front();
       s += fmt::format(", issued at {}", site.user_frame.empty() ? site.library_frame : site.user_frame);
       if (!site.api_frame.empty()) s += fmt::format(" through {}", site.api_frame);
     }
+  } else if (d.kind == Kind::kSameApiDifferentKernel) {
+    s += fmt::format("both call the same {} op(s), but {} runs [{}] on A and [{}] on B", f.names_a.size(),
+                     d.kernel.op, Joined(d.kernel.nested_a, 6), Joined(d.kernel.nested_b, 6));
   } else {
     s += fmt::format("both run the same {} op(s) at different cost", f.names_a.size());
   }
-  if (!d.shapes.empty()) s += "; " + d.shapes;
-  if (!d.candidates.empty()) {
-    const Candidate& c = d.candidates.front();
-    s += fmt::format(". Most likely cause: `{}` ({}: {}, {}: {}; {})", c.config.key, costly,
-                     costly == 'A' ? c.config.value_a : c.config.value_b, cheap,
-                     costly == 'A' ? c.config.value_b : c.config.value_a, c.config.source);
-    if (c.frame_distance == 0) {
-      s += fmt::format(", read where the call paths diverge ({})", d.deviation.frame_a);
-    } else if (c.frame_distance > 0) {
-      s += fmt::format(", read {} frame(s) above where the call paths diverge ({})", c.frame_distance,
-                       d.deviation.frame_a);
+  if (!d.states.empty()) {
+    s += "; runtime state in effect differs:";
+    for (size_t i = 0; i < d.states.size() && i < 3; ++i) {
+      s += fmt::format("{} {} (A: {}, B: {})", i ? "," : "", d.states[i].key, d.states[i].value_a,
+                       d.states[i].value_b);
     }
-    s += fmt::format(". Set it as {} does.", cheap);
-  } else if (d.deviation.found) {
-    s += fmt::format(". No recorded config entry differs; the call paths diverge at {}: check the branch there.",
-                     d.deviation.frame_a);
-  } else {
-    s += ". No recorded config entry differs.";
   }
+  if (d.layout.found) s += "; " + d.layout.text;
+  if (!d.shapes.empty()) s += "; " + d.shapes;
   return s;
+}
+
+// Op names the side runs that the other does not, in first-seen order.
+std::vector<std::string> OnlyIn(const std::vector<std::string>& mine, const std::vector<std::string>& theirs) {
+  std::set<std::string> other(theirs.begin(), theirs.end()), seen;
+  std::vector<std::string> out;
+  for (const auto& n : mine) {
+    if (!other.count(n) && seen.insert(n).second) out.push_back(n);
+  }
+  return out;
+}
+
+// The name whose count differs most between the two sequences (the costly side running it more), "".
+std::string MostMoreOften(const std::vector<std::string>& mine, const std::vector<std::string>& theirs) {
+  std::map<std::string, int> count;
+  for (const auto& n : mine) ++count[n];
+  for (const auto& n : theirs) --count[n];
+  std::string best;
+  int most = 0;
+  for (const auto& [n, c] : count) {
+    if (c > most) most = c, best = n;
+  }
+  return best;
+}
+
+// The packages (versions meta, or a config entry named "<package>_version")
+// whose version differs and whose files the region's costly ops ran in.
+std::vector<ConfigDifference> VersionsOfRegion(const Trace& a, const Trace& b, const std::vector<ConfigDifference>& diffs,
+                                               const Trace& costly, const std::vector<int64_t>& ops) {
+  std::map<std::string, ConfigDifference> differing;
+  for (const auto& [pkg, va] : a.meta.versions) {
+    auto it = b.meta.versions.find(pkg);
+    if (it != b.meta.versions.end() && it->second != va) differing[pkg] = {pkg, va, it->second, "version"};
+  }
+  for (const ConfigDifference& c : diffs) {
+    const size_t dot = c.key.rfind('.');
+    const std::string id = dot == std::string::npos ? c.key : c.key.substr(dot + 1);
+    const std::string suffix = "_version";
+    if (id.size() <= suffix.size() || id.compare(id.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+    const std::string pkg = id.substr(0, id.size() - suffix.size());
+    if (!differing.count(pkg)) differing[pkg] = {pkg, c.value_a, c.value_b, "version"};
+  }
+  std::vector<ConfigDifference> out;
+  if (differing.empty()) return out;
+  std::set<int64_t> path_ids;
+  for (int64_t id : ops) {
+    if (ValidOp(costly, id) && costly.ops[id].call_path_id != kNoId) path_ids.insert(costly.ops[id].call_path_id);
+  }
+  for (const auto& [pkg, diff] : differing) {
+    const std::string dir = "/" + pkg + "/";
+    bool inside = false;
+    for (int64_t p : path_ids) {
+      for (const std::string& frame : costly.CallPathFrames(p)) {
+        if (IsLibraryFrame(ParseFrame(frame)) && frame.find(dir) != std::string::npos) {
+          inside = true;
+          break;
+        }
+      }
+      if (inside) break;
+    }
+    if (inside) out.push_back(diff);
+  }
+  return out;
 }
 
 }  // namespace
@@ -206,6 +259,7 @@ const char* KindName(Kind kind) {
   switch (kind) {
     case Kind::kDifferentOps: return "different_ops";
     case Kind::kSameOpsDifferentCost: return "same_ops_different_cost";
+    case Kind::kSameApiDifferentKernel: return "same_api_different_kernel";
     case Kind::kOutsideOps: return "outside_ops";
   }
   return "?";
@@ -230,16 +284,40 @@ std::vector<Diagnosis> Diagnose(const Trace& a, const Trace& b, const detect::De
     const Trace& cheap = a_costly ? b : a;
     PathCache& costly_paths = a_costly ? paths_a : paths_b;
     PathCache& cheap_paths = a_costly ? paths_b : paths_a;
-    std::vector<int64_t> costly_ops, cheap_ops;
+    std::vector<int64_t> costly_ops, cheap_ops, ops_a, ops_b;
     for (const auto& in : f.instances) {
       const auto& mine = a_costly ? in.ops_a : in.ops_b;
       const auto& theirs = a_costly ? in.ops_b : in.ops_a;
       costly_ops.insert(costly_ops.end(), mine.begin(), mine.end());
       cheap_ops.insert(cheap_ops.end(), theirs.begin(), theirs.end());
+      ops_a.insert(ops_a.end(), in.ops_a.begin(), in.ops_a.end());
+      ops_b.insert(ops_b.end(), in.ops_b.begin(), in.ops_b.end());
+    }
+    const char costly_side = a_costly ? 'A' : 'B';
+    d.costly_side = costly_side;
+    // What each side ran under, compared for the region's ops only: a state
+    // that differs elsewhere in the run says nothing about this region.
+    d.states = DiffRuntimeStates(a, ops_a, b, ops_b, costly_side);
+    if (d.kind == Kind::kSameOpsDifferentCost) {
+      d.kernel = ContrastKernels(a, ops_a, b, ops_b, costly_side);
+      if (d.kernel.found) d.kind = Kind::kSameApiDifferentKernel;
+      d.layout = ContrastLayouts(a, ops_a, b, ops_b, costly_side);
     }
     if (d.kind != Kind::kOutsideOps) {
+      const auto& mine = a_costly ? f.names_a : f.names_b;
       const auto& other_names = a_costly ? f.names_b : f.names_a;
+      if (d.kind == Kind::kDifferentOps) {
+        d.only_costly = OnlyIn(mine, other_names);
+        d.only_cheap = OnlyIn(other_names, mine);
+        if (d.only_costly.empty()) d.count_op = MostMoreOften(mine, other_names);
+      }
       std::vector<int64_t> differing = DifferingOps(costly, costly_ops, other_names);
+      int64_t best_ns = -1;
+      for (int64_t id : differing) {
+        if (!ValidOp(costly, id)) continue;
+        const int64_t ns = costly.ops[id].end_ns - costly.ops[id].start_ns;
+        if (ns > best_ns) best_ns = ns, d.costly_op = costly.str(costly.ops[id].name_id);
+      }
       d.sites_costly = SitesOf(costly, costly_paths, differing, options.max_sites);
       d.sites_efficient = SitesOf(cheap, cheap_paths, cheap_ops, options.max_sites);
       d.deviation =
@@ -248,12 +326,14 @@ std::vector<Diagnosis> Diagnose(const Trace& a, const Trace& b, const detect::De
         std::swap(d.deviation.frame_a, d.deviation.frame_b);
         std::swap(d.deviation.op_a, d.deviation.op_b);
       }
-    }
-    if (d.kind != Kind::kOutsideOps) {
-      d.shapes = ShapeContrast(costly, costly_ops, cheap, cheap_ops, a_costly ? 'A' : 'B', a_costly ? 'B' : 'A');
+      const bool same_ops = d.kind != Kind::kDifferentOps;
+      d.shapes = ShapeContrast(costly, costly_ops, cheap, cheap_ops, costly_side, a_costly ? 'B' : 'A', same_ops);
+      if (same_ops && !d.shapes.empty()) d.shape_cause = FindShapeCause(a, ops_a, b, ops_b, costly_side);
+      d.versions = VersionsOfRegion(a, b, config_diff, costly, costly_ops);
     }
     d.candidates = RankCandidates(config_diff, d.deviation, roots, options.window_lines);
-    d.sentence = Sentence(f, d, result);
+    d.situation = Situation(f, d, result);
+    FinishDiagnosis(&d);
     out.push_back(std::move(d));
   }
   return out;

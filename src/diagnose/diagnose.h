@@ -110,8 +110,91 @@ std::vector<Candidate> RankCandidates(const std::vector<ConfigDifference>& diffs
 
 struct LineDiagnosis;  // diagnose/line_diagnosis.h
 
-enum class Kind { kDifferentOps, kSameOpsDifferentCost, kOutsideOps };
-const char* KindName(Kind kind);  // "different_ops", "same_ops_different_cost", "outside_ops"
+enum class Kind { kDifferentOps, kSameOpsDifferentCost, kSameApiDifferentKernel, kOutsideOps };
+// "different_ops", "same_ops_different_cost", "same_api_different_kernel", "outside_ops"
+const char* KindName(Kind kind);
+
+// The structured root cause of a finding (docs/REPORT_FORMAT.md, "RootCause";
+// the contract with `magneton eval`). Values are A's and B's, not costly /
+// cheap. kind "" when no evidence points at a cause.
+struct RootCause {
+  // config | call_arg | env_var | runtime_state | api_choice | dtype_layout |
+  // data_shape | code_path | version
+  std::string kind;
+  std::string name;  // the thing to change: flag, argument, env var, state key, API, op or function
+  std::string value_a, value_b;
+  std::string where;     // "file:line" to change, "" when unknown
+  std::string evidence;  // one line: why this is the cause
+};
+
+// A runtime state key (Trace::runtime_states) whose value in effect for the
+// region's ops differs between the sides (runtime_state_diff.cc).
+struct StateDifference {
+  std::string key;
+  std::string value_a, value_b;  // "<absent>" when that side's state lacks the key
+  std::string where;             // "file:line" of the call that set the costly side's value (else the
+                                 // cheaper side's), "" when no setter was recorded
+  char setter_side = 0;          // 'A', 'B' or 0: whose setter `where` is
+  int ops_a = 0, ops_b = 0;      // region ops under the compared state on each side
+};
+// The state in effect for most of each side's region ops (by op time),
+// compared key by key; keys of a framework the other side never recorded
+// (JAX vs PyTorch) are left out. Empty when either side recorded no states.
+std::vector<StateDifference> DiffRuntimeStates(const Trace& a, const std::vector<int64_t>& ops_a, const Trace& b,
+                                               const std::vector<int64_t>& ops_b, char costly_side);
+
+// Same top-level ops, different nested ops or device kernels under one of
+// them (kernel_contrast.cc): the API chose another implementation.
+struct KernelContrast {
+  bool found = false;
+  std::string op;  // the top-level op whose nested work differs
+  std::vector<std::string> nested_a, nested_b;  // its nested op names (then "kernel:" device kernels), start order
+};
+// Pairs the two sides' region ops by position (their names must be equal)
+// and returns the costliest pair on inputs of the same shapes and dtypes whose
+// nested sequences differ (other shapes take other paths by themselves).
+KernelContrast ContrastKernels(const Trace& a, const std::vector<int64_t>& ops_a, const Trace& b,
+                               const std::vector<int64_t>& ops_b, char costly_side);
+
+// Same ops on another dtype, memory layout or device (layout_contrast.cc),
+// and where the costly side's tensor got it: the walk back along the
+// dataflow to the op that produced the first tensor of that dtype / layout.
+struct LayoutContrast {
+  bool found = false;
+  std::string op;          // the region op whose input differs
+  std::string attribute;   // "dtype", "layout" or "device"
+  std::string value_a, value_b;
+  std::string producer_op;   // the top-level op that made the costly tensor ("" : no op made it)
+  std::string producer_api;  // its Python API (Tensor.double, Tensor.to, torch.permute, torch.from_numpy, ...)
+  std::string where;         // "file:line" of the producer's user frame ("" unknown)
+  std::string text;          // one line for the sentence
+};
+LayoutContrast ContrastLayouts(const Trace& a, const std::vector<int64_t>& ops_a, const Trace& b,
+                               const std::vector<int64_t>& ops_b, char costly_side);
+// "contiguous", "channels_last", "strided" (a non-row-major view), "" for no shape.
+std::string LayoutOf(const TensorMeta& t);
+
+// Which input dimension grew, found by walking back from the region's ops to
+// the integer tensors where data enters (no op made them, or a factory such as
+// torch.zeros did: token ids, positions): batch_size
+// (axis 0 of a 2-d+ input), sequence_length (the last axis) or input_shape.
+struct ShapeCause {
+  bool found = false;
+  std::string name;
+  std::string value_a, value_b;
+  std::string where;  // "file:line" of the first op reading the costly side's input
+};
+ShapeCause FindShapeCause(const Trace& a, const std::vector<int64_t>& ops_a, const Trace& b,
+                          const std::vector<int64_t>& ops_b, char costly_side);
+
+// Python API names (api_names.cc): "aten::linalg_eigvals" -> "torch.linalg.eigvals",
+// "aten::sort.stable" -> "torch.sort", "jax::dot_general" -> "jax.lax.dot_general".
+std::string ApiOfOp(const std::string& op_name);
+// A library frame as a dotted function: ".../site-packages/jax/_src/scipy/linalg.py:1427:expm" ->
+// "jax._src.scipy.linalg.expm"; outside installed packages just the function.
+std::string ApiOfFrame(const std::string& frame);
+// "file:line" of a "file:line:function" frame ("" for "").
+std::string FileLine(const std::string& frame);
 
 struct Diagnosis {
   size_t finding_index = 0;  // into DetectResult::findings
@@ -123,6 +206,20 @@ struct Diagnosis {
   // When the costlier side's region ops read clearly more input elements
   // (>= 1.1x) than the other side's: by how much, with an example op; "".
   std::string shapes;
+  // Evidence for the root cause (root_cause.cc), each empty when it does not apply.
+  std::vector<StateDifference> states;       // runtime state in effect for the region's ops
+  std::vector<ConfigDifference> versions;    // library versions that differ, of packages the region's ops ran in
+  KernelContrast kernel;                     // kind kSameApiDifferentKernel
+  LayoutContrast layout;                     // same ops, another dtype / layout / device
+  ShapeCause shape_cause;                    // same ops, larger inputs: which dimension
+  std::vector<std::string> only_costly;      // op names only the costlier side runs (different ops)
+  std::vector<std::string> only_cheap;       // op names only the cheaper side runs
+  std::string costly_op;                     // the costliest op of the costlier side's differing ops
+  std::string count_op;  // same op names, different counts: the name whose count differs most
+  char costly_side = 'A';
+  RootCause root_cause;
+  // What happens (no cause): the sentence is this, then the cause, then the line trace.
+  std::string situation;
   std::string sentence;
   // The line-level re-run's result (diagnose/line_diagnosis.h), when diff
   // re-ran both programs; null otherwise.
@@ -135,9 +232,26 @@ struct Options {
   bool include_equal = false;  // diagnose "equal" findings too
 };
 
-// The input-size contrast of Diagnosis::shapes (shape_contrast.cc).
+// The input-size contrast of Diagnosis::shapes (shape_contrast.cc). The
+// "same work on larger shapes" reading is added only when `same_ops` (both
+// sides run the same op names): for different ops it is not evidence.
 std::string ShapeContrast(const Trace& costly, const std::vector<int64_t>& costly_ops, const Trace& cheap,
-                          const std::vector<int64_t>& cheap_ops, char costly_side, char cheap_side);
+                          const std::vector<int64_t>& cheap_ops, char costly_side, char cheap_side,
+                          bool same_ops = true);
+
+// The root cause from the diagnosis's evidence (root_cause.cc), in this order:
+// a runtime state in effect for the region's ops; a config entry named near
+// the deviation point (or established by the line trace); a library version
+// of a package the region's ops ran in; a kernel contrast; a dtype / layout
+// contrast; larger shapes of the same ops; ops substituting each other
+// (api_choice); extra ops (code_path); a differing setting that reaches
+// every op. Never from a case's name.
+RootCause ChooseRootCause(const Diagnosis& d);
+// "runtime_state `torch.num_threads` (A: 1, B: 4) at x.py:3 — why": one line.
+std::string RootCauseLine(const RootCause& cause);
+// Sets root_cause and recomposes the sentence (situation, cause, line trace);
+// called by Diagnose and again after the line trace changed the candidates.
+void FinishDiagnosis(Diagnosis* d);
 
 // One diagnosis per waste and trade-off finding, in the findings' order.
 std::vector<Diagnosis> Diagnose(const Trace& a, const Trace& b, const detect::DetectResult& result,

@@ -39,7 +39,7 @@ bool IsPassThroughFrame(const FrameRef& frame) {
   for (const char* file : {"/torch/utils/_contextlib.py", "/functools.py", "/contextlib.py", "<frozen"}) {
     if (frame.file.find(file) != std::string::npos) return true;
   }
-  for (const char* fn : {"_call_impl", "_wrapped_call_impl", "decorate_context", "wrapper", "wrapped", "inner"}) {
+  for (const char* fn : {"_call_impl", "_wrapped_call_impl", "decorate_context", "wrapper", "wrapped", "wrapped_func", "inner"}) {
     const std::string& f = frame.function;
     // The function's own name: "decorate_context" or "<locals>.decorate_context".
     if (f == fn || (f.size() > std::strlen(fn) && f.compare(f.size() - std::strlen(fn), std::string::npos, fn) == 0 &&

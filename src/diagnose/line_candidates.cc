@@ -54,6 +54,32 @@ bool MapOriginToConfig(const Origin& origin, const std::vector<ConfigDifference>
 }
 
 
+std::string LineSentence(const LineDiagnosis& line) {
+  if (!line.found) return "";
+  const LineDivergence& v = line.divergence;
+  std::string s;
+  if (line.mode == "values") {
+    s = fmt::format(" Line trace: {} ran the same lines on both sides; at line {} `{}` (call {}) `{}` differs; ",
+                    line.function, v.branch_line, line.branch_text, v.call + 1,
+                    line.key_variables.empty() ? std::string("?") : line.key_variables.front());
+  } else {
+    s = fmt::format(" Line trace: in {} (call {}), after line {} `{}`, A ran line {} and B ran line {}; ",
+                    line.function, v.call + 1, v.branch_line, line.branch_text,
+                    v.line_a < 0 ? std::string("(return)") : std::to_string(v.line_a),
+                    v.line_b < 0 ? std::string("(return)") : std::to_string(v.line_b));
+  }
+  if (line.origin.kind != OriginKind::kUnknown) {
+    s += fmt::format("`{}` comes from {} `{}` ({}:{}), A: {}, B: {}.",
+                     line.key_variables.empty() ? line.origin.name : line.key_variables.front(),
+                     OriginKindName(line.origin.kind), line.origin.name, line.origin.file, line.origin.line,
+                     line.origin.value_a.empty() ? "?" : line.origin.value_a,
+                     line.origin.value_b.empty() ? "?" : line.origin.value_b);
+  } else {
+    s += fmt::format("the condition `{}` could not be traced to a config entry.", line.condition);
+  }
+  return s;
+}
+
 void ApplyLineDiagnosis(LineDiagnosis line, const std::vector<ConfigDifference>& diffs, Diagnosis* d) {
   ConfigDifference mapped;
   if (line.found && MapOriginToConfig(line.origin, diffs, &mapped)) {
@@ -72,31 +98,10 @@ void ApplyLineDiagnosis(LineDiagnosis line, const std::vector<ConfigDifference>&
     c.evidence = fmt::format("{}:{}: {} (line trace)", line.file, line.divergence.branch_line, line.branch_text);
     d->candidates.insert(d->candidates.begin(), std::move(c));
   }
-  if (line.found) {
-    const LineDivergence& v = line.divergence;
-    std::string s;
-    if (line.mode == "values") {
-      s = fmt::format(" Line trace: {} ran the same lines on both sides; at line {} `{}` (call {}) `{}` differs; ",
-                      line.function, v.branch_line, line.branch_text, v.call + 1,
-                      line.key_variables.empty() ? std::string("?") : line.key_variables.front());
-    } else {
-      s = fmt::format(" Line trace: in {} (call {}), after line {} `{}`, A ran line {} and B ran line {}; ",
-                      line.function, v.call + 1, v.branch_line, line.branch_text,
-                      v.line_a < 0 ? std::string("(return)") : std::to_string(v.line_a),
-                      v.line_b < 0 ? std::string("(return)") : std::to_string(v.line_b));
-    }
-    if (line.origin.kind != OriginKind::kUnknown) {
-      s += fmt::format("`{}` comes from {} `{}` ({}:{}), A: {}, B: {}.",
-                       line.key_variables.empty() ? line.origin.name : line.key_variables.front(),
-                       OriginKindName(line.origin.kind), line.origin.name, line.origin.file, line.origin.line,
-                       line.origin.value_a.empty() ? "?" : line.origin.value_a,
-                       line.origin.value_b.empty() ? "?" : line.origin.value_b);
-    } else {
-      s += fmt::format("the condition `{}` could not be traced to a config entry.", line.condition);
-    }
-    d->sentence += s;
-  }
   d->line = std::make_shared<const LineDiagnosis>(std::move(line));
+  // The line trace may have made another entry the top candidate: choose the
+  // root cause again and recompose the sentence with it.
+  FinishDiagnosis(d);
 }
 
 }  // namespace magneton::diagnose

@@ -158,5 +158,7 @@ bool MapOriginToConfig(const Origin& origin, const std::vector<ConfigDifference>
 // maps to becomes the top candidate (what --confirm flips), and the sentence
 // names the variable, where it was set and its value on each side.
 void ApplyLineDiagnosis(LineDiagnosis line, const std::vector<ConfigDifference>& diffs, Diagnosis* d);
+// The line trace's part of the sentence (" Line trace: ..."), "" without a result.
+std::string LineSentence(const LineDiagnosis& line);
 
 }  // namespace magneton::diagnose

@@ -39,7 +39,23 @@ StatusOr<Expected> ParseExpected(const std::string& json_text) {
   }
   if (auto rc = j.find("root_cause"); rc != j.end() && rc->is_object()) {
     e.root_cause_kind = StringOr(*rc, "kind");
-    e.root_cause_variable = StringOr(*rc, "variable");
+    e.root_cause_name = StringOr(*rc, "name");
+    e.root_cause_value_a = StringOr(*rc, "value_a");
+    e.root_cause_value_b = StringOr(*rc, "value_b");
+    e.root_cause_description = StringOr(*rc, "description");
+    if (auto al = rc->find("aliases"); al != rc->end() && al->is_array()) {
+      for (const auto& a : *al) {
+        if (a.is_string()) e.root_cause_aliases.push_back(a.get<std::string>());
+      }
+    }
+  }
+  if (!e.is_control()) {
+    const auto& kinds = RootCauseKinds();
+    if (std::find(kinds.begin(), kinds.end(), e.root_cause_kind) == kinds.end() || e.root_cause_name.empty()) {
+      return InvalidArgument("expected.json of " + e.id +
+                             ": root_cause needs \"kind\" (config, call_arg, env_var, runtime_state, api_choice, "
+                             "dtype_layout, data_shape, code_path or version) and \"name\" (docs/EVALUATION.md)");
+    }
   }
   e.fix = StringOr(j, "fix");
   if (auto g = j.find("needs_gpu"); g != j.end() && g->is_boolean()) e.needs_gpu = g->get<bool>();

@@ -30,8 +30,14 @@ struct Expected {
   std::vector<std::string> region_ops;  // op names of the waste region
   std::string scope_contains;           // module scope path substring ("" = not given)
   std::string source_contains;          // call-path frame substring ("" = not given)
-  std::string root_cause_kind;          // call_arg, model_config, env, global_flag, api
-  std::string root_cause_variable;
+  // The structured root cause (ROOT_CAUSE_FORMAT / docs/EVALUATION.md): kind
+  // and name are scored, aliases are other spellings of the name;
+  // description is for humans and never scored.
+  std::string root_cause_kind;  // config | call_arg | env_var | runtime_state | api_choice | dtype_layout | ...
+  std::string root_cause_name;
+  std::vector<std::string> root_cause_aliases;
+  std::string root_cause_value_a, root_cause_value_b;
+  std::string root_cause_description;
   std::string fix;
   bool needs_gpu = false;
   bool is_control() const { return category == "control"; }
@@ -63,12 +69,8 @@ struct Evidence {
   std::vector<std::string> scopes;    // costly side: scope paths of those ops
   std::vector<std::string> frames;    // costly side: call-path frames of the region's ops
   bool has_diagnosis = false;
-  std::vector<std::string> candidates;  // top diagnosis candidates: key and searched name
-  std::string diagnosis_text;  // sentence, site frames and op names, deviation frames
+  diagnose::RootCause root_cause;  // of the top waste finding's diagnosis (kind "" : none)
 };
-
-// Number of diagnosis candidates that count as "top".
-inline constexpr size_t kTopCandidates = 3;
 
 // The evidence of `result`; `diagnoses` may be null (no root-cause evidence).
 Evidence ExtractEvidence(const Trace& a, const Trace& b, const detect::DetectResult& result,
@@ -87,13 +89,15 @@ int ExpectedWasteRank(const Expected& expected, const Trace& a, const Trace& b, 
 CaseScore ScoreDetection(const Expected& expected, const Evidence& evidence);
 // Detection, false positive and root cause.
 CaseScore ScoreCase(const Expected& expected, const Evidence& evidence);
-// Whether the root cause is named: for config kinds the variable (leading
-// underscores and dotted prefix dropped) equals a top candidate's key or name,
-// or is a whole word of the diagnosis text; for "api" any identifier of the
-// variable (a token with '.' or '_', its last dotted part) is a whole word of
-// the region's op names or the diagnosis text, or a plain word of 4+ letters
-// is a whole word of the op names (of the text too when there is no identifier).
-bool RootCauseNamed(const Expected& expected, const Evidence& evidence, std::string* matched);
+// The root-cause kinds of expected.json and of a diagnosis's root_cause.
+const std::vector<std::string>& RootCauseKinds();
+// norm(s): the last component after '.', '::' or '/', lower case, leading
+// underscores stripped ("model_config._attn_implementation" -> "attn_implementation").
+std::string NormalizeName(const std::string& name);
+// Whether the top waste finding's structured root cause is the expected one:
+// the finding on the expected waste side, the same kind, and norm(name) equal to norm of the expected name or of one
+// alias. Only the structured object counts, never words of a sentence.
+bool RootCauseRight(const Expected& expected, const Evidence& evidence, std::string* why);
 
 struct Counts {
   int tp = 0, fn = 0, fp = 0;

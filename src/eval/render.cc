@@ -174,11 +174,11 @@ std::string RenderMarkdown(const Report& r) {
   s += "- **Detected**: the top-ranked waste finding is on the expected waste side and its region (with nested ops) "
        "runs one of `region.ops`, or an op's scope contains `region.scope_contains`, or a frame of its call paths "
        "contains `region.source_contains`.\n";
-  s += fmt::format("- **Root cause right** (headline setting only): for config root causes the variable is one of "
-                   "the top {} diagnosis candidates or a word of the diagnosis; for API root causes an identifier of "
-                   "`root_cause.variable` is an op name of the finding or a word of the diagnosis (sentence, sites, "
-                   "deviation point).\n",
-                   kTopCandidates);
+  s += "- **Root cause right** (headline setting only): only the structured `root_cause` of the top waste finding's "
+       "diagnosis counts, when that finding is on the expected waste side: its `kind` equals `root_cause.kind` of expected.json and norm(`name`) equals norm of the "
+       "expected `name` or of one of its `aliases`, where norm is the lower-cased last component after `.`, `::` or "
+       "`/` with leading underscores stripped. Words in sentences, sites or paths never count; `description` is "
+       "never scored.\n";
   s += "- **Saving**: job energy (first op to last op; interpreter start-up and imports excluded) (A − B) / A of the two recordings, in the detect domain.\n";
   const int repeats = r.cases.empty() ? 1 : std::max_element(r.cases.begin(), r.cases.end(),
                                                                   [](const CaseResult& x, const CaseResult& y) {

@@ -17,68 +17,28 @@ std::string Lower(std::string s) {
   return s;
 }
 
-bool IdentChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+}  // namespace
 
-// `word` occurs in `text` with no identifier character on either side (case-insensitive).
-bool HasWholeWord(const std::string& text, const std::string& word) {
-  if (word.empty()) return false;
-  const std::string t = Lower(text), w = Lower(word);
-  for (size_t pos = t.find(w); pos != std::string::npos; pos = t.find(w, pos + 1)) {
-    const bool left = pos == 0 || !IdentChar(t[pos - 1]);
-    const bool right = pos + w.size() >= t.size() || !IdentChar(t[pos + w.size()]);
-    if (left && right) return true;
-  }
-  return false;
+const std::vector<std::string>& RootCauseKinds() {
+  static const std::vector<std::string> kKinds = {"config",       "call_arg",   "env_var",   "runtime_state",
+                                                  "api_choice",   "dtype_layout", "data_shape", "code_path",
+                                                  "version"};
+  return kKinds;
 }
 
-// "model_config._attn_implementation" -> "attn_implementation".
-std::string NormalizeKey(const std::string& key) {
-  size_t cut = key.find_last_of("./:");
-  std::string s = cut == std::string::npos ? key : key.substr(cut + 1);
+std::string NormalizeName(const std::string& name) {
+  size_t cut = std::string::npos;
+  for (const char* sep : {".", "::", "/"}) {
+    const size_t at = name.rfind(sep);
+    if (at != std::string::npos && (cut == std::string::npos || at + std::string(sep).size() > cut)) {
+      cut = at + std::string(sep).size();
+    }
+  }
+  std::string s = cut == std::string::npos ? name : name.substr(cut);
   size_t i = 0;
   while (i < s.size() && s[i] == '_') ++i;
   return Lower(s.substr(i));
 }
-
-// Identifiers of an API root-cause description (see RootCauseNamed), and its
-// plain words of 4+ letters ("permute", "contiguous", but also "around").
-struct ApiTokenSet {
-  std::vector<std::string> idents, words;
-};
-
-ApiTokenSet ApiTokens(const std::string& variable) {
-  std::vector<std::string> tokens;  // maximal runs of identifier characters and '.'
-  std::string cur;
-  for (char c : variable + " ") {
-    if (IdentChar(c) || c == '.') {
-      cur += c;
-    } else if (!cur.empty()) {
-      while (!cur.empty() && cur.back() == '.') cur.pop_back();
-      if (!cur.empty()) tokens.push_back(cur);
-      cur.clear();
-    }
-  }
-  std::vector<std::string> idents, words;
-  for (const std::string& t : tokens) {
-    if (t.find('.') != std::string::npos || t.find('_') != std::string::npos) {
-      idents.push_back(NormalizeKey(t));
-      // ATen names join the namespace path with '_': torch.linalg.eigvals is aten::linalg_eigvals.
-      std::string joined;
-      for (size_t end = t.size(), dot; end != std::string::npos && end > 0; end = dot) {
-        dot = t.rfind('.', end - 1);
-        const size_t begin = dot == std::string::npos ? 0 : dot + 1;
-        joined = Lower(t.substr(begin, end - begin)) + (joined.empty() ? "" : "_" + joined);
-        if (joined.find('_') != std::string::npos && joined != idents.back()) idents.push_back(joined);
-        if (dot == std::string::npos) break;
-      }
-    } else if (t.size() >= 4 && std::all_of(t.begin(), t.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)); })) {
-      words.push_back(Lower(t));
-    }
-  }
-  return {idents, words};
-}
-
-}  // namespace
 
 namespace {
 
@@ -152,78 +112,52 @@ Evidence ExtractEvidence(const Trace& a, const Trace& b, const detect::DetectRes
     for (const diagnose::Diagnosis& d : *diagnoses) {
       if (d.finding_index != top) continue;
       ev.has_diagnosis = true;
-      for (size_t i = 0; i < d.candidates.size() && i < kTopCandidates; ++i) {
-        ev.candidates.push_back(d.candidates[i].config.key);
-        ev.candidates.push_back(d.candidates[i].name);
-      }
-      std::string& text = ev.diagnosis_text;
-      text = d.sentence;
-      for (const auto* sites : {&d.sites_costly, &d.sites_efficient}) {
-        for (const diagnose::SourceSite& s : *sites) {
-          text += "\n" + s.user_frame + "\n" + s.library_frame;
-          for (const std::string& n : s.op_names) text += "\n" + n;
-        }
-      }
-      if (d.deviation.found) {
-        text += "\n" + d.deviation.frame_a + "\n" + d.deviation.frame_b + "\n" + d.deviation.op_a + "\n" +
-                d.deviation.op_b;
-      }
+      ev.root_cause = d.root_cause;
       break;
     }
   }
   return ev;
 }
 
-bool RootCauseNamed(const Expected& expected, const Evidence& evidence, std::string* matched) {
-  if (expected.is_control() || !evidence.has_waste) return false;
-  const std::string& var = expected.root_cause_variable;
-  if (var.empty()) return false;
-  // The case's folder name in a path ("cases/padding/b.py") is not evidence.
-  std::string text;
-  const std::string folder = "/" + expected.id + "/";
-  for (size_t from = 0; from < evidence.diagnosis_text.size();) {
-    const size_t pos = expected.id.empty() ? std::string::npos : evidence.diagnosis_text.find(folder, from);
-    if (pos == std::string::npos) {
-      text.append(evidence.diagnosis_text, from, std::string::npos);
-      break;
-    }
-    text.append(evidence.diagnosis_text, from, pos - from);
-    text.push_back('/');
-    from = pos + folder.size();
-  }
-  if (expected.root_cause_kind != "api") {
-    const std::string want = NormalizeKey(var);
-    for (const std::string& c : evidence.candidates) {
-      if (NormalizeKey(c) == want) {
-        if (matched) *matched = "top candidate " + c;
-        return true;
-      }
-    }
-    if (HasWholeWord(text, want)) {
-      if (matched) *matched = "diagnosis names " + want;
-      return true;
-    }
+bool RootCauseRight(const Expected& expected, const Evidence& evidence, std::string* why) {
+  auto say = [&](const std::string& text) {
+    if (why) *why = text;
+  };
+  if (expected.is_control()) return false;
+  if (!evidence.has_waste) {
+    say("no waste finding");
     return false;
   }
-  std::string ops;
-  for (const std::string& n : evidence.op_names) ops += n + "\n";
-  const ApiTokenSet tokens = ApiTokens(var);
-  // With identifiers present, plain words name the API only as an op of the
-  // region ("permute + contiguous around F.layer_norm" and a region whose
-  // extra op is aten::contiguous): in free text "around" would match anything.
-  const bool words_in_text = tokens.idents.empty();
-  for (const std::vector<std::string>* list : {&tokens.idents, &tokens.words}) {
-    for (const std::string& tok : *list) {
-      if (HasWholeWord(ops, tok)) {
-        if (matched) *matched = "op " + tok;
-        return true;
-      }
-      if ((list == &tokens.idents || words_in_text) && HasWholeWord(text, tok)) {
-        if (matched) *matched = "diagnosis names " + tok;
-        return true;
-      }
+  // The cause of waste on the other side is not this case's cause, even when
+  // its name normalises the same (torch.stft on B for jax.scipy.signal.stft on A).
+  if (evidence.wasteful_side != expected.waste_side) {
+    say(std::string("top waste finding on side ") + (evidence.wasteful_side ? evidence.wasteful_side : '-'));
+    return false;
+  }
+  const diagnose::RootCause& got = evidence.root_cause;
+  if (got.kind.empty()) {
+    say("no root cause");
+    return false;
+  }
+  const std::string said = got.kind + " " + got.name;
+  if (got.kind != expected.root_cause_kind) {
+    say(said + ", expected kind " + expected.root_cause_kind);
+    return false;
+  }
+  const std::string name = NormalizeName(got.name);
+  if (name.empty()) {
+    say(said + ": no name");
+    return false;
+  }
+  std::vector<std::string> wanted = {expected.root_cause_name};
+  wanted.insert(wanted.end(), expected.root_cause_aliases.begin(), expected.root_cause_aliases.end());
+  for (const std::string& w : wanted) {
+    if (NormalizeName(w) == name) {
+      say(said);
+      return true;
     }
   }
+  say(said + ", expected " + expected.root_cause_name);
   return false;
 }
 
@@ -291,9 +225,9 @@ int ExpectedWasteRank(const Expected& expected, const Trace& a, const Trace& b, 
 CaseScore ScoreCase(const Expected& expected, const Evidence& evidence) {
   CaseScore s = ScoreDetection(expected, evidence);
   if (expected.is_control()) return s;
-  std::string matched;
-  s.root_cause_right = RootCauseNamed(expected, evidence, &matched);
-  s.note += s.root_cause_right ? "; root cause: " + matched : "; root cause not named";
+  std::string why;
+  s.root_cause_right = RootCauseRight(expected, evidence, &why);
+  s.note += (s.root_cause_right ? "; root cause right: " : "; root cause wrong: ") + why;
   return s;
 }
 

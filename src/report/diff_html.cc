@@ -41,6 +41,7 @@ th{background:#f4f4f6}.num{text-align:right;font-variant-numeric:tabular-nums}
 .bar{height:12px;background:#4a78c2;display:inline-block;vertical-align:middle}.bar.b{background:#c2704a}
 .finding{border:1px solid #ddd;border-radius:6px;padding:12px;margin:12px 0}
 .sentence{background:#f7f7fa;padding:8px;border-left:3px solid #4a78c2}
+.cause{background:#fdf1f0;padding:8px;border-left:3px solid #b3261e}.kind{font:12px monospace;background:#eee;padding:1px 4px}
 .ops{display:grid;grid-template-columns:1fr 1fr;gap:8px;font:12px monospace}
 .ops div{white-space:pre-wrap;word-break:break-all;background:#fafafa;padding:6px}
 pre{background:#272822;color:#f8f8f2;padding:8px;overflow-x:auto;font-size:12px}
@@ -69,6 +70,19 @@ std::string Snippet(const diagnose::SourceSnippet& s) {
     out += n == s.focus_line ? "<span class=\"focus\">" + line + "</span>" : line + "\n";
   }
   return out + "</pre>";
+}
+
+// The cause leads each finding: kind, the thing to change, both values, the line.
+std::string RootCauseHtml(const diagnose::RootCause& c) {
+  if (c.kind.empty()) return "<p class=\"cause\">" + Esc(diagnose::RootCauseLine(c)) + "</p>";
+  std::string h = fmt::format("<p class=\"cause\"><b>Root cause</b> <span class=\"kind\">{}</span> <code>{}</code>",
+                              Esc(c.kind), Esc(c.name));
+  if (!c.value_a.empty() || !c.value_b.empty()) {
+    h += fmt::format(" — A <code>{}</code>, B <code>{}</code>", Esc(c.value_a), Esc(c.value_b));
+  }
+  if (!c.where.empty()) h += fmt::format(" at <code>{}</code>", Esc(c.where));
+  if (!c.evidence.empty()) h += "<br>" + Esc(c.evidence);
+  return h + "</p>";
 }
 
 }  // namespace
@@ -134,7 +148,21 @@ std::string RenderDiffHtml(const DiffReportInput& in) {
                        Esc(f.uncertainty.method), f.uncertainty.units, Esc(f.uncertainty.unit));
     }
     if (!f.uncertainty_note.empty()) h += "<p class=\"interval\">" + Esc(f.uncertainty_note) + "</p>";
+    h += RootCauseHtml(d->root_cause);
     h += "<p class=\"sentence\">" + Esc(d->sentence) + "</p>";
+    if (d->kind == diagnose::Kind::kSameApiDifferentKernel) {
+      h += "<p>Nested in <code>" + Esc(d->kernel.op) + "</code>:</p><div class=\"ops\"><div><b>A</b>\n" +
+           OpsColumn(d->kernel.nested_a) + "</div><div><b>B</b>\n" + OpsColumn(d->kernel.nested_b) + "</div></div>";
+    }
+    if (!d->states.empty()) {
+      h += "<table><tr><th>runtime state</th><th>A</th><th>B</th><th>set at</th></tr>";
+      for (const auto& st : d->states) {
+        h += fmt::format("<tr><td><code>{}</code></td><td><code>{}</code></td><td><code>{}</code></td>"
+                         "<td><code>{}</code></td></tr>",
+                         Esc(st.key), Esc(st.value_a), Esc(st.value_b), Esc(st.where));
+      }
+      h += "</table>";
+    }
     if (d->kind != diagnose::Kind::kOutsideOps) {
       h += "<div class=\"ops\"><div><b>A</b>\n" + OpsColumn(f.names_a) + "</div><div><b>B</b>\n" +
            OpsColumn(f.names_b) + "</div></div>";

@@ -1,4 +1,4 @@
-// JSON report, schema "magneton.diff/1" (docs/REPORT_FORMAT.md).
+// JSON report, schema "magneton.diff/2" (docs/REPORT_FORMAT.md).
 #include <cmath>
 
 #include "report/diff_report.h"
@@ -57,14 +57,46 @@ json DiagnosisJson(const diagnose::Diagnosis& d) {
                               {"focus_line", d.deviation.snippet.focus_line},
                               {"lines", d.deviation.snippet.lines}}}};
   }
+  json states = json::array();
+  for (const auto& st : d.states) {
+    states.push_back({{"key", st.key},
+                      {"value_a", st.value_a},
+                      {"value_b", st.value_b},
+                      {"where", st.where},
+                      {"setter_side", st.setter_side ? std::string(1, st.setter_side) : std::string()},
+                      {"ops_a", st.ops_a},
+                      {"ops_b", st.ops_b}});
+  }
+  json versions = json::array();
+  for (const auto& v : d.versions) versions.push_back({{"package", v.key}, {"value_a", v.value_a}, {"value_b", v.value_b}});
+  json kernel = nullptr;
+  if (d.kernel.found) kernel = {{"op", d.kernel.op}, {"nested_a", d.kernel.nested_a}, {"nested_b", d.kernel.nested_b}};
+  json layout = nullptr;
+  if (d.layout.found) {
+    layout = {{"op", d.layout.op},           {"attribute", d.layout.attribute},
+              {"value_a", d.layout.value_a}, {"value_b", d.layout.value_b},
+              {"producer_op", d.layout.producer_op}, {"producer_api", d.layout.producer_api},
+              {"where", d.layout.where}};
+  }
   return {{"kind", diagnose::KindName(d.kind)},
           {"sentence", d.sentence},
           {"shapes", d.shapes},
+          {"runtime_states", states},
+          {"versions", versions},
+          {"kernel", kernel},
+          {"layout", layout},
           {"sites_costly", SourceSites(d.sites_costly)},
           {"sites_efficient", SourceSites(d.sites_efficient)},
           {"deviation_point", deviation},
           {"candidates", candidates},
           {"line_diagnosis", LineDiagnosisJson(d)}};
+}
+
+json RootCauseJson(const diagnose::Diagnosis* d) {
+  if (!d || d->root_cause.kind.empty()) return nullptr;
+  const diagnose::RootCause& c = d->root_cause;
+  return {{"kind", c.kind},       {"name", c.name},   {"value_a", c.value_a},
+          {"value_b", c.value_b}, {"where", c.where}, {"evidence", c.evidence}};
 }
 
 json IntervalJson(const detect::Interval& i) {
@@ -113,9 +145,10 @@ json DiffToJson(const DiffReportInput& in) {
                         {"effective_pairs", Number(f.effective_pairs)},
                         {"typical_pair_ratio", Number(f.typical_pair_ratio)},
                         {"uncertainty", UncertaintyJson(f, r.options.confidence)},
+                        {"root_cause", RootCauseJson(d)},
                         {"diagnosis", d ? DiagnosisJson(*d) : json(nullptr)}});
   }
-  return {{"schema", "magneton.diff/1"},
+  return {{"schema", "magneton.diff/2"},
           {"energy", {{"domain", r.domain}, {"provenance", magneton::ProvenanceName(r.provenance)}}},
           {"options",
            {{"tau", r.options.tau},

@@ -132,7 +132,23 @@ std::string RenderDiffTerminal(const DiffReportInput& in) {
     }
     if (!f.uncertainty_note.empty()) out += "    " + f.uncertainty_note + "\n";
     if (!d) continue;
+    // The cause leads: what to change, then the evidence for it.
+    out += "    " + diagnose::RootCauseLine(d->root_cause) + "\n";
     out += "    " + d->sentence + "\n";
+    if (d->kind == diagnose::Kind::kSameApiDifferentKernel) {
+      const auto& k = d->kernel;
+      const size_t rows = std::min<size_t>(12, std::max(k.nested_a.size(), k.nested_b.size()));
+      out += fmt::format("      {:<40} | {}\n", "A: nested in " + Clip(k.op, 28), "B: nested in " + k.op);
+      for (size_t i = 0; i < rows; ++i) {
+        out += fmt::format("      {:<40} | {}\n", i < k.nested_a.size() ? Clip(k.nested_a[i], 40) : "",
+                           i < k.nested_b.size() ? k.nested_b[i] : "");
+      }
+      if (rows < std::max(k.nested_a.size(), k.nested_b.size())) out += "      …\n";
+    }
+    for (const auto& st : d->states) {
+      out += fmt::format("    runtime state: {} = {} (A) / {} (B){}\n", st.key, st.value_a, st.value_b,
+                         st.where.empty() ? "" : fmt::format("  set by {} at {}", st.setter_side, st.where));
+    }
     // Side by side only where it fits; long regions are summarised in the sentence.
     if (d->kind == diagnose::Kind::kDifferentOps && std::max(f.names_a.size(), f.names_b.size()) <= 24) {
       const size_t rows = std::min<size_t>(12, std::max(f.names_a.size(), f.names_b.size()));

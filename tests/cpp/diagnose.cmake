@@ -6,3 +6,4 @@ target_compile_definitions(report_diff_unittest PRIVATE MAGNETON_GOLDEN_DIR="${P
 magneton_test(line_diagnosis_unittest)
 magneton_test(diagnose_source_roots_unittest)
 magneton_test(diagnose_counterfactual_unittest)
+magneton_test(diagnose_root_cause_unittest)

@@ -42,7 +42,7 @@ detect::Finding Waste(char side, std::vector<int64_t> ops, std::vector<std::stri
 Expected Positive() {
   auto e = ParseExpected(R"({"id": "p", "category": "A", "waste_side": "a",
     "region": {"ops": ["aten::contiguous"], "source_contains": "a.py"},
-    "root_cause": {"kind": "api", "variable": "permute + contiguous around F.layer_norm"}})");
+    "root_cause": {"kind": "code_path", "name": "Tensor.contiguous", "description": "permute + contiguous around F.layer_norm"}})");
   EXPECT_TRUE(e.ok());
   return *e;
 }
@@ -122,88 +122,98 @@ TEST(EvalScore, ControlWithAnyWasteIsAFalsePositive) {
   EXPECT_FALSE(s.detected);
 }
 
-TEST(EvalScore, RootCauseFromCandidatesForConfig) {
-  auto e = ParseExpected(R"({"id": "kv", "category": "M", "waste_side": "a", "region": {"ops": ["aten::addmm"]},
-    "root_cause": {"kind": "model_config", "variable": "_attn_implementation"}})");
-  ASSERT_TRUE(e.ok());
+TEST(EvalExpected, RootCauseNeedsAKindFromTheListAndAName) {
+  auto e = ParseExpected(R"({"id": "x", "category": "A", "waste_side": "a",
+    "root_cause": {"kind": "api_choice", "name": "torch.linalg.eigvals", "aliases": ["aten::linalg_eigvals"],
+                   "value_a": "eigvals", "value_b": "eigvalsh", "description": "eigvals on a symmetric matrix"}})");
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e->root_cause_kind, "api_choice");
+  EXPECT_EQ(e->root_cause_name, "torch.linalg.eigvals");
+  EXPECT_EQ(e->root_cause_aliases, std::vector<std::string>{"aten::linalg_eigvals"});
+  EXPECT_EQ(e->root_cause_description, "eigvals on a symmetric matrix");
+  // The old free-text form is refused with a reason, as is a kind not in the list.
+  auto old = ParseExpected(R"({"id": "x", "category": "A", "waste_side": "a",
+    "root_cause": {"kind": "api", "variable": "Tensor.sort for top-k"}})");
+  ASSERT_FALSE(old.ok());
+  EXPECT_NE(old.status().message().find("root_cause needs"), std::string::npos) << old.status().message();
+  EXPECT_FALSE(ParseExpected(R"({"id": "x", "category": "M", "waste_side": "a",
+    "root_cause": {"kind": "model_config", "name": "use_cache"}})").ok());
+}
+
+TEST(EvalScore, NormalizeName) {
+  EXPECT_EQ(NormalizeName("model_config.GPT2LMHeadModel._attn_implementation"), "attn_implementation");
+  EXPECT_EQ(NormalizeName("aten::linalg_eigvals"), "linalg_eigvals");
+  EXPECT_EQ(NormalizeName("torch.linalg.eigvals"), "eigvals");
+  EXPECT_EQ(NormalizeName("jax._src/scipy/linalg.expm"), "expm");
+  EXPECT_EQ(NormalizeName("env.OMP_NUM_THREADS"), "omp_num_threads");
+}
+
+// Evidence of one waste finding whose diagnosis has `cause` and `sentence`.
+Evidence WithCause(const Expected& e, diagnose::RootCause cause, const std::string& sentence) {
   Trace t = SmallTrace();
   detect::DetectResult r;
   r.findings = {Waste('A', {2}, {"aten::addmm"})};
   diagnose::Diagnosis d;
   d.finding_index = 0;
-  for (const char* key : {"env.OMP_NUM_THREADS", "generate.max_new_tokens", "x.y", "config._attn_implementation"}) {
-    diagnose::Candidate c;
-    c.config.key = key;
-    d.candidates.push_back(c);
-  }
+  d.root_cause = std::move(cause);
+  d.sentence = sentence;
   std::vector<diagnose::Diagnosis> ds = {d};
-  CaseScore s = ScoreCase(*e, ExtractEvidence(t, t, r, &ds));
-  EXPECT_TRUE(s.detected);
-  EXPECT_FALSE(s.root_cause_right) << "the 4th candidate is not a top candidate";
-  std::swap(ds[0].candidates[0], ds[0].candidates[3]);
-  EXPECT_TRUE(ScoreCase(*e, ExtractEvidence(t, t, r, &ds)).root_cause_right);
-  // Named in the sentence instead.
-  ds[0].candidates.clear();
-  ds[0].sentence = "A spends more; attn_implementation is 'eager' in A and 'sdpa' in B";
-  EXPECT_TRUE(ScoreCase(*e, ExtractEvidence(t, t, r, &ds)).root_cause_right);
-  ds[0].sentence = "A spends more; my_attn_implementation_x differs";  // not a whole word
-  EXPECT_FALSE(ScoreCase(*e, ExtractEvidence(t, t, r, &ds)).root_cause_right);
+  (void)e;
+  return ExtractEvidence(t, t, r, &ds);
 }
 
-TEST(EvalScore, RootCauseFromOpNamesForApi) {
-  auto e = ParseExpected(R"({"id": "t", "category": "A", "waste_side": "a", "region": {"ops": ["aten::sort"]},
-    "root_cause": {"kind": "api", "variable": "Tensor.sort for top-k"}})");
-  ASSERT_TRUE(e.ok());
-  Evidence ev;
-  ev.has_waste = true;
-  ev.waste_findings = 1;
-  ev.wasteful_side = 'A';
-  ev.op_names = {"aten::sort", "aten::slice"};
+TEST(EvalScore, RootCauseRightOnKindAndNameOnly) {
+  auto e = ParseExpected(R"({"id": "kv", "category": "M", "waste_side": "a", "region": {"ops": ["aten::addmm"]},
+    "root_cause": {"kind": "call_arg", "name": "use_cache", "aliases": ["generate.use_cache"],
+                   "description": "use_cache in generate"}})");
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  // Right kind and name (another spelling of the same key).
   std::string why;
-  EXPECT_TRUE(RootCauseNamed(*e, ev, &why));
-  EXPECT_EQ(why, "op sort");
-  ev.op_names = {"aten::argsort"};
-  EXPECT_FALSE(RootCauseNamed(*e, ev, nullptr));
-  ev.diagnosis_text = "issued at /x/a.py:12:sample\naten::sort";
-  EXPECT_TRUE(RootCauseNamed(*e, ev, nullptr));
-  // A dotted API matches its ATen name (namespaces joined with '_').
-  e->root_cause_variable = "torch.linalg.eigvals";
-  ev.diagnosis_text.clear();
-  ev.op_names = {"aten::linalg_eigvals", "aten::real"};
-  EXPECT_TRUE(RootCauseNamed(*e, ev, &why));
-  EXPECT_EQ(why, "op linalg_eigvals");
-  ev.op_names = {"aten::linalg_eigvalsh"};
-  EXPECT_FALSE(RootCauseNamed(*e, ev, nullptr));
-  // No identifier: plain words of 4+ letters.
-  e->root_cause_variable = "batch order (padding to the longest)";
-  ev.diagnosis_text = "the padded batches";
-  EXPECT_FALSE(RootCauseNamed(*e, ev, nullptr));
-  ev.diagnosis_text = "sort the batch by length";
-  EXPECT_TRUE(RootCauseNamed(*e, ev, nullptr));
-  // A dotted API is named by its function in a call-path frame (the api_frame
-  // of a site): the function's own name, not a longer identifier.
-  e->root_cause_variable = "jax.scipy.linalg.expm on a batch";
-  ev.op_names = {"jax::dot_general"};
-  ev.diagnosis_text = "issued at /x/a.py:14:<module> through /site-packages/jax/_src/scipy/linalg.py:312:expm";
-  EXPECT_TRUE(RootCauseNamed(*e, ev, &why));
-  EXPECT_EQ(why, "diagnosis names expm");
-  ev.diagnosis_text = "issued at /x/a.py:14:<module> through /site-packages/jax/_src/scipy/linalg.py:312:expm_frechet";
-  EXPECT_FALSE(RootCauseNamed(*e, ev, nullptr));
-  // Beside an identifier, a plain word names the API only as an op of the
-  // region: the copy, not the layer norm it surrounds; never "around".
-  e->root_cause_variable = "permute + contiguous around F.layer_norm";
-  ev.op_names = {"aten::permute", "aten::contiguous", "aten::clone", "aten::copy_"};
-  ev.diagnosis_text = "A runs [aten::contiguous] where B runs [nothing]";
-  EXPECT_TRUE(RootCauseNamed(*e, ev, &why));
-  EXPECT_EQ(why, "op permute");
-  ev.op_names = {"aten::add"};
-  ev.diagnosis_text = "the work around it; permute the batch";
-  EXPECT_FALSE(RootCauseNamed(*e, ev, nullptr));
-  // The case folder's name in a path does not count.
-  e->root_cause_variable = "batch order (padding to the longest)";
-  e->id = "padding";
-  ev.diagnosis_text = "issued at /x/cases/padding/common.py:26:encode";
-  EXPECT_FALSE(RootCauseNamed(*e, ev, nullptr));
+  Evidence ev = WithCause(*e, {"call_arg", "call.generate.use_cache", "False", "True", "", ""}, "");
+  EXPECT_TRUE(RootCauseRight(*e, ev, &why)) << why;
+  CaseScore s = ScoreCase(*e, ev);
+  EXPECT_TRUE(s.detected);
+  EXPECT_TRUE(s.root_cause_right) << s.note;
+  // The right name under the wrong kind is wrong.
+  ev = WithCause(*e, {"config", "call.generate.use_cache", "False", "True", "", ""}, "");
+  EXPECT_FALSE(RootCauseRight(*e, ev, &why));
+  EXPECT_NE(why.find("expected kind call_arg"), std::string::npos) << why;
+  // The right kind with another name is wrong, though the sentence names use_cache.
+  ev = WithCause(*e, {"call_arg", "call.generate.max_new_tokens", "4", "8", "", ""},
+                 "A spends more; use_cache is False in A and True in B");
+  EXPECT_FALSE(RootCauseRight(*e, ev, nullptr));
+  EXPECT_FALSE(ScoreCase(*e, ev).root_cause_right);
+  // No structured cause at all: the name only in sentence text is not right.
+  ev = WithCause(*e, {}, "Most likely cause: `call.generate.use_cache`; set use_cache as B does");
+  EXPECT_FALSE(RootCauseRight(*e, ev, &why));
+  EXPECT_EQ(why, "no root cause");
+  // A longer identifier that contains the name is not the name.
+  ev = WithCause(*e, {"call_arg", "use_cache_hint", "", "", "", ""}, "");
+  EXPECT_FALSE(RootCauseRight(*e, ev, nullptr));
+}
+
+TEST(EvalScore, AliasesAreOtherSpellings) {
+  auto e = ParseExpected(R"({"id": "h", "category": "A", "waste_side": "a",
+    "root_cause": {"kind": "api_choice", "name": "torch.linalg.eigvals", "aliases": ["aten::linalg_eigvals"],
+                   "description": "x"}})");
+  ASSERT_TRUE(e.ok());
+  EXPECT_TRUE(RootCauseRight(*e, WithCause(*e, {"api_choice", "aten::linalg_eigvals", "", "", "", ""}, ""), nullptr));
+  EXPECT_TRUE(RootCauseRight(*e, WithCause(*e, {"api_choice", "torch.linalg.eigvals", "", "", "", ""}, ""), nullptr));
+  EXPECT_FALSE(RootCauseRight(*e, WithCause(*e, {"api_choice", "torch.linalg.eigvalsh", "", "", "", ""}, ""), nullptr));
+  // The right name on the other side's waste finding is not this case's cause.
+  Trace t = SmallTrace();
+  detect::DetectResult r;
+  r.findings = {Waste('B', {2}, {"aten::addmm"})};
+  diagnose::Diagnosis d;
+  d.root_cause = {"api_choice", "torch.linalg.eigvals", "", "", "", ""};
+  std::vector<diagnose::Diagnosis> ds = {d};
+  std::string why;
+  EXPECT_FALSE(RootCauseRight(*e, ExtractEvidence(t, t, r, &ds), &why));
+  EXPECT_EQ(why, "top waste finding on side B");
+  // The right cause on a finding that is not waste scores nothing.
+  Evidence none;
+  none.root_cause = {"api_choice", "torch.linalg.eigvals", "", "", "", ""};
+  EXPECT_FALSE(RootCauseRight(*e, none, nullptr));
 }
 
 TEST(EvalCounts, PrecisionRecallF1) {

@@ -16,6 +16,8 @@ from conftest import REPO, require
 CASES = os.path.join(REPO, "cases")
 IDS = sorted(d for d in os.listdir(CASES) if os.path.isdir(os.path.join(CASES, d)))
 FIELDS = {"id", "category", "waste_side", "region", "root_cause", "fix", "upstream", "needs_gpu"}
+ROOT_CAUSE_KINDS = {"config", "call_arg", "env_var", "runtime_state", "api_choice", "dtype_layout", "data_shape",
+                    "code_path", "version"}
 NEEDS_GPU_EXIT = 77  # the scripts' exit code for "needs a CUDA GPU"
 EXTRA_FRAMEWORK = {"diffusers-12131": "diffusers"}  # beyond torch and transformers
 
@@ -48,7 +50,12 @@ def test_case_folder_is_complete(case):
     assert isinstance(e["needs_gpu"], bool)
     if e["category"] != "control":
         assert e["waste_side"] in {"a", "b"}
-        assert e["root_cause"]["variable"]
+        # ROOT_CAUSE_FORMAT (docs/EVALUATION.md): scored on kind and name only.
+        rc = e["root_cause"]
+        assert rc["kind"] in ROOT_CAUSE_KINDS, rc
+        assert rc["name"] and rc["description"], rc
+        assert "variable" not in rc, rc
+        assert all(isinstance(a, str) and a for a in rc.get("aliases", [])), rc
     for script in ("a.py", "b.py"):
         assert "magneton" not in open(os.path.join(folder, script)).read()
     if has_env(case):

@@ -139,7 +139,7 @@ def test_diff_reports_region_by_region(traces, tmp_path):
     assert r.returncode == 0, r.stderr
     with open(out) as f:
         report = json.load(f)
-    assert report["schema"] == "magneton.diff/1"
+    assert report["schema"] == "magneton.diff/2"
     assert report["energy"]["provenance"] in ("estimated", "measured")
     assert report["a"]["total_uj"] > 0 and report["b"]["total_uj"] > 0
     assert report["matched_region_pairs"] >= 5, r.stdout

@@ -1,0 +1,7 @@
+"""Efficient: the same conv stack with oneDNN left on (PyTorch's default on x86 CPUs)."""
+import os, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import classify, model_and_images
+
+net, images = model_and_images()
+classify(net, images)

@@ -1,0 +1,597 @@
+// Root-cause selection (issue 13): each branch of ChooseRootCause on traces
+// built in memory and run through Diagnose, each with its negative twin: a
+// state that differs outside the region is not the cause, equal nested ops
+// are no kernel contrast, the same dtype is no dtype contrast, larger inputs
+// of different ops are no data_shape.
+#include <gtest/gtest.h>
+
+#include "diagnose/diagnose.h"
+
+namespace magneton::diagnose {
+namespace {
+
+constexpr const char* kLib = "/py/site-packages";
+
+// A trace built op by op: tensors, call paths, runtime states and setters.
+class Builder {
+ public:
+  int64_t Str(const std::string& s) {
+    for (size_t i = 0; i < t.strings.size(); ++i) {
+      if (t.strings[i] == s) return static_cast<int64_t>(i);
+    }
+    t.strings.push_back(s);
+    return static_cast<int64_t>(t.strings.size() - 1);
+  }
+  // Frames "file:line:function", outermost first.
+  int64_t Path(const std::vector<std::string>& frames) {
+    int64_t parent = kNoId;
+    for (const std::string& text : frames) {
+      const FrameRef f = ParseFrame(text);
+      Frame fr;
+      fr.id = static_cast<int64_t>(t.frames.size());
+      fr.file_id = Str(f.file);
+      fr.line = f.line;
+      fr.function_id = Str(f.function);
+      t.frames.push_back(fr);
+      CallPath p;
+      p.id = static_cast<int64_t>(t.call_paths.size());
+      p.frame_id = fr.id;
+      p.parent_id = parent;
+      t.call_paths.push_back(p);
+      parent = p.id;
+    }
+    return parent;
+  }
+  int64_t Tensor(std::vector<int64_t> shape, const std::string& dtype = "float32", std::vector<int64_t> strides = {}) {
+    TensorMeta m;
+    m.id = static_cast<int64_t>(t.tensors.size());
+    if (strides.empty()) {
+      strides.assign(shape.size(), 1);
+      for (size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
+    }
+    m.shape = std::move(shape);
+    m.strides = std::move(strides);
+    m.dtype = dtype;
+    m.device = "cpu";
+    m.storage_addr = 0x1000 * (m.id + 1);
+    t.tensors.push_back(m);
+    return m.id;
+  }
+  int64_t State(std::map<std::string, std::string> values) {
+    RuntimeState s;
+    s.id = static_cast<int64_t>(t.runtime_states.size());
+    s.values = std::move(values);
+    t.runtime_states.push_back(s);
+    return s.id;
+  }
+  struct OpArgs {
+    std::vector<int64_t> ins, outs;
+    int64_t path = kNoId;
+    int64_t parent = kNoId;
+    int64_t state = kNoId;
+    int64_t start_ns = -1, end_ns = -1;  // -1: after the previous op, 1000 ns long
+  };
+  int64_t Op(const std::string& name, OpArgs a) {
+    OpEvent op;
+    op.id = static_cast<int64_t>(t.ops.size());
+    op.name_id = Str(name);
+    op.thread_id = 1;
+    op.start_ns = a.start_ns >= 0 ? a.start_ns : next_ns_;
+    op.end_ns = a.end_ns >= 0 ? a.end_ns : op.start_ns + 1000;
+    next_ns_ = std::max(next_ns_, op.end_ns + 10);
+    op.parent_id = a.parent;
+    op.call_path_id = a.path;
+    op.state_id = a.state;
+    t.ops.push_back(op);
+    for (size_t i = 0; i < a.ins.size(); ++i) t.op_tensors.push_back({op.id, TensorRole::kInput, int32_t(i), a.ins[i]});
+    for (size_t i = 0; i < a.outs.size(); ++i) {
+      t.op_tensors.push_back({op.id, TensorRole::kOutput, int32_t(i), a.outs[i]});
+      if (t.tensors[a.outs[i]].producer_op_id == kNoId) t.tensors[a.outs[i]].producer_op_id = op.id;
+    }
+    return op.id;
+  }
+  Trace t;
+
+ private:
+  int64_t next_ns_ = 1000;
+};
+
+detect::DetectResult OneWaste(std::vector<int64_t> ops_a, std::vector<int64_t> ops_b, const Trace& a, const Trace& b) {
+  detect::Finding f;
+  f.verdict = detect::Verdict::kWaste;
+  f.wasteful_side = 'A';
+  f.saving_uj = 1000;
+  f.share_of_total = 0.5;
+  detect::RegionInstance inst;
+  inst.ops_a = ops_a;
+  inst.ops_b = ops_b;
+  f.instances.push_back(inst);
+  for (int64_t id : ops_a) f.names_a.push_back(a.str(a.ops[id].name_id));
+  for (int64_t id : ops_b) f.names_b.push_back(b.str(b.ops[id].name_id));
+  detect::DetectResult r;
+  r.findings.push_back(f);
+  return r;
+}
+
+Diagnosis DiagnoseOne(const Trace& a, const Trace& b, const detect::DetectResult& r) {
+  std::vector<Diagnosis> ds = Diagnose(a, b, r);
+  EXPECT_EQ(ds.size(), 1u);
+  return ds.empty() ? Diagnosis{} : ds.front();
+}
+
+// ---- runtime state ----
+
+// Three aten::mm on each side under a thread-count state; A sets 1 thread at
+// a.py:5, B runs with 4. Both snapshots also differ in OMP_NUM_THREADS (a
+// start-up entry). `region_state_differs` false: the region's ops run under
+// the same state; only a later op outside the region differs.
+struct StatePair {
+  Trace a, b;
+  std::vector<int64_t> ra, rb;
+};
+StatePair ThreadsPair(bool region_state_differs) {
+  StatePair p;
+  for (int side = 0; side < 2; ++side) {
+    Builder bld;
+    const int64_t path = bld.Path({"/src/a.py:20:main"});
+    const int64_t same = bld.State({{"torch.num_threads", "4"}, {"torch.grad_enabled", "True"}});
+    const int64_t one = bld.State({{"torch.num_threads", "1"}, {"torch.grad_enabled", "True"}});
+    const bool a = side == 0;
+    const int64_t region_state = a && region_state_differs ? one : same;
+    if (a) bld.t.state_setters.push_back({"torch.num_threads", "1", "/src/a.py:5:main", 0, 1});
+    std::vector<int64_t> region;
+    for (int i = 0; i < 3; ++i) {
+      const int64_t x = bld.Tensor({64, 64}), y = bld.Tensor({64, 64});
+      region.push_back(bld.Op("aten::mm", {.ins = {x, x}, .outs = {y}, .path = path, .state = region_state}));
+    }
+    // An op after the region: on A it runs under one thread when the region does not.
+    const int64_t z = bld.Tensor({4});
+    bld.Op("aten::sum", {.ins = {z}, .outs = {bld.Tensor({1})}, .path = path,
+                         .state = a && !region_state_differs ? one : same});
+    bld.t.config = {{"env.OMP_NUM_THREADS", a ? "1" : "4", "env"}};
+    (a ? p.a : p.b) = std::move(bld.t);
+    (a ? p.ra : p.rb) = region;
+  }
+  return p;
+}
+
+TEST(DiagnoseRootCause, RuntimeStateInEffectForTheRegionRanksAboveTheSnapshot) {
+  StatePair p = ThreadsPair(/*region_state_differs=*/true);
+  Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
+  ASSERT_EQ(d.states.size(), 1u);
+  EXPECT_EQ(d.states[0].key, "torch.num_threads");
+  EXPECT_EQ(d.root_cause.kind, "runtime_state");
+  EXPECT_EQ(d.root_cause.name, "torch.num_threads");
+  EXPECT_EQ(d.root_cause.value_a, "1");
+  EXPECT_EQ(d.root_cause.value_b, "4");
+  EXPECT_EQ(d.root_cause.where, "/src/a.py:5");  // the setter's call site: the line to change
+  EXPECT_NE(d.sentence.find("Root cause (runtime_state)"), std::string::npos) << d.sentence;
+}
+
+TEST(DiagnoseRootCause, StateThatDiffersOutsideTheRegionIsNotTheCause) {
+  StatePair p = ThreadsPair(/*region_state_differs=*/false);
+  Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
+  EXPECT_TRUE(d.states.empty());
+  EXPECT_NE(d.root_cause.kind, "runtime_state");
+  // What is left is the snapshot's setting that reaches every op.
+  EXPECT_EQ(d.root_cause.kind, "env_var");
+  EXPECT_EQ(d.root_cause.name, "env.OMP_NUM_THREADS");
+}
+
+TEST(DiagnoseRootCause, StatesOfAFrameworkOnlyOneSideRecordedAreNotDifferences) {
+  Builder ba, bb;
+  const int64_t sa = ba.State({{"jax.enable_x64", "False"}});
+  const int64_t sb = bb.State({{"torch.num_threads", "4"}});
+  const int64_t xa = ba.Tensor({8}), xb = bb.Tensor({8});
+  const int64_t oa = ba.Op("jax::mul", {.ins = {xa}, .outs = {ba.Tensor({8})}, .state = sa});
+  const int64_t ob = bb.Op("aten::mul", {.ins = {xb}, .outs = {bb.Tensor({8})}, .state = sb});
+  EXPECT_TRUE(DiffRuntimeStates(ba.t, {oa}, bb.t, {ob}, 'A').empty());
+}
+
+// ---- kernel contrast ----
+
+struct KernelPair {
+  Trace a, b;
+  std::vector<int64_t> ra, rb;
+};
+KernelPair AddmmPair(bool nested_differ, bool state_differs) {
+  KernelPair p;
+  for (int side = 0; side < 2; ++side) {
+    Builder bld;
+    const bool a = side == 0;
+    const int64_t path = bld.Path({"/src/a.py:9:forward"});
+    const int64_t st = bld.State({{"torch.allow_tf32", a && state_differs ? "False" : "True"}});
+    std::vector<int64_t> region;
+    for (int i = 0; i < 2; ++i) {
+      const int64_t x = bld.Tensor({32, 32}), y = bld.Tensor({32, 32});
+      const int64_t start = 100000 * (i + 1);
+      const int64_t top = bld.Op("aten::addmm", {.ins = {x, x}, .outs = {y}, .path = path, .state = st,
+                                                 .start_ns = start, .end_ns = start + 5000});
+      if (a || !nested_differ) {
+        bld.Op("aten::_addmm_activation", {.parent = top, .state = st, .start_ns = start + 100, .end_ns = start + 4000});
+      } else {
+        bld.Op("aten::mm", {.parent = top, .state = st, .start_ns = start + 100, .end_ns = start + 2000});
+        bld.Op("aten::add_", {.parent = top, .state = st, .start_ns = start + 2100, .end_ns = start + 3000});
+      }
+      region.push_back(top);
+    }
+    (a ? p.a : p.b) = std::move(bld.t);
+    (a ? p.ra : p.rb) = region;
+  }
+  return p;
+}
+
+TEST(DiagnoseRootCause, SameTopLevelOpsWithOtherNestedOpsIsAKernelContrast) {
+  KernelPair p = AddmmPair(/*nested_differ=*/true, /*state_differs=*/false);
+  Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
+  EXPECT_EQ(d.kind, Kind::kSameApiDifferentKernel);
+  EXPECT_STREQ(KindName(d.kind), "same_api_different_kernel");
+  ASSERT_TRUE(d.kernel.found);
+  EXPECT_EQ(d.kernel.op, "aten::addmm");
+  EXPECT_EQ(d.kernel.nested_a, std::vector<std::string>{"aten::_addmm_activation"});
+  EXPECT_EQ(d.kernel.nested_b, (std::vector<std::string>{"aten::mm", "aten::add_"}));
+  EXPECT_EQ(d.root_cause.kind, "api_choice");
+  EXPECT_EQ(d.root_cause.name, "torch.addmm");
+  EXPECT_EQ(d.root_cause.where, "/src/a.py:9");
+  EXPECT_EQ(d.sentence.find("at different cost"), std::string::npos) << d.sentence;
+  EXPECT_NE(d.sentence.find("aten::_addmm_activation"), std::string::npos) << d.sentence;
+}
+
+TEST(DiagnoseRootCause, OtherNestedOpsOnOtherShapesAreNoKernelContrast) {
+  KernelPair p = AddmmPair(/*nested_differ=*/true, /*state_differs=*/false);
+  // A's addmm reads larger inputs: its other nested ops follow from the shapes.
+  for (TensorMeta& m : p.a.tensors) m.shape = {128, 32};
+  Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
+  EXPECT_FALSE(d.kernel.found);
+  EXPECT_EQ(d.kind, Kind::kSameOpsDifferentCost);
+  EXPECT_EQ(d.root_cause.kind, "data_shape");
+}
+
+TEST(DiagnoseRootCause, KernelContrastWithADifferingStateNamesTheState) {
+  KernelPair p = AddmmPair(/*nested_differ=*/true, /*state_differs=*/true);
+  Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
+  EXPECT_EQ(d.kind, Kind::kSameApiDifferentKernel);
+  EXPECT_EQ(d.root_cause.kind, "runtime_state");
+  EXPECT_EQ(d.root_cause.name, "torch.allow_tf32");
+  EXPECT_EQ(d.root_cause.where, "");  // no setter recorded: a default
+}
+
+TEST(DiagnoseRootCause, EqualNestedOpsAreNoKernelContrast) {
+  KernelPair p = AddmmPair(/*nested_differ=*/false, /*state_differs=*/false);
+  Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
+  EXPECT_EQ(d.kind, Kind::kSameOpsDifferentCost);
+  EXPECT_FALSE(d.kernel.found);
+  EXPECT_NE(d.root_cause.kind, "api_choice");
+  EXPECT_TRUE(d.root_cause.kind.empty()) << d.root_cause.kind;  // nothing explains it
+  EXPECT_NE(d.sentence.find("at different cost"), std::string::npos) << d.sentence;
+}
+
+// ---- dtype / layout ----
+
+// A reads an input converted by `convert` ("aten::to" to float64, "aten::permute"
+// to a strided view, "" : a float64 tensor no op produced); B reads float32.
+struct LayoutPair {
+  Trace a, b;
+  std::vector<int64_t> ra, rb;
+};
+LayoutPair ConvertedPair(const std::string& convert, bool same_dtype = false) {
+  LayoutPair p;
+  for (int side = 0; side < 2; ++side) {
+    Builder bld;
+    const bool a = side == 0;
+    const int64_t main = bld.Path({"/src/a.py:3:<module>"});
+    const int64_t conv = bld.Path({"/src/a.py:7:<module>"});
+    int64_t x = bld.Tensor({16, 16});
+    if (a && !same_dtype) {
+      if (convert == "aten::to") {
+        const int64_t y = bld.Tensor({16, 16}, "float64");
+        const int64_t top = bld.Op("aten::to", {.ins = {x}, .outs = {y}, .path = conv, .start_ns = 100, .end_ns = 900});
+        // The conversion's nested copy: an empty float64 tensor filled from x.
+        bld.Op("aten::_to_copy", {.ins = {x}, .outs = {y}, .path = conv, .parent = top, .start_ns = 200,
+                                  .end_ns = 800});
+        x = y;
+      } else if (convert == "aten::permute") {
+        const int64_t v = bld.Tensor({16, 16}, "float32", {1, 16});
+        bld.Op("aten::permute", {.ins = {x}, .outs = {v}, .path = conv, .start_ns = 100, .end_ns = 900});
+        x = v;
+      } else {
+        x = bld.Tensor({16, 16}, "float64");
+      }
+    }
+    std::vector<int64_t> region;
+    for (int i = 0; i < 2; ++i) {
+      const int64_t out = bld.Tensor({16, 16}, a && !same_dtype && convert != "aten::permute" ? "float64" : "float32");
+      region.push_back(bld.Op("aten::mm", {.ins = {x, x}, .outs = {out}, .path = main,
+                                           .start_ns = 1000 + 2000 * i, .end_ns = 2500 + 2000 * i}));
+    }
+    (a ? p.a : p.b) = std::move(bld.t);
+    (a ? p.ra : p.rb) = region;
+  }
+  return p;
+}
+
+TEST(DiagnoseRootCause, DtypeContrastWalksBackToTheConversion) {
+  LayoutPair p = ConvertedPair("aten::to");
+  Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
+  ASSERT_TRUE(d.layout.found);
+  EXPECT_EQ(d.layout.attribute, "dtype");
+  EXPECT_EQ(d.layout.value_a, "float64");
+  EXPECT_EQ(d.layout.value_b, "float32");
+  EXPECT_EQ(d.layout.producer_op, "aten::to");  // the top-level op, not its nested copy
+  EXPECT_EQ(d.root_cause.kind, "dtype_layout");
+  EXPECT_EQ(d.root_cause.name, "torch.to");
+  EXPECT_EQ(d.root_cause.where, "/src/a.py:7");
+}
+
+TEST(DiagnoseRootCause, LayoutContrastFindsThePermute) {
+  LayoutPair p = ConvertedPair("aten::permute");
+  Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
+  ASSERT_TRUE(d.layout.found);
+  EXPECT_EQ(d.layout.attribute, "layout");
+  EXPECT_EQ(d.layout.value_a, "strided");
+  EXPECT_EQ(d.layout.value_b, "contiguous");
+  EXPECT_EQ(d.root_cause.kind, "dtype_layout");
+  EXPECT_EQ(d.root_cause.name, "torch.permute");
+  EXPECT_EQ(d.root_cause.where, "/src/a.py:7");
+}
+
+TEST(DiagnoseRootCause, Float64TensorNoOpMadeIsTakenForNumpy) {
+  LayoutPair p = ConvertedPair("");
+  Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
+  EXPECT_EQ(d.root_cause.kind, "dtype_layout");
+  EXPECT_EQ(d.root_cause.name, "torch.from_numpy");
+  EXPECT_EQ(d.root_cause.where, "/src/a.py:3");  // the first line that reads it
+}
+
+TEST(DiagnoseRootCause, SameDtypeIsNoDtypeContrast) {
+  LayoutPair p = ConvertedPair("aten::to", /*same_dtype=*/true);
+  Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
+  EXPECT_FALSE(d.layout.found);
+  EXPECT_NE(d.root_cause.kind, "dtype_layout");
+}
+
+TEST(DiagnoseRootCause, LayoutNames) {
+  TensorMeta m;
+  m.shape = {2, 3, 4, 5};
+  m.strides = {60, 20, 5, 1};
+  EXPECT_EQ(LayoutOf(m), "contiguous");
+  m.strides = {60, 1, 15, 3};
+  EXPECT_EQ(LayoutOf(m), "channels_last");
+  m.strides = {1, 2, 6, 24};
+  EXPECT_EQ(LayoutOf(m), "strided");
+  m.shape = {1, 3};
+  m.strides = {99, 1};  // a size-1 dimension's stride does not matter
+  EXPECT_EQ(LayoutOf(m), "contiguous");
+}
+
+// ---- data shape ----
+
+// Token ids [8, len] -> embedding -> mm, on both sides; `other_ops`: B runs
+// aten::bmm where A runs aten::mm.
+struct ShapePair {
+  Trace a, b;
+  std::vector<int64_t> ra, rb;
+};
+ShapePair PaddedPair(int64_t len_a, int64_t len_b, bool other_ops, bool ids_from_zeros = false) {
+  ShapePair p;
+  for (int side = 0; side < 2; ++side) {
+    Builder bld;
+    const bool a = side == 0;
+    const int64_t len = a ? len_a : len_b;
+    const int64_t path = bld.Path({"/src/a.py:12:<module>"});
+    const int64_t ids = bld.Tensor({8, len}, "int64");
+    // torch.zeros(batch, longest) filled with the tokens: a factory op made the ids.
+    if (ids_from_zeros) bld.Op("aten::zeros", {.outs = {ids}, .path = path});
+    const int64_t table = bld.Tensor({1000, 32});
+    const int64_t emb = bld.Tensor({8, len, 32});
+    bld.Op("aten::embedding", {.ins = {table, ids}, .outs = {emb}, .path = path});
+    const int64_t out = bld.Tensor({8 * len, 32});
+    const std::string name = a || !other_ops ? "aten::mm" : "aten::bmm";
+    std::vector<int64_t> region = {bld.Op(name, {.ins = {emb, table}, .outs = {out}, .path = path})};
+    (a ? p.a : p.b) = std::move(bld.t);
+    (a ? p.ra : p.rb) = region;
+  }
+  return p;
+}
+
+TEST(DiagnoseRootCause, SameOpsOnLargerInputsNameTheDimension) {
+  ShapePair p = PaddedPair(128, 48, /*other_ops=*/false);
+  Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
+  EXPECT_NE(d.shapes.find("padding, batch size or sequence length"), std::string::npos) << d.shapes;
+  EXPECT_EQ(d.root_cause.kind, "data_shape");
+  EXPECT_EQ(d.root_cause.name, "sequence_length");
+  EXPECT_EQ(d.root_cause.value_a, "128");
+  EXPECT_EQ(d.root_cause.value_b, "48");
+  EXPECT_EQ(d.root_cause.where, "/src/a.py:12");
+}
+
+TEST(DiagnoseRootCause, IdsMadeByAFactoryOpAreWhereTheDataEnters) {
+  ShapePair p = PaddedPair(231, 57, /*other_ops=*/false, /*ids_from_zeros=*/true);
+  Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
+  EXPECT_EQ(d.root_cause.kind, "data_shape");
+  EXPECT_EQ(d.root_cause.name, "sequence_length");
+  EXPECT_EQ(d.root_cause.value_a, "231");
+  EXPECT_EQ(d.root_cause.value_b, "57");
+}
+
+TEST(DiagnoseRootCause, LargerInputsOfDifferentOpsAreNotADataShape) {
+  ShapePair p = PaddedPair(128, 48, /*other_ops=*/true);
+  Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
+  EXPECT_EQ(d.kind, Kind::kDifferentOps);
+  EXPECT_EQ(d.shapes.find("padding"), std::string::npos) << d.shapes;
+  EXPECT_EQ(d.sentence.find("padding"), std::string::npos) << d.sentence;
+  EXPECT_NE(d.root_cause.kind, "data_shape");
+  EXPECT_EQ(d.root_cause.kind, "api_choice");  // mm where the other side runs bmm
+  EXPECT_EQ(d.root_cause.name, "torch.mm");
+}
+
+// ---- different ops ----
+
+TEST(DiagnoseRootCause, SubstitutedOpNamesTheCostlySidesApi) {
+  Builder ba, bb;
+  const int64_t pa = ba.Path({"/src/a.py:4:<module>"}), pb = bb.Path({"/src/b.py:4:<module>"});
+  const int64_t xa = ba.Tensor({64, 64}), xb = bb.Tensor({64, 64});
+  const int64_t oa = ba.Op("aten::linalg_eigvals", {.ins = {xa}, .outs = {ba.Tensor({64}, "complex64")}, .path = pa});
+  const int64_t ob = bb.Op("aten::linalg_eigvalsh", {.ins = {xb}, .outs = {bb.Tensor({64})}, .path = pb});
+  Diagnosis d = DiagnoseOne(ba.t, bb.t, OneWaste({oa}, {ob}, ba.t, bb.t));
+  EXPECT_EQ(d.root_cause.kind, "api_choice");
+  EXPECT_EQ(d.root_cause.name, "torch.linalg.eigvals");
+  EXPECT_EQ(d.root_cause.value_a, "torch.linalg.eigvals");
+  EXPECT_EQ(d.root_cause.value_b, "torch.linalg.eigvalsh");
+  EXPECT_EQ(d.root_cause.where, "/src/a.py:4");
+}
+
+TEST(DiagnoseRootCause, SubstitutedOpsInsideALibraryNameTheFunctionTheUserCalled) {
+  Builder ba, bb;
+  const int64_t pa = ba.Path({"/src/a.py:14:<module>", std::string(kLib) + "/jax/_src/scipy/linalg.py:1427:expm"});
+  const int64_t pb = bb.Path({"/src/b.py:14:<module>"});
+  const int64_t xa = ba.Tensor({8, 4, 4}), xb = bb.Tensor({8, 4, 4});
+  const int64_t o1 = ba.Op("jax::dot_general", {.ins = {xa, xa}, .outs = {ba.Tensor({8, 4, 4})}, .path = pa});
+  const int64_t o2 = ba.Op("jax::select_n", {.ins = {xa}, .outs = {ba.Tensor({8, 4, 4})}, .path = pa});
+  const int64_t ob = bb.Op("aten::linalg_matrix_exp", {.ins = {xb}, .outs = {bb.Tensor({8, 4, 4})}, .path = pb});
+  Diagnosis d = DiagnoseOne(ba.t, bb.t, OneWaste({o1, o2}, {ob}, ba.t, bb.t));
+  EXPECT_EQ(d.root_cause.kind, "api_choice");
+  EXPECT_EQ(d.root_cause.name, "jax._src.scipy.linalg.expm");
+  EXPECT_EQ(d.root_cause.value_b, "torch.linalg.matrix_exp");
+}
+
+TEST(DiagnoseRootCause, ExtraWorkIsACodePath) {
+  // Several kinds of op from one function: the function is the extra work.
+  Builder ba, bb;
+  const int64_t pa = ba.Path({"/src/a.py:30:forward", "/src/common.py:13:rope_tables"});
+  const int64_t x = ba.Tensor({64});
+  const int64_t o1 = ba.Op("aten::outer", {.ins = {x, x}, .outs = {ba.Tensor({64, 64})}, .path = pa});
+  const int64_t o2 = ba.Op("aten::cos", {.ins = {x}, .outs = {ba.Tensor({64})}, .path = pa});
+  Diagnosis d = DiagnoseOne(ba.t, bb.t, OneWaste({o1, o2}, {}, ba.t, bb.t));
+  EXPECT_EQ(d.root_cause.kind, "code_path");
+  EXPECT_EQ(d.root_cause.name, "rope_tables");
+  EXPECT_EQ(d.root_cause.where, "/src/common.py:13");
+  // One extra op at the script's top level: the op.
+  Builder ca;
+  const int64_t pc = ca.Path({"/src/a.py:10:<module>"});
+  const int64_t y = ca.Tensor({64, 8});
+  const int64_t r = ca.Op("aten::repeat_interleave.self_int", {.ins = {y}, .outs = {ca.Tensor({64, 8})}, .path = pc});
+  d = DiagnoseOne(ca.t, bb.t, OneWaste({r}, {}, ca.t, bb.t));
+  EXPECT_EQ(d.root_cause.kind, "code_path");
+  EXPECT_EQ(d.root_cause.name, "torch.repeat_interleave");
+}
+
+TEST(DiagnoseRootCause, ExtraWorkMostlyFromOneFunctionNamesIt) {
+  Builder ba, bb;
+  const int64_t tables = ba.Path({"/src/a.py:30:forward", "/src/common.py:13:rope_tables"});
+  const int64_t rotate = ba.Path({"/src/a.py:30:forward", "/src/common.py:18:rotate"});
+  const int64_t x = ba.Tensor({64});
+  std::vector<int64_t> ops;
+  for (int i = 0; i < 3; ++i) {
+    ops.push_back(ba.Op("aten::cos", {.ins = {x}, .outs = {ba.Tensor({64})}, .path = tables}));
+    ops.push_back(ba.Op("aten::sin", {.ins = {x}, .outs = {ba.Tensor({64})}, .path = tables}));
+  }
+  ops.push_back(ba.Op("aten::mul.Tensor", {.ins = {x, x}, .outs = {ba.Tensor({64})}, .path = rotate}));
+  Diagnosis d = DiagnoseOne(ba.t, bb.t, OneWaste(ops, {}, ba.t, bb.t));
+  EXPECT_EQ(d.root_cause.kind, "code_path");
+  EXPECT_EQ(d.root_cause.name, "rope_tables");
+  // Half the extra ops from elsewhere: no function stands for the extra work; the costliest op does.
+  for (int i = 0; i < 6; ++i) {
+    ops.push_back(ba.Op("aten::mul.Tensor", {.ins = {x, x}, .outs = {ba.Tensor({64})}, .path = rotate}));
+  }
+  d = DiagnoseOne(ba.t, bb.t, OneWaste(ops, {}, ba.t, bb.t));
+  EXPECT_EQ(d.root_cause.kind, "code_path");
+  EXPECT_NE(d.root_cause.name, "rope_tables");
+}
+
+// A generate()-like call: both sides issue the region's ops through the same
+// library function from the same line; only what it was given differs.
+TEST(DiagnoseRootCause, DifferentOpsInsideTheSameCallAreDecidedByWhatItWasGiven) {
+  for (bool same_call : {true, false}) {
+    Builder ba, bb;
+    const std::string api = std::string(kLib) + "/transformers/generation/utils.py:2100:GenerationMixin.generate";
+    const int64_t pa = ba.Path({"/src/common.py:17:generate", api});
+    const int64_t pb = same_call ? bb.Path({"/src/common.py:17:generate", api})
+                                 : bb.Path({"/src/b.py:5:<module>", std::string(kLib) + "/x/other.py:3:other"});
+    const int64_t xa = ba.Tensor({1, 64}), xb = bb.Tensor({1, 64});
+    const int64_t oa = ba.Op("aten::matmul", {.ins = {xa, xa}, .outs = {ba.Tensor({1, 1})}, .path = pa});
+    const int64_t ob = bb.Op("aten::scaled_dot_product_attention", {.ins = {xb}, .outs = {bb.Tensor({1, 64})}, .path = pb});
+    ba.t.config = {{"call.generate.use_cache", "False", "call_arg"}};
+    bb.t.config = {{"call.generate.use_cache", "True", "call_arg"}};
+    Diagnosis d = DiagnoseOne(ba.t, bb.t, OneWaste({oa}, {ob}, ba.t, bb.t));
+    ASSERT_FALSE(d.candidates.empty());
+    EXPECT_EQ(d.candidates[0].frame_distance, -1);  // no source to read
+    if (same_call) {
+      EXPECT_EQ(d.root_cause.kind, "call_arg");
+      EXPECT_EQ(d.root_cause.name, "call.generate.use_cache");
+      EXPECT_EQ(d.root_cause.value_a, "False");
+    } else {
+      EXPECT_EQ(d.root_cause.kind, "api_choice") << "another call on each side: the API differs";
+      EXPECT_EQ(d.root_cause.name, "transformers.generation.utils.GenerationMixin.generate");
+    }
+  }
+}
+
+// ---- versions and config candidates ----
+
+TEST(DiagnoseRootCause, VersionOfThePackageTheRegionRunsIn) {
+  for (bool inside : {true, false}) {
+    Builder ba, bb;
+    const std::string lib = inside ? "/transformers/models/llama/modeling_llama.py:900:_update_causal_mask"
+                                   : "/torch/functional.py:10:f";
+    const int64_t pa = ba.Path({"/src/a.py:4:<module>", std::string(kLib) + lib});
+    const int64_t pb = bb.Path({"/src/b.py:4:<module>", std::string(kLib) + lib});
+    const int64_t xa = ba.Tensor({64, 64}), xb = bb.Tensor({8, 8});
+    const int64_t oa = ba.Op("aten::repeat", {.ins = {xa}, .outs = {ba.Tensor({64, 64})}, .path = pa});
+    const int64_t ob = bb.Op("aten::bitwise_not", {.ins = {xb}, .outs = {bb.Tensor({8, 8})}, .path = pb});
+    ba.t.meta.versions = {{"transformers", "4.38.1"}, {"torch", "2.13.0"}};
+    bb.t.meta.versions = {{"transformers", "4.39.3"}, {"torch", "2.13.0"}};
+    Diagnosis d = DiagnoseOne(ba.t, bb.t, OneWaste({oa}, {ob}, ba.t, bb.t));
+    if (inside) {
+      EXPECT_EQ(d.root_cause.kind, "version");
+      EXPECT_EQ(d.root_cause.name, "transformers");
+      EXPECT_EQ(d.root_cause.value_a, "4.38.1");
+    } else {
+      EXPECT_EQ(d.root_cause.kind, "api_choice") << "the region's ops do not run in transformers";
+    }
+  }
+}
+
+TEST(DiagnoseRootCause, ConfigCandidateReadNearTheDeviationTakesItsKindFromItsSource) {
+  Diagnosis d;
+  d.kind = Kind::kDifferentOps;
+  d.only_costly = {"aten::matmul"};
+  d.only_cheap = {"aten::scaled_dot_product_attention"};
+  d.costly_op = "aten::matmul";
+  Candidate c;
+  c.config = {"call.generate.use_cache", "False", "True", "call_arg"};
+  c.frame_distance = 0;
+  c.evidence = "/lib/generation.py:88: if use_cache:";
+  d.candidates = {c};
+  RootCause r = ChooseRootCause(d);
+  EXPECT_EQ(r.kind, "call_arg");
+  EXPECT_EQ(r.name, "call.generate.use_cache");
+  EXPECT_EQ(r.where, "/lib/generation.py:88");
+  d.candidates[0].config = {"env.OMP_NUM_THREADS", "1", "2", "env"};
+  EXPECT_EQ(ChooseRootCause(d).kind, "env_var");
+  d.candidates[0].config = {"model_config.GPT2.attn_implementation", "eager", "sdpa", "model_config"};
+  EXPECT_EQ(ChooseRootCause(d).kind, "config");
+  d.candidates[0].config = {"model_config.Llama.transformers_version", "4.38.1", "4.39.3", "model_config"};
+  EXPECT_EQ(ChooseRootCause(d).kind, "version");
+  EXPECT_EQ(ChooseRootCause(d).name, "transformers");
+  // Not named near the deviation point: the ops decide.
+  d.candidates[0].frame_distance = -1;
+  d.candidates[0].config = {"call.generate.use_cache", "False", "True", "call_arg"};
+  EXPECT_EQ(ChooseRootCause(d).kind, "api_choice");
+  EXPECT_EQ(ChooseRootCause(d).name, "torch.matmul");
+}
+
+TEST(DiagnoseRootCause, ApiNames) {
+  EXPECT_EQ(ApiOfOp("aten::linalg_eigvals"), "torch.linalg.eigvals");
+  EXPECT_EQ(ApiOfOp("aten::sort.stable"), "torch.sort");
+  EXPECT_EQ(ApiOfOp("aten::fft_rfft"), "torch.fft.rfft");
+  EXPECT_EQ(ApiOfOp("jax::dot_general"), "jax.lax.dot_general");
+  EXPECT_EQ(ApiOfOp("c10d::allreduce_"), "c10d.allreduce_");
+  EXPECT_EQ(ApiOfFrame("/py/site-packages/torch/functional.py:700:stft"), "torch.functional.stft");
+  EXPECT_EQ(ApiOfFrame("/py/site-packages/pkg/__init__.py:1:f"), "pkg.f");
+  EXPECT_EQ(ApiOfFrame("/src/model.py:10:rope_tables"), "rope_tables");
+  EXPECT_EQ(FileLine("/src/a.py:5:main"), "/src/a.py:5");
+}
+
+}  // namespace
+}  // namespace magneton::diagnose
