@@ -124,6 +124,8 @@ class OrtSession {
     d["tensors"] = stats->tensors;
     d["fingerprints"] = stats->fingerprints;
     d["unknown_nodes"] = stats->unknown_nodes;
+    d["ambiguous_nodes"] = stats->ambiguous_nodes;
+    d["ops_without_tensors"] = stats->ops_without_tensors;
     d["runs"] = stats->runs;
     d["clock_method"] = stats->clock_method;
     d["clock_error_ns"] = stats->clock_error_ns;

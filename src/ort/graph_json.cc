@@ -188,8 +188,17 @@ bool LooksLikeOpToken(std::string_view s) {
 
 std::vector<std::string> ScopeFromNodeName(std::string_view name) {
   std::vector<std::string> parts;
+  // ORT's activation fusion names its node "fused <the node it absorbed>".
+  constexpr std::string_view kFusedPrefix = "fused ";
+  if (name.starts_with(kFusedPrefix)) name.remove_prefix(kFusedPrefix.size());
   if (name.find('/') == std::string_view::npos) return parts;
+  // A fusion appends "/<Transformer>Fusion" (or "/<Transformer>Fusion/") to
+  // the name of the node it replaced; that node's op token goes too.
   bool fused = !name.empty() && name.back() == '/';
+  if (!fused) {
+    std::string_view last = name.substr(name.rfind('/') + 1);
+    fused = last.size() > 6 && last.ends_with("Fusion") && LooksLikeOpToken(last);
+  }
   size_t start = 0;
   while (start <= name.size()) {
     size_t slash = name.find('/', start);

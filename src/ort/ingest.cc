@@ -85,8 +85,15 @@ StatusOr<IngestStats> IngestSession(const Graph& graph, const Profile& profile, 
   };
 
   // --- graph indices.
+  // A name held by several nodes (the recorder renames repeats, but a graph
+  // can come from elsewhere) names none: linking its events to the first
+  // node's tensors would invent dataflow.
+  constexpr size_t kAmbiguous = static_cast<size_t>(-1);
   std::unordered_map<std::string_view, size_t> node_by_name;
-  for (size_t i = 0; i < graph.nodes.size(); ++i) node_by_name.emplace(graph.nodes[i].name, i);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    auto [it, inserted] = node_by_name.emplace(graph.nodes[i].name, i);
+    if (!inserted) it->second = kAmbiguous;
+  }
   std::vector<std::vector<std::string>> node_scopes = NodeScopes(graph);
   std::unordered_map<std::string_view, const GraphValue*> initializer, graph_input, value_info;
   for (const GraphValue& v : graph.initializers) initializer.emplace(v.name, &v);
@@ -121,7 +128,9 @@ StatusOr<IngestStats> IngestSession(const Graph& graph, const Profile& profile, 
     }
     PlannedOp p;
     auto node_it = node_by_name.find(ev.node_name);
-    const GraphNode* node = node_it == node_by_name.end() ? nullptr : &graph.nodes[node_it->second];
+    bool ambiguous = node_it != node_by_name.end() && node_it->second == kAmbiguous;
+    const GraphNode* node =
+        node_it == node_by_name.end() || ambiguous ? nullptr : &graph.nodes[node_it->second];
     p.op.name_id = rec->InternString(node ? OpName(node->domain, node->op_type) : OpName("", ev.op_type));
     p.op.thread_id = ev.thread_id;
     p.op.start_ns = to_monotonic(run, ev.ts_us);
@@ -140,7 +149,7 @@ StatusOr<IngestStats> IngestSession(const Graph& graph, const Profile& profile, 
     p.scope = node ? node_scopes[node_it->second] : ScopeFromNodeName(ev.node_name);
     int64_t op_index = static_cast<int64_t>(ops.size());
     if (!node) {
-      stats.unknown_nodes++;
+      (ambiguous ? stats.ambiguous_nodes : stats.unknown_nodes)++;
       ops.push_back(std::move(p));
       continue;
     }
@@ -198,6 +207,7 @@ StatusOr<IngestStats> IngestSession(const Graph& graph, const Profile& profile, 
   int64_t root = rec->InternScope(kNoId, graph.name.empty() ? "onnx_graph" : graph.name, "onnx.GraphProto");
   for (size_t i = 0; i < ops.size(); ++i) {
     PlannedOp& p = ops[i];
+    if (p.links.empty()) stats.ops_without_tensors++;
     int64_t scope = root;
     for (const std::string& part : p.scope) scope = rec->InternScope(scope, part, "");
     p.op.id = op_ids[i];

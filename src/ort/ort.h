@@ -131,6 +131,10 @@ struct IngestStats {
   int64_t tensors = 0;
   int64_t fingerprints = 0;
   int64_t unknown_nodes = 0;   // profile events naming no node of the graph
+  int64_t ambiguous_nodes = 0; // profile events naming several nodes of the graph
+  // Ops recorded with no tensor link (unknown nodes among them): match and
+  // diff cannot place them in the dataflow, so the recorder says how many.
+  int64_t ops_without_tensors = 0;
   int64_t runs = 0;
   // "per_run": each run's events are mapped with the offset measured around
   // that run(); "session": the offset measured at creation (run counts of

@@ -57,6 +57,23 @@ std::string FormatSummary(const Trace& trace, int top) {
   int64_t span_ns = trace.ops.empty() ? 0 : last - first;
   out += fmt::format("ops        {} ({} top-level), {} tensors, span {} ms\n", trace.ops.size(), top_level,
                      trace.tensors.size(), Ms(span_ns));
+  // Top-level ops with no tensor link are outside the dataflow match and diff
+  // follow; say how many rather than let them degrade a comparison silently.
+  int64_t no_tensors = 0;
+  for (const OpEvent& op : trace.ops) {
+    if (op.parent_id == kNoId && !IsRecorderOp(trace, op) && trace.LinksOf(op.id).empty()) ++no_tensors;
+  }
+  if (no_tensors > 0) {
+    out += fmt::format("warning    {} of {} top-level ops have no tensors: match and diff cannot follow their dataflow\n",
+                       no_tensors, top_level);
+  }
+  for (const auto& [key, value] : m.extra) {
+    // ort.session[N].unknown_nodes / .ambiguous_nodes (docs/TRACE_FORMAT.md)
+    if (key.starts_with("ort.session") && (key.ends_with(".unknown_nodes") || key.ends_with(".ambiguous_nodes")) &&
+        value != "0") {
+      out += fmt::format("warning    {} = {}: profile events not linked to one graph node\n", key, value);
+    }
+  }
 
   std::vector<OpStats> stats = OpStatsByName(trace);
   out += fmt::format("\nTop ops by self time\n{:<40} {:>8} {:>12} {:>12}\n", "op", "calls", "self ms", "total ms");

@@ -150,6 +150,13 @@ TEST(OrtGraph, ScopesAndOpNamesFromExporterNames) {
   EXPECT_EQ(ScopeFromNodeName("/m/transformer/h.0/attn/MatMul/MatMulScaleFusion/"), (V{"m", "transformer", "h.0", "attn"}));
   EXPECT_EQ(ScopeFromNodeName("/m/transformer/h.0/attn/Reshape_3_new_reshape"), (V{"m", "transformer", "h.0", "attn"}));
   EXPECT_EQ(ScopeFromNodeName("GPT2Gelu"), V{});
+  // ORT 1.32's MatMul+Add and activation fusions: "<node>/MatMulAddFusion", "fused <node>".
+  EXPECT_EQ(ScopeFromNodeName("/m/h.0/mlp/MatMul/MatMulAddFusion"), (V{"m", "h.0", "mlp"}));
+  EXPECT_EQ(ScopeFromNodeName("fused /m/h.0/mlp/MatMul/MatMulAddFusion"), (V{"m", "h.0", "mlp"}));
+  EXPECT_EQ(ScopeFromNodeName("fused /m/h.0/mlp/c_fc/Gemm"), (V{"m", "h.0", "mlp", "c_fc"}));
+  EXPECT_EQ(ScopeFromNodeName("fused MatMul_0/MatMulAddFusion"), V{});  // an unnamed node, named by the recorder
+  EXPECT_EQ(ScopeFromNodeName("/MatMulAddFusion"), V{});
+  EXPECT_EQ(ScopeFromNodeName("If_4/then_branch/Neg_0"), (V{"If_4", "then_branch"}));
   Graph g;
   g.nodes = {{"/t/h.0/mlp/c_fc/Gemm", "Gemm", "", {"x"}, {"a"}},
              {"GPT2Gelu", "FastGelu", "com.microsoft", {"a"}, {"b"}},
@@ -293,11 +300,43 @@ TEST(OrtIngest, UnknownNodesAreKeptWithoutEdges) {
   ASSERT_TRUE(Recorder::Stop().ok());
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats->unknown_nodes, 1);
+  EXPECT_EQ(stats->ops_without_tensors, 1);
   auto t = ReadTrace(path);
   ASSERT_TRUE(t.ok());
   ASSERT_EQ(t->ops.size(), 1u);
   EXPECT_EQ(t->str(t->ops[0].name_id), "onnx::Add");
   EXPECT_TRUE(t->op_tensors.empty());
+}
+
+// Two nodes share a name (a graph the recorder did not rename): an event of
+// that name could be either, so it links to neither rather than inventing
+// dataflow from the first; the node with a name of its own still links.
+TEST(OrtIngest, NodesSharingANameAreAmbiguousNotGuessed) {
+  std::string path = TempPath("ambiguous.mtrace");
+  auto graph = ParseGraphJson(R"({"name": "g", "node": [
+      {"input": ["x"], "output": ["y"], "name": "dup", "opType": "Relu"},
+      {"input": ["y"], "output": ["z"], "name": "dup", "opType": "Relu"},
+      {"input": ["z"], "output": ["w"], "name": "own", "opType": "Neg"}]})");
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  auto profile = ParseProfile(
+      R"([{"cat":"Session","name":"model_run","ts":0,"dur":10,"tid":1},
+          {"cat":"Node","name":"dup_kernel_time","ts":1,"dur":1,"tid":1,"args":{"op_name":"Relu"}},
+          {"cat":"Node","name":"dup_kernel_time","ts":3,"dur":1,"tid":1,"args":{"op_name":"Relu"}},
+          {"cat":"Node","name":"own_kernel_time","ts":5,"dur":1,"tid":1,"args":{"op_name":"Neg"}}])");
+  ASSERT_TRUE(profile.ok());
+  ASSERT_TRUE(Recorder::Start(path, RunMetadata{}).ok());
+  auto stats = IngestSession(*graph, *profile, FixedClock(0), {}, Recorder::Active());
+  ASSERT_TRUE(Recorder::Stop().ok());
+  ASSERT_TRUE(stats.ok()) << stats.status().message();
+  EXPECT_EQ(stats->ambiguous_nodes, 2);
+  EXPECT_EQ(stats->unknown_nodes, 0);
+  EXPECT_EQ(stats->ops_without_tensors, 2);
+  auto t = ReadTrace(path);
+  ASSERT_TRUE(t.ok());
+  ASSERT_EQ(t->ops.size(), 3u);
+  EXPECT_TRUE(t->LinksOf(t->ops[0].id).empty());
+  EXPECT_TRUE(t->LinksOf(t->ops[1].id).empty());
+  EXPECT_EQ(t->LinksOf(t->ops[2].id).size(), 2u);
 }
 
 TEST(OrtIngest, MalformedProfileLosesNothingRecordedBefore) {

@@ -19,6 +19,7 @@ import weakref
 
 from magneton import _core
 from magneton import config_snapshot
+from magneton.recorders import ort_node_names
 from magneton.recorders.torch_recorder import _PostImportFinder
 
 _ONNX_MISSING = ("magneton needs the `onnx` package to record ONNX Runtime sessions: "
@@ -35,8 +36,11 @@ class _Session:
     """What one recorded session needs at stop(): the C++ accumulator, where
     the profile and the optimised model are, and the values model."""
 
-    def __init__(self, index, session, core, prefix, optimized_path, own_optimized):
+    def __init__(self, index, session, core, prefix, optimized_path, own_optimized, renamed_nodes, data_dir):
         self.index = index
+        self.renamed_nodes = renamed_nodes
+        self.data_dir = data_dir  # the folder the model's external data paths are relative to
+        self.values_error = None
         self.session = weakref.ref(session)
         self.core = core
         self.prefix = prefix
@@ -116,8 +120,13 @@ class OrtRecorder:
                 result = run(session, output_names, input_feed, run_options)
             finally:
                 state.core.end_run(k)
-            if recorder._values:
-                recorder._record_values(ort, state, k, input_feed)
+            if recorder._values and state.values_error is None:
+                try:
+                    recorder._record_values(ort, state, k, input_feed)
+                except Exception as exc:  # noqa: BLE001 - the user's run succeeded; only the values are lost
+                    state.values_error = str(exc)
+                    print(f"magneton: ONNX Runtime session {state.index}: values not recorded from run {k} on: "
+                          f"{exc}", file=sys.stderr)
             return result
 
         def add_session_config_entry(options, key, value):
@@ -140,6 +149,12 @@ class OrtRecorder:
         options = sess_options if sess_options is not None else ort.SessionOptions()
         saved = (options.enable_profiling, options.profile_file_prefix, options.optimized_model_filepath)
         prefix = os.path.join(self._dir, f"session{index}")
+        # The profile links events to nodes by name: every node needs a unique one.
+        naming_error = None
+        try:
+            model, renamed = ort_node_names.prepare(path_or_bytes)
+        except Exception as exc:  # noqa: BLE001 - said below once ORT accepted the model
+            model, renamed, naming_error = path_or_bytes, 0, exc
         own_optimized = not saved[2]
         optimized = saved[2] or prefix + "_optimized.onnx"
         # The user's options are changed only for the constructor (ORT copies
@@ -148,15 +163,21 @@ class OrtRecorder:
         options.profile_file_prefix = prefix
         options.optimized_model_filepath = optimized
         try:
-            init(session, path_or_bytes, options, providers, provider_options, **kwargs)
+            init(session, model, options, providers, provider_options, **kwargs)
         finally:
             options.enable_profiling, options.profile_file_prefix, options.optimized_model_filepath = saved
+        if naming_error is not None:
+            print(f"magneton: ONNX Runtime session {index}: cannot give its nodes unique names ({naming_error}); "
+                  "ops of unnamed nodes will have no tensors", file=sys.stderr)
         start_ns = session.get_profiling_start_time_ns()
         graph = onnx.load(optimized, load_external_data=False).graph
         for tensor in graph.initializer:  # C++ needs names, types and dims, not the weights
             tensor.ClearField("raw_data")
         core = _core.OrtSession(json_format.MessageToJson(graph), start_ns)
-        state = _Session(index, session, core, prefix, optimized, own_optimized)
+        # ORT resolves external data against the model file's folder (the
+        # working directory for bytes); the optimised model keeps those paths.
+        data_dir = os.getcwd() if isinstance(model, bytes) else os.path.dirname(os.path.abspath(model))
+        state = _Session(index, session, core, prefix, optimized, own_optimized, renamed, data_dir)
         session._magneton_session = state
         self._sessions.append(state)
         self._record_config(index, session, options, saved)
@@ -190,11 +211,15 @@ class OrtRecorder:
         if state.values_session is None:
             import onnx
 
-            model = onnx.load(state.optimized_path)
+            model = onnx.load(state.optimized_path, load_external_data=False)
             have = {o.name for o in model.graph.output}
             model.graph.output.extend(onnx.ValueInfoProto(name=n) for n in state.core.value_names() if n not in have)
             options = ort.SessionOptions()
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # run it as optimised
+            # Weights stay where they are (no copy in memory): external data
+            # is read from the folder the recorded session read it from.
+            options.add_session_config_entry("session.model_external_initializers_file_folder_path", state.data_dir)
+            self._config_entries.pop(id(options), None)  # magneton's session, not the user's config
             self._internal.active = True
             try:
                 state.values_session = ort.InferenceSession(model.SerializeToString(), options,
@@ -224,6 +249,15 @@ class OrtRecorder:
             print(f"magneton: ONNX Runtime session {state.index} not recorded: {exc} "
                   f"(profile and model kept in {self._dir})", file=sys.stderr)
             return False
+        stats["renamed_nodes"] = state.renamed_nodes
+        if state.values_error is not None:
+            stats["values_error"] = state.values_error
         for name, value in stats.items():
             _core.set_meta(f"{key}.{name}", str(value))
+        if stats["ops_without_tensors"]:
+            # match and diff see such ops as isolated work: never degrade silently.
+            print(f"magneton: ONNX Runtime session {state.index}: {stats['ops_without_tensors']} of {stats['ops']} "
+                  f"ops have no tensors ({stats['unknown_nodes']} profile events name no graph node, "
+                  f"{stats['ambiguous_nodes']} name several); match and diff cannot follow their dataflow",
+                  file=sys.stderr)
         return True
