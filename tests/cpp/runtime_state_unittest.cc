@@ -17,18 +17,8 @@
 namespace magneton {
 namespace {
 
+using testing::ExecSql;
 using testing::TempPath;
-
-void ExecSql(const std::string& path, const char* sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);
-  std::string msg = err ? err : "";
-  sqlite3_free(err);
-  sqlite3_close(db);
-  ASSERT_EQ(rc, SQLITE_OK) << msg;
-}
 
 const std::map<std::string, std::string> kFourThreads = {{"torch.num_threads", "4"}, {"torch.grad_enabled", "true"}};
 const std::map<std::string, std::string> kOneThread = {{"torch.num_threads", "1"}, {"torch.grad_enabled", "true"}};

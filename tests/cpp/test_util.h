@@ -17,4 +17,7 @@ std::string WriteSampleTrace(const std::string& name, int n_ops = 50);
 std::vector<char> ReadBytes(const std::string& path);
 void WriteBytes(const std::string& path, const std::vector<char>& bytes);
 
+// Runs SQL on a trace file (to damage or age it); a failure fails the test.
+void ExecSql(const std::string& path, const char* sql);
+
 }  // namespace magneton::testing

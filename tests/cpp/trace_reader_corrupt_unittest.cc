@@ -13,20 +13,10 @@ namespace magneton {
 namespace {
 
 using testing::ReadBytes;
+using testing::ExecSql;
 using testing::TempPath;
 using testing::WriteBytes;
 using testing::WriteSampleTrace;
-
-void ExecSql(const std::string& path, const char* sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);
-  std::string msg = err ? err : "";
-  sqlite3_free(err);
-  sqlite3_close(db);
-  ASSERT_EQ(rc, SQLITE_OK) << msg;
-}
 
 TEST(TraceReaderErrors, MissingFile) {
   auto r = ReadTrace(TempPath("nope.mtrace"));
