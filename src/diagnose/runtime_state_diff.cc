@@ -75,12 +75,43 @@ const StateSetter* SetterOf(const Trace& t, const std::string& key, const std::s
   return same_thread ? same_thread : any;
 }
 
+// The ops of the two sides that do the same work: ops of one name paired in
+// start order (the k-th with the k-th). Only a setting that differs for the
+// same work can make it cost more; ops only one side runs (extra work) say
+// nothing about it, and comparing the state they ran under with the other
+// side's would blame whatever differs between the two programs' phases
+// (weights made with grad on beside a no_grad loop).
+void PairedOps(const Trace& a, const std::vector<int64_t>& ops_a, const Trace& b, const std::vector<int64_t>& ops_b,
+               std::vector<int64_t>* paired_a, std::vector<int64_t>* paired_b) {
+  auto by_start = [](const Trace& t, std::vector<int64_t> ops) {
+    ops.erase(std::remove_if(ops.begin(), ops.end(), [&](int64_t id) { return !ValidOp(t, id); }), ops.end());
+    std::stable_sort(ops.begin(), ops.end(),
+                     [&](int64_t x, int64_t y) { return t.ops[x].start_ns < t.ops[y].start_ns; });
+    return ops;
+  };
+  const std::vector<int64_t> sorted_a = by_start(a, ops_a), sorted_b = by_start(b, ops_b);
+  std::map<std::string, std::vector<int64_t>> b_by_name;
+  for (int64_t id : sorted_b) b_by_name[b.str(b.ops[id].name_id)].push_back(id);
+  std::map<std::string, size_t> used;
+  for (int64_t id : sorted_a) {
+    const std::string& name = a.str(a.ops[id].name_id);
+    auto it = b_by_name.find(name);
+    if (it == b_by_name.end()) continue;
+    size_t& k = used[name];
+    if (k >= it->second.size()) continue;
+    paired_a->push_back(id);
+    paired_b->push_back(it->second[k++]);
+  }
+}
+
 }  // namespace
 
 std::vector<StateDifference> DiffRuntimeStates(const Trace& a, const std::vector<int64_t>& ops_a, const Trace& b,
                                                const std::vector<int64_t>& ops_b, char costly_side) {
   std::vector<StateDifference> out;
-  const InEffect ia = StateInEffect(a, ops_a), ib = StateInEffect(b, ops_b);
+  std::vector<int64_t> paired_a, paired_b;
+  PairedOps(a, ops_a, b, ops_b, &paired_a, &paired_b);
+  const InEffect ia = StateInEffect(a, paired_a), ib = StateInEffect(b, paired_b);
   if (!ia.state || !ib.state) return out;
   std::map<std::string, std::pair<std::string, std::string>> values;
   for (const auto& [k, v] : ia.state->values) {

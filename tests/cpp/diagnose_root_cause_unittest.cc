@@ -183,9 +183,44 @@ TEST(DiagnoseRootCause, StatesOfAFrameworkOnlyOneSideRecordedAreNotDifferences) 
   const int64_t sa = ba.State({{"jax.enable_x64", "False"}});
   const int64_t sb = bb.State({{"torch.num_threads", "4"}});
   const int64_t xa = ba.Tensor({8}), xb = bb.Tensor({8});
-  const int64_t oa = ba.Op("jax::mul", {.ins = {xa}, .outs = {ba.Tensor({8})}, .state = sa});
+  const int64_t oa = ba.Op("aten::mul", {.ins = {xa}, .outs = {ba.Tensor({8})}, .state = sa});
   const int64_t ob = bb.Op("aten::mul", {.ins = {xb}, .outs = {bb.Tensor({8})}, .state = sb});
   EXPECT_TRUE(DiffRuntimeStates(ba.t, {oa}, bb.t, {ob}, 'A').empty());
+}
+
+// Extra work on A (a long repeat_interleave made with grad on) beside the same
+// three mm on both sides under one state: the states are compared over the
+// same work only, so the extra op's state is no difference. Twin: the same
+// region with the mm under another state on A is one.
+StatePair ExtraWorkPair(bool shared_ops_state_differs) {
+  StatePair p;
+  for (int side = 0; side < 2; ++side) {
+    Builder bld;
+    const bool a = side == 0;
+    const int64_t no_grad = bld.State({{"torch.grad_enabled", "False"}, {"torch.num_threads", "4"}});
+    const int64_t grad = bld.State({{"torch.grad_enabled", "True"}, {"torch.num_threads", "4"}});
+    const int64_t one_thread = bld.State({{"torch.grad_enabled", "False"}, {"torch.num_threads", "1"}});
+    std::vector<int64_t> region;
+    const int64_t x = bld.Tensor({64, 64});
+    if (a) region.push_back(bld.Op("aten::repeat_interleave", {.ins = {x}, .outs = {bld.Tensor({64, 64})},
+                                                              .state = grad, .start_ns = 1000, .end_ns = 900000}));
+    for (int i = 0; i < 3; ++i) {
+      region.push_back(bld.Op("aten::mm", {.ins = {x, x}, .outs = {bld.Tensor({64, 64})},
+                                           .state = a && shared_ops_state_differs ? one_thread : no_grad}));
+    }
+    (a ? p.a : p.b) = std::move(bld.t);
+    (a ? p.ra : p.rb) = region;
+  }
+  return p;
+}
+
+TEST(DiagnoseRootCause, StateOfExtraWorkIsNoDifference) {
+  StatePair p = ExtraWorkPair(/*shared_ops_state_differs=*/false);
+  EXPECT_TRUE(DiffRuntimeStates(p.a, p.ra, p.b, p.rb, 'A').empty());
+  StatePair q = ExtraWorkPair(/*shared_ops_state_differs=*/true);
+  const std::vector<StateDifference> d = DiffRuntimeStates(q.a, q.ra, q.b, q.rb, 'A');
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].key, "torch.num_threads");
 }
 
 // ---- kernel contrast ----
