@@ -7,6 +7,7 @@
 // the op sequences decides the rest.
 #include <fmt/format.h>
 
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -88,6 +89,48 @@ bool ReachesEveryOp(const ConfigDifference& c) {
   return c.source == "global_flag" || c.source == "env" || c.source == "runtime";
 }
 
+// Lower-case words of an identifier: "torch.backends.cuda.flash_sdp_enabled"
+// -> {torch, backends, cuda, flash, sdp, enabled}.
+std::set<std::string> Words(const std::string& text) {
+  std::set<std::string> out;
+  std::string cur;
+  for (char c : text + " ") {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      cur += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else if (!cur.empty()) {
+      out.insert(cur);
+      cur.clear();
+    }
+  }
+  return out;
+}
+
+// One setter often changes several keys at once (sdpa_kernel(MATH) turns
+// flash, memory-efficient and cuDNN attention off). When the same op runs
+// other nested kernels, the key that selects them is the one whose own words
+// (those no other differing key has) name a nested kernel of either side:
+// flash_sdp_enabled for _scaled_dot_product_flash_attention_for_cpu.
+const StateDifference& StateThatSelectsTheKernel(const Diagnosis& d) {
+  if (!d.kernel.found || d.states.size() < 2) return d.states.front();
+  std::set<std::string> kernel_words;
+  for (const auto* nested : {&d.kernel.nested_a, &d.kernel.nested_b}) {
+    for (const std::string& n : *nested) {
+      for (const std::string& w : Words(n)) kernel_words.insert(w);
+    }
+  }
+  for (const StateDifference& s : d.states) {
+    std::set<std::string> own = Words(s.key);
+    for (const StateDifference& other : d.states) {
+      if (&other == &s) continue;
+      for (const std::string& w : Words(other.key)) own.erase(w);
+    }
+    for (const std::string& w : own) {
+      if (kernel_words.count(w)) return s;
+    }
+  }
+  return d.states.front();
+}
+
 }  // namespace
 
 RootCause ChooseRootCause(const Diagnosis& d) {
@@ -95,7 +138,7 @@ RootCause ChooseRootCause(const Diagnosis& d) {
   const char costly = d.costly_side == 'B' ? 'B' : 'A';
   const char cheap = costly == 'A' ? 'B' : 'A';
   if (!d.states.empty()) {
-    const StateDifference& s = d.states.front();
+    const StateDifference& s = StateThatSelectsTheKernel(d);
     r.kind = "runtime_state";
     r.name = s.key;
     r.value_a = s.value_a;

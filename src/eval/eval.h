@@ -96,7 +96,8 @@ const std::vector<std::string>& RootCauseKinds();
 std::string NormalizeName(const std::string& name);
 // A name's components split at '.', '::' and '/', lower-case, leading
 // underscores stripped: "model_config.GPT2LMHeadModel._attn_implementation"
-// -> {model_config, gpt2lmheadmodel, attn_implementation}.
+// -> {model_config, gpt2lmheadmodel, attn_implementation}; a leading "aten" or
+// "Tensor" reads as "torch" (one ATen op under its three spellings).
 std::vector<std::string> NameComponents(const std::string& name);
 // Whether two names say the same thing: the shorter's components end the
 // longer's ("use_cache" and "call.generate.use_cache"), so a bare last word

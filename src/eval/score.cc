@@ -57,6 +57,9 @@ std::vector<std::string> NameComponents(const std::string& name) {
     }
   }
   flush();
+  // An ATen op is one op under its three spellings: aten::contiguous,
+  // torch.contiguous, Tensor.contiguous.
+  if (parts.size() >= 2 && (parts[0] == "aten" || parts[0] == "tensor")) parts[0] = "torch";
   return parts;
 }
 

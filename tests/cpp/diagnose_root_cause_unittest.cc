@@ -256,6 +256,51 @@ KernelPair AddmmPair(bool nested_differ, bool state_differs) {
   return p;
 }
 
+// One setter turns three attention backends off on A (sdpa_kernel(MATH));
+// B's attention runs the flash kernel. `b_kernel` names B's nested op.
+KernelPair AttentionPair(const std::string& b_kernel) {
+  KernelPair p;
+  for (int side = 0; side < 2; ++side) {
+    Builder bld;
+    const bool a = side == 0;
+    const std::string on = a ? "False" : "True";
+    const int64_t st = bld.State({{"torch.backends.cuda.cudnn_sdp_enabled", on},
+                                  {"torch.backends.cuda.flash_sdp_enabled", on},
+                                  {"torch.backends.cuda.mem_efficient_sdp_enabled", on}});
+    std::vector<int64_t> region;
+    for (int i = 0; i < 2; ++i) {
+      const int64_t q = bld.Tensor({1, 4, 64, 16}), o = bld.Tensor({1, 4, 64, 16});
+      const int64_t start = 100000 * (i + 1);
+      const int64_t top = bld.Op("aten::scaled_dot_product_attention",
+                                 {.ins = {q, q, q}, .outs = {o}, .state = st, .start_ns = start, .end_ns = start + 9000});
+      if (a) {
+        bld.Op("aten::matmul", {.parent = top, .state = st, .start_ns = start + 100, .end_ns = start + 3000});
+        bld.Op("aten::_softmax", {.parent = top, .state = st, .start_ns = start + 3100, .end_ns = start + 6000});
+      } else {
+        bld.Op(b_kernel, {.parent = top, .state = st, .start_ns = start + 100, .end_ns = start + 3000});
+      }
+      region.push_back(top);
+    }
+    (a ? p.a : p.b) = std::move(bld.t);
+    (a ? p.ra : p.rb) = region;
+  }
+  return p;
+}
+
+TEST(DiagnoseRootCause, OfKeysOneSetterChangedTheOneNamingTheKernelIsTheCause) {
+  KernelPair p = AttentionPair("aten::_scaled_dot_product_flash_attention_for_cpu");
+  Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
+  ASSERT_EQ(d.states.size(), 3u);
+  ASSERT_TRUE(d.kernel.found);
+  EXPECT_EQ(d.root_cause.kind, "runtime_state");
+  EXPECT_EQ(d.root_cause.name, "torch.backends.cuda.flash_sdp_enabled");
+  // Twin: a nested kernel no key names leaves the first differing key.
+  KernelPair q = AttentionPair("aten::_fused_attention_kernel");
+  Diagnosis e = DiagnoseOne(q.a, q.b, OneWaste(q.ra, q.rb, q.a, q.b));
+  EXPECT_EQ(e.root_cause.kind, "runtime_state");
+  EXPECT_EQ(e.root_cause.name, e.states.front().key);
+}
+
 TEST(DiagnoseRootCause, SameTopLevelOpsWithOtherNestedOpsIsAKernelContrast) {
   KernelPair p = AddmmPair(/*nested_differ=*/true, /*state_differs=*/false);
   Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));

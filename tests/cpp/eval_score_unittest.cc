@@ -149,6 +149,9 @@ TEST(EvalScore, NamesAgreeOnlyWhenOneEndsTheOther) {
   EXPECT_FALSE(NamesAgree("torch.stft", "jax.scipy.signal.stft"));
   EXPECT_FALSE(NamesAgree("torch.linalg.eigvals", "aten::linalg_eigvals"));
   EXPECT_FALSE(NamesAgree("", "x"));
+  EXPECT_TRUE(NamesAgree("torch.contiguous", "Tensor.contiguous"));
+  EXPECT_TRUE(NamesAgree("aten::repeat_interleave", "torch.repeat_interleave"));
+  EXPECT_FALSE(NamesAgree("torch.contiguous", "numpy.contiguous"));
 }
 
 TEST(EvalScore, NormalizeName) {
