@@ -40,10 +40,18 @@ std::string ApiOfFrame(const std::string& frame) {
   std::string module = file.substr(cut);
   if (module.size() > 3 && module.compare(module.size() - 3, 3, ".py") == 0) module.resize(module.size() - 3);
   if (module.size() > 9 && module.compare(module.size() - 9, 9, "/__init__") == 0) module.resize(module.size() - 9);
-  for (char& c : module) {
-    if (c == '/') c = '.';
+  // Private modules (jax/_src/scipy/linalg.py) are not what a user imports:
+  // their functions are re-exported by the public path (jax.scipy.linalg).
+  std::string dotted;
+  size_t start = 0;
+  for (size_t i = 0; start <= module.size(); ++i) {
+    size_t end = module.find('/', start);
+    if (end == std::string::npos) end = module.size();
+    const std::string part = module.substr(start, end - start);
+    if (!part.empty() && (i == 0 || part.front() != '_')) dotted += (dotted.empty() ? "" : ".") + part;
+    start = end + 1;
   }
-  return module.empty() ? f.function : module + "." + f.function;
+  return dotted.empty() ? f.function : dotted + "." + f.function;
 }
 
 std::string FileLine(const std::string& frame) {
