@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "diagnose/diagnose.h"
 #include "base/format.h"
@@ -70,16 +71,28 @@ std::vector<SourceSite> SitesOf(const Trace& t, PathCache& paths, const std::vec
   return out;
 }
 
-// The ops of one side that the other side does not run (by name); all ops
-// when the two run the same names.
+// The ops of one side that the other side's region does not run (by name);
+// all ops when the two run the same names. Of those, the ones whose names the
+// other program runs nowhere, when there are any: an op it runs elsewhere
+// (the randn that made a weight) was only cut into this region by where the
+// matched values lie, and is not the extra work.
 std::vector<int64_t> DifferingOps(const Trace& t, const std::vector<int64_t>& ops,
-                                  const std::vector<std::string>& other_names) {
+                                  const std::vector<std::string>& other_names, const Trace& other_trace) {
   std::set<std::string> other(other_names.begin(), other_names.end());
   std::vector<int64_t> out;
   for (int64_t id : ops) {
     if (ValidOp(t, id) && !other.count(t.str(t.ops[id].name_id))) out.push_back(id);
   }
-  return out.empty() ? ops : out;
+  if (out.empty()) return ops;
+  std::unordered_set<int64_t> other_run_name_ids;
+  for (const OpEvent& op : other_trace.ops) other_run_name_ids.insert(op.name_id);
+  std::set<std::string> other_run_names;
+  for (int64_t id : other_run_name_ids) other_run_names.insert(other_trace.str(id));
+  std::vector<int64_t> never_run;
+  for (int64_t id : out) {
+    if (!other_run_names.count(t.str(t.ops[id].name_id))) never_run.push_back(id);
+  }
+  return never_run.empty() ? out : never_run;
 }
 
 size_t CommonDepth(const std::vector<std::string>& x, const std::vector<std::string>& y) {
@@ -311,7 +324,7 @@ std::vector<Diagnosis> Diagnose(const Trace& a, const Trace& b, const detect::De
         d.only_cheap = OnlyIn(other_names, mine);
         if (d.only_costly.empty()) d.count_op = MostMoreOften(mine, other_names);
       }
-      std::vector<int64_t> differing = DifferingOps(costly, costly_ops, other_names);
+      std::vector<int64_t> differing = DifferingOps(costly, costly_ops, other_names, cheap);
       int64_t best_ns = -1;
       for (int64_t id : differing) {
         if (!ValidOp(costly, id)) continue;

@@ -556,6 +556,29 @@ TEST(DiagnoseRootCause, ExtraWorkIsACodePath) {
   EXPECT_EQ(d.root_cause.name, "torch.repeat_interleave");
 }
 
+// A's region also holds the costly randn that made its input (the matched
+// value lies past a copy), B's only a transpose. B runs randn elsewhere, so
+// randn is no extra work: the copy B never runs is. Twin: a B that never runs
+// randn leaves the costliest extra op.
+TEST(DiagnoseRootCause, ExtraOpTheOtherProgramRunsElsewhereIsNotTheExtraWork) {
+  for (bool b_runs_randn : {true, false}) {
+    Builder ba, bb;
+    const int64_t pa = ba.Path({"/src/a.py:10:<module>"});
+    const int64_t w = ba.Tensor({64, 8});
+    const int64_t rn = ba.Op("aten::randn", {.outs = {w}, .path = pa, .start_ns = 1000, .end_ns = 90000});
+    const int64_t k = ba.Tensor({64, 8});
+    const int64_t ri = ba.Op("aten::repeat_interleave.self_int", {.ins = {w}, .outs = {k}, .path = pa});
+    const int64_t ta = ba.Op("aten::transpose.int", {.ins = {k}, .outs = {ba.Tensor({8, 64})}, .path = pa});
+    const int64_t pb = bb.Path({"/src/b.py:10:<module>"});
+    const int64_t kb = bb.Tensor({64, 8});
+    if (b_runs_randn) bb.Op("aten::randn", {.outs = {kb}, .path = pb});
+    const int64_t tb = bb.Op("aten::transpose.int", {.ins = {kb}, .outs = {bb.Tensor({8, 64})}, .path = pb});
+    Diagnosis d = DiagnoseOne(ba.t, bb.t, OneWaste({rn, ri, ta}, {tb}, ba.t, bb.t));
+    EXPECT_EQ(d.root_cause.kind, "code_path");
+    EXPECT_EQ(d.root_cause.name, b_runs_randn ? "torch.repeat_interleave" : "torch.randn") << b_runs_randn;
+  }
+}
+
 TEST(DiagnoseRootCause, ExtraWorkMostlyFromOneFunctionNamesIt) {
   Builder ba, bb;
   const int64_t tables = ba.Path({"/src/a.py:30:forward", "/src/common.py:13:rope_tables"});
