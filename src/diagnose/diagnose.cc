@@ -266,6 +266,26 @@ std::vector<ConfigDifference> VersionsOfRegion(const Trace& a, const Trace& b, c
   return out;
 }
 
+// The logical line at a frame: the physical line and, while its brackets
+// are open, the lines that continue it. "" when the source may not be read.
+std::string LogicalLineAt(const SourceRoots& roots, const std::string& frame) {
+  if (frame.empty()) return "";
+  const FrameRef f = ParseFrame(frame);
+  SourceSnippet snippet;
+  if (!ReadSourceWindow(roots, f.file, f.line, 0, 8, &snippet) || snippet.lines.empty()) return "";
+  std::string out;
+  int depth = 0;
+  for (size_t i = static_cast<size_t>(f.line - snippet.first_line); i < snippet.lines.size(); ++i) {
+    out += snippet.lines[i] + " ";
+    for (char c : snippet.lines[i]) {
+      if (c == '(' || c == '[' || c == '{') ++depth;
+      if (c == ')' || c == ']' || c == '}') --depth;
+    }
+    if (depth <= 0) break;
+  }
+  return out;
+}
+
 }  // namespace
 
 const char* KindName(Kind kind) {
@@ -343,6 +363,15 @@ std::vector<Diagnosis> Diagnose(const Trace& a, const Trace& b, const detect::De
       d.shapes = ShapeContrast(costly, costly_ops, cheap, cheap_ops, costly_side, a_costly ? 'B' : 'A', same_ops);
       if (same_ops && !d.shapes.empty()) d.shape_cause = FindShapeCause(a, ops_a, b, ops_b, costly_side);
       d.versions = VersionsOfRegion(a, b, config_diff, costly, costly_ops);
+      if (!d.sites_costly.empty() && !d.sites_efficient.empty()) {
+        const std::string& frame_costly = d.sites_costly.front().user_frame;
+        const std::string costly_line = LogicalLineAt(roots, frame_costly);
+        const std::string cheap_line = LogicalLineAt(roots, d.sites_efficient.front().user_frame);
+        if (!costly_line.empty() && !cheap_line.empty()) {
+          d.call_args = a_costly ? ContrastCallArgs(costly_line, cheap_line) : ContrastCallArgs(cheap_line, costly_line);
+          for (CallArgDifference& c : d.call_args) c.where = FileLine(frame_costly);
+        }
+      }
     }
     d.candidates = RankCandidates(config_diff, d.deviation, roots, options.window_lines);
     d.situation = Situation(f, d, result);

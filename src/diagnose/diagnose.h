@@ -145,6 +145,19 @@ std::vector<StateDifference> DiffRuntimeStates(const Trace& a, const std::vector
 
 // Same top-level ops, different nested ops or device kernels under one of
 // them (kernel_contrast.cc): the API chose another implementation.
+// A keyword argument the two programs pass differently to the same callee
+// on the lines that issued a region's ops (call_args.cc). "<default>": not
+// given on that side.
+struct CallArgDifference {
+  std::string callee;  // as written: "torch.linalg.svd"
+  std::string name;    // the keyword: "full_matrices"
+  std::string value_a, value_b;
+  std::string where;   // file:line of the costlier side's call
+};
+// The differences between two source lines' calls: the k-th call of a callee
+// on one line pairs with the k-th call of the same callee on the other.
+std::vector<CallArgDifference> ContrastCallArgs(const std::string& line_a, const std::string& line_b);
+
 struct KernelContrast {
   bool found = false;
   std::string op;  // the top-level op whose nested work differs
@@ -208,6 +221,7 @@ struct Diagnosis {
   std::string shapes;
   // Evidence for the root cause (root_cause.cc), each empty when it does not apply.
   std::vector<StateDifference> states;       // runtime state in effect for the region's ops
+  std::vector<CallArgDifference> call_args;  // keyword arguments that differ on the lines issuing the region's ops
   std::vector<ConfigDifference> versions;    // library versions that differ, of packages the region's ops ran in
   KernelContrast kernel;                     // kind kSameApiDifferentKernel
   LayoutContrast layout;                     // same ops, another dtype / layout / device

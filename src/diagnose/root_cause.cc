@@ -160,6 +160,17 @@ RootCause ChooseRootCause(const Diagnosis& d) {
                                            "paths diverge ({})",
                                            c.frame_distance, where));
   }
+  if (!d.call_args.empty()) {
+    const CallArgDifference& c = d.call_args.front();
+    r.kind = "call_arg";
+    r.name = c.name;
+    r.value_a = c.value_a;
+    r.value_b = c.value_b;
+    r.where = c.where;
+    r.evidence = fmt::format("the lines that issue the region's ops call {} with {}={} on A and {}={} on B", c.callee,
+                             c.name, c.value_a, c.name, c.value_b);
+    return r;
+  }
   if (!d.versions.empty()) {
     const ConfigDifference& v = d.versions.front();
     r.kind = "version";

@@ -5,7 +5,11 @@
 // of different ops are no data_shape.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "diagnose/diagnose.h"
+#include "test_util.h"
 
 namespace magneton::diagnose {
 namespace {
@@ -695,6 +699,62 @@ TEST(DiagnoseRootCause, ApiNames) {
   EXPECT_EQ(ApiOfFrame("/src/model.py:10:rope_tables"), "rope_tables");
   EXPECT_EQ(ApiOfFrame("/py/site-packages/jax/_src/scipy/linalg.py:1427:expm"), "jax.scipy.linalg.expm");
   EXPECT_EQ(FileLine("/src/a.py:5:main"), "/src/a.py:5");
+}
+
+// ---- call arguments ----
+
+TEST(DiagnoseCallArgs, AKeywordGivenOnOneSideOnlyIsADifference) {
+  const auto d = ContrastCallArgs("principal_directions(lambda x: torch.linalg.svd(x))",
+                                  "principal_directions(lambda x: torch.linalg.svd(x, full_matrices=False))");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].callee, "torch.linalg.svd");
+  EXPECT_EQ(d[0].name, "full_matrices");
+  EXPECT_EQ(d[0].value_a, "<default>");
+  EXPECT_EQ(d[0].value_b, "False");
+}
+
+TEST(DiagnoseCallArgs, SameArgumentsOrOtherCalleesAreNoDifference) {
+  EXPECT_TRUE(ContrastCallArgs("out = model(ids, output_attentions=True)", "out = model(ids, output_attentions=True)")
+                  .empty());
+  // Different callees are not one call given other arguments.
+  EXPECT_TRUE(ContrastCallArgs("torch.linalg.svd(x)", "torch.linalg.eigh(x, UPLO='U')").empty());
+  // Strings, comparisons and nested brackets are no keywords.
+  EXPECT_TRUE(ContrastCallArgs("f(x == 1, s='a=b, c', d={'k': 1})", "f(x == 2, s='a=b, c', d={'k': 1})").empty());
+  const auto d = ContrastCallArgs("model(ids, attention_mask=m, output_attentions=True)", "model(ids, attention_mask=m)");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].name, "output_attentions");
+  EXPECT_EQ(d[0].value_a, "True");
+  EXPECT_EQ(d[0].value_b, "<default>");
+}
+
+// The same op on both sides, issued from lines that differ in one keyword:
+// the keyword is the root cause, at the costly side's line. Twin: the same
+// line on both sides leaves no call argument.
+TEST(DiagnoseCallArgs, TheKeywordOnTheIssuingLinesIsTheRootCause) {
+  for (bool lines_differ : {true, false}) {
+    const std::string dir = testing::TempPath(lines_differ ? "call_args_differ" : "call_args_same");
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/a.py") << "import torch\n\nrun(lambda x: torch.linalg.svd(x))\n";
+    std::ofstream(dir + "/b.py") << "import torch\n\nrun(lambda x: torch.linalg.svd(x"
+                                 << (lines_differ ? ", full_matrices=False" : "") << "))\n";
+    Builder ba, bb;
+    ba.t.meta.cwd = bb.t.meta.cwd = dir;
+    const int64_t pa = ba.Path({dir + "/a.py:3:<lambda>"}), pb = bb.Path({dir + "/b.py:3:<lambda>"});
+    const int64_t xa = ba.Tensor({256, 16}), xb = bb.Tensor({256, 16});
+    const int64_t oa = ba.Op("aten::linalg_svd", {.ins = {xa}, .outs = {ba.Tensor({256, 256})}, .path = pa});
+    const int64_t ob = bb.Op("aten::linalg_svd", {.ins = {xb}, .outs = {bb.Tensor({256, 16})}, .path = pb});
+    Diagnosis d = DiagnoseOne(ba.t, bb.t, OneWaste({oa}, {ob}, ba.t, bb.t));
+    if (lines_differ) {
+      EXPECT_EQ(d.root_cause.kind, "call_arg");
+      EXPECT_EQ(d.root_cause.name, "full_matrices");
+      EXPECT_EQ(d.root_cause.value_a, "<default>");
+      EXPECT_EQ(d.root_cause.value_b, "False");
+      EXPECT_EQ(d.root_cause.where, dir + "/a.py:3");
+    } else {
+      EXPECT_TRUE(d.call_args.empty());
+      EXPECT_NE(d.root_cause.kind, "call_arg");
+    }
+  }
 }
 
 }  // namespace
