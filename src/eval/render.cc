@@ -175,10 +175,12 @@ std::string RenderMarkdown(const Report& r) {
        "runs one of `region.ops`, or an op's scope contains `region.scope_contains`, or a frame of its call paths "
        "contains `region.source_contains`.\n";
   s += "- **Root cause right** (headline setting only): only the structured `root_cause` of the top waste finding's "
-       "diagnosis counts, when that finding is on the expected waste side: its `kind` equals `root_cause.kind` of expected.json and norm(`name`) equals norm of the "
-       "expected `name` or of one of its `aliases`, where norm is the lower-cased last component after `.`, `::` or "
-       "`/` with leading underscores stripped. Words in sentences, sites or paths never count; `description` is "
-       "never scored.\n";
+       "diagnosis counts, when that finding is on the expected waste side: its `kind` equals `root_cause.kind` of "
+       "expected.json and its `name` agrees with the expected `name` or one of its `aliases`: split at `.`, `::` "
+       "and `/`, lower-cased, leading underscores stripped, a leading `aten` or `Tensor` read as `torch`, the "
+       "shorter name's components end the longer's (`use_cache` agrees with `call.generate.use_cache`; "
+       "`torch.backends.mkldnn.enabled` does not with `torch.backends.cudnn.enabled`). Words in sentences, sites or "
+       "paths never count; `description` is never scored.\n";
   s += "- **Saving**: job energy (first op to last op; interpreter start-up and imports excluded) (A − B) / A of the two recordings, in the detect domain.\n";
   const int repeats = r.cases.empty() ? 1 : std::max_element(r.cases.begin(), r.cases.end(),
                                                                   [](const CaseResult& x, const CaseResult& y) {
