@@ -294,6 +294,37 @@ void AssessOneRecording(DetectResult& r, const Options& options) {
   }
 }
 
+namespace {
+
+// A trade-off says the cheaper side is slower; over several runs that needs
+// evidence as much as the saving does. The cheaper side's time over the
+// costlier side's, a t interval over the runs, must clear max_slowdown: a
+// slowdown within the runs' noise (1.5% on a machine whose runs vary by
+// tens of percent) does not make the saving a choice, and the finding is
+// judged on its energy alone.
+void EstablishSlowdown(Finding& f, const std::vector<SideCost>& ca, const std::vector<SideCost>& cb,
+                       const Options& options) {
+  if (f.verdict != Verdict::kTradeOff || !f.outputs_agree || ca.size() < 2 || ca.size() != cb.size()) return;
+  const bool a_costly = f.wasteful_side != 'B';
+  std::vector<double> slowdown;
+  for (size_t i = 0; i < ca.size(); ++i) {
+    const SideCost& costly = a_costly ? ca[i] : cb[i];
+    const SideCost& cheap = a_costly ? cb[i] : ca[i];
+    if (costly.time_ns <= 0 || cheap.time_ns <= 0) return;
+    slowdown.push_back(std::log(static_cast<double>(cheap.time_ns) / static_cast<double>(costly.time_ns)));
+  }
+  const Interval iv = TInterval(slowdown, options.confidence);
+  if (!iv.known || iv.low > std::log1p(options.max_slowdown)) return;
+  f.verdict = Verdict::kWaste;
+  f.point_verdict = Verdict::kWaste;
+  f.outputs_note += fmt::format("; the cheaper side's slowdown ({:+.1f}%, interval [{:+.1f}%, {:+.1f}%] over {} runs) "
+                                "does not clear {:.0f}%: no trade-off",
+                                100 * std::expm1(Mean(slowdown)), 100 * std::expm1(iv.low), 100 * std::expm1(iv.high),
+                                slowdown.size(), 100 * options.max_slowdown);
+}
+
+}  // namespace
+
 DetectResult CombineRuns(DetectResult r, const std::vector<DetectResult>& repeats, const Options& options) {
   const size_t n = 1 + repeats.size();
   r.runs = n;
@@ -365,6 +396,7 @@ DetectResult CombineRuns(DetectResult r, const std::vector<DetectResult>& repeat
     f.a = mean_cost(ca);
     f.b = mean_cost(cb);
     ClassifyFinding(f, r, options);
+    EstablishSlowdown(f, ca, cb, options);
     f.uncertainty = {};
     f.uncertainty_note.clear();
     f.uncertainty.runs = ca.size();

@@ -4,6 +4,8 @@
 // slowdown of the same work is the machine's unless a setting differs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <string>
 #include <vector>
 
@@ -187,6 +189,36 @@ TEST(DetectUncertainty, RunsThatAgreeAreWaste) {
   EXPECT_NEAR(matmul->a.energy_uj, 1600, 1e-9);  // the mean over the runs
   EXPECT_GT(matmul->uncertainty.ratio.low, 1.5);
   EXPECT_LT(matmul->uncertainty.ratio.high, 2.5);
+}
+
+DetectResult WithMatmulTimes(DetectResult r, int64_t a_ns, int64_t b_ns) {
+  for (Finding& f : r.findings) {
+    if (std::find(f.names_a.begin(), f.names_a.end(), "aten::matmul") == f.names_a.end()) continue;
+    f.a.time_ns = a_ns;
+    f.b.time_ns = b_ns;
+  }
+  return r;
+}
+
+TEST(DetectUncertainty, ACheaperSideSlowerWithinTheRunsNoiseIsNoTradeOff) {
+  // B (cheaper) is 6% slower in one run, 1% faster and as fast in the others:
+  // the mean is past max_slowdown (a trade-off by the point), the interval not.
+  DetectResult noisy = CombineRuns(WithMatmulTimes(OneRun(200, 100), 1000, 1060),
+                                   {WithMatmulTimes(OneRun(190, 100), 1000, 990),
+                                    WithMatmulTimes(OneRun(210, 100), 1000, 1000)},
+                                   {});
+  const Finding* matmul = Named(noisy, "aten::matmul");
+  ASSERT_NE(matmul, nullptr);
+  EXPECT_EQ(matmul->verdict, Verdict::kWaste) << matmul->outputs_note;
+  EXPECT_NE(matmul->outputs_note.find("no trade-off"), std::string::npos) << matmul->outputs_note;
+  // Twin: 30% slower in every run is a trade-off.
+  DetectResult slower = CombineRuns(WithMatmulTimes(OneRun(200, 100), 1000, 1300),
+                                    {WithMatmulTimes(OneRun(190, 100), 1000, 1280),
+                                     WithMatmulTimes(OneRun(210, 100), 1000, 1320)},
+                                    {});
+  matmul = Named(slower, "aten::matmul");
+  ASSERT_NE(matmul, nullptr);
+  EXPECT_EQ(matmul->verdict, Verdict::kTradeOff);
 }
 
 TEST(DetectUncertainty, RunsThatDisagreeAreInconclusive) {
