@@ -128,6 +128,12 @@ def test_recording_has_every_node_with_shapes_and_dataflow(traces):
     config = db.config()
     assert config["llama.cpp.n_threads"] == "1" and config["llama.cpp.n_threads_batch"] == "1"
     assert "llama.cpp.type_k" in config and "llama.cpp.flash_attn_type" in config
+    # The context parameters are also the runtime state of the context's ops (docs/TRACE_FORMAT.md, "Runtime state").
+    state_ids = db.query("SELECT DISTINCT o.state_id FROM ops o JOIN strings s ON s.id = o.name_id "
+                         "WHERE s.value LIKE 'ggml::%'")
+    assert len(state_ids) == 1 and state_ids[0][0] is not None, state_ids
+    state = dict(db.query("SELECT key, value FROM runtime_states WHERE state_id = ?", state_ids[0][0]))
+    assert state["llama.n_threads"] == "1" and state["llama.n_threads_batch"] == "1", state
 
     ops = op_rows(db)
     names = [n for _, n, *_ in ops]
