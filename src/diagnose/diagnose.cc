@@ -71,23 +71,29 @@ std::vector<SourceSite> SitesOf(const Trace& t, PathCache& paths, const std::vec
   return out;
 }
 
+// The op names a program runs anywhere, once per side (not once per finding).
+std::set<std::string> NamesRun(const Trace& t) {
+  std::unordered_set<int64_t> ids;
+  for (const OpEvent& op : t.ops) ids.insert(op.name_id);
+  std::set<std::string> out;
+  for (int64_t id : ids) out.insert(t.str(id));
+  return out;
+}
+
 // The ops of one side that the other side's region does not run (by name);
 // all ops when the two run the same names. Of those, the ones whose names the
-// other program runs nowhere, when there are any: an op it runs elsewhere
-// (the randn that made a weight) was only cut into this region by where the
-// matched values lie, and is not the extra work.
+// other program runs nowhere (`other_run_names`), when there are any: an op it
+// runs elsewhere (the randn that made a weight) was only cut into this region
+// by where the matched values lie, and is not the extra work.
 std::vector<int64_t> DifferingOps(const Trace& t, const std::vector<int64_t>& ops,
-                                  const std::vector<std::string>& other_names, const Trace& other_trace) {
+                                  const std::vector<std::string>& other_names,
+                                  const std::set<std::string>& other_run_names) {
   std::set<std::string> other(other_names.begin(), other_names.end());
   std::vector<int64_t> out;
   for (int64_t id : ops) {
     if (ValidOp(t, id) && !other.count(t.str(t.ops[id].name_id))) out.push_back(id);
   }
   if (out.empty()) return ops;
-  std::unordered_set<int64_t> other_run_name_ids;
-  for (const OpEvent& op : other_trace.ops) other_run_name_ids.insert(op.name_id);
-  std::set<std::string> other_run_names;
-  for (int64_t id : other_run_name_ids) other_run_names.insert(other_trace.str(id));
   std::vector<int64_t> never_run;
   for (int64_t id : out) {
     if (!other_run_names.count(t.str(t.ops[id].name_id))) never_run.push_back(id);
@@ -303,6 +309,7 @@ std::vector<Diagnosis> Diagnose(const Trace& a, const Trace& b, const detect::De
   const std::vector<ConfigDifference> config_diff = DiffConfig(a, b);
   const SourceRoots roots = SourceRoots::Of(a, b);
   PathCache paths_a(a), paths_b(b);
+  const std::set<std::string> names_run_a = NamesRun(a), names_run_b = NamesRun(b);
   std::vector<Diagnosis> out;
   for (size_t i = 0; i < result.findings.size(); ++i) {
     const Finding& f = result.findings[i];
@@ -344,7 +351,7 @@ std::vector<Diagnosis> Diagnose(const Trace& a, const Trace& b, const detect::De
         d.only_cheap = OnlyIn(other_names, mine);
         if (d.only_costly.empty()) d.count_op = MostMoreOften(mine, other_names);
       }
-      std::vector<int64_t> differing = DifferingOps(costly, costly_ops, other_names, cheap);
+      std::vector<int64_t> differing = DifferingOps(costly, costly_ops, other_names, a_costly ? names_run_b : names_run_a);
       int64_t best_ns = -1;
       for (int64_t id : differing) {
         if (!ValidOp(costly, id)) continue;
