@@ -16,18 +16,24 @@ require("transformers")
 
 SCRIPT = textwrap.dedent("""
     import sys, torch, transformers
-    use_cache, attn = sys.argv[1] == "1", sys.argv[2]
+    use_cache, attn, size = sys.argv[1] == "1", sys.argv[2], sys.argv[3]
     torch.manual_seed(0)
-    # n_embd 256, not 64: at 64 every op is dispatch-bound and use_cache=False cost only 1.2x once the
-    # recorder's fingerprinting stopped counting as op time; here it is ~2x, a real compute difference.
-    cfg = transformers.GPT2Config(n_layer=2, n_embd=256, n_head=4, vocab_size=500, n_positions=256,
-                                  bos_token_id=499, eos_token_id=499)
+    # Each contrast is sized so that its real cost difference stands far above what a noisy 2-core VM does to the
+    # same program run twice (whole runs 1.5-2x apart; the diff divides that run-wide shift out). "gen": without the
+    # cache each of 8 steps recomputes a 2x256-token prefix at n_embd 512, compute-bound, ~3.5-4x the cached job (at
+    # n_embd 256 and a 48-token prompt it was ~2x, and one CI run's 1.57x run-wide shift made it inconclusive).
+    # "long": a 2048-token prompt with 4 heads of 16 dims, where eager attention's 2048^2 score matrices (64 MB per
+    # layer) dominate and cost ~3-4x sdpa's blocked kernel; on short prompts the two cost the same on this CPU.
+    gen = size == "gen"
+    cfg = transformers.GPT2Config(n_layer=2, n_embd=512 if gen else 64, n_head=4, vocab_size=500,
+                                  n_positions=512 if gen else 2100, bos_token_id=499, eos_token_id=499)
     cfg._attn_implementation = attn
     model = transformers.GPT2LMHeadModel(cfg).eval()
-    ids = torch.randint(0, 500, (1, 48), generator=torch.Generator().manual_seed(1))
+    ids = torch.randint(0, 500, (2, 256) if gen else (1, 2048), generator=torch.Generator().manual_seed(1))
+    new_tokens = 8 if gen else 2
     with torch.no_grad():
-        model.generate(ids, max_new_tokens=16, min_new_tokens=16, do_sample=False, use_cache=use_cache,
-                       pad_token_id=0)
+        model.generate(ids, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
+                       use_cache=use_cache, pad_token_id=0)
 """)
 
 
@@ -38,12 +44,12 @@ def record(tmp_path_factory):
     script.write_text(SCRIPT)
     done = {}
 
-    def _record(name, use_cache, attn):
-        key = (name, use_cache, attn)
+    def _record(name, use_cache, attn, size="gen"):
+        key = (name, use_cache, attn, size)
         if key not in done:
             path = str(root / f"{name}.mtrace")
             r = run_cli("record", "--values", "-o", path, "--", sys.executable, str(script),
-                        "1" if use_cache else "0", attn)
+                        "1" if use_cache else "0", attn, size)
             assert r.returncode == 0, r.stderr
             done[key] = path
         return done[key]
@@ -108,9 +114,11 @@ def test_line_trace_names_use_cache_with_its_origin_and_values(record):
 
 
 def test_attn_implementation_is_the_top_candidate(record):
-    report, text = diff(record("eager", True, "eager"), record("cache", True, "sdpa"), "--no-rerun")
+    report, text = diff(record("eager", True, "eager", "long"), record("sdpa", True, "sdpa", "long"), "--no-rerun")
     found = flagged(report)
     assert found, text
+    # The costliest flagged region is eager attention's, on A.
+    assert found[0]["costlier_side"] == "A", text
     for f in found:
         assert f["diagnosis"]["candidates"][0]["name"] == "_attn_implementation", text
     # Where the attention ops themselves land (a matched different_ops region
