@@ -24,7 +24,7 @@ struct AnalysisOptions {
   double tau = 0.10;                 // relative energy difference that counts
   double epsilon = 1e-2;             // tensor equivalence tolerance (matching and region outputs)
   double max_slowdown = 0.01;        // the cheaper side may be at most this much slower to be waste
-  double min_share = 0.0;            // findings saving less of the job than this are equal
+  double min_share = 0.01;           // findings saving less of the job than this are equal ("small")
   double min_same_work_share = 0.05;  // noise floor of findings whose only evidence is timing
   std::string domain;                // energy domain; "": the largest one both sides have
   bool leaf_ops = false;             // match innermost ops instead of top-level ops
@@ -78,7 +78,8 @@ class AnalysisSession {
 
   // The diff's renderings (after Diff()); the JSON schema is
   // docs/REPORT_FORMAT.md.
-  std::string TerminalReport() const;
+  // verbose: every finding's full evidence, not the terse lines.
+  std::string TerminalReport(bool verbose = false) const;
   std::string JsonReport() const;
   std::string HtmlReport() const;
 

@@ -34,4 +34,13 @@ RecordRunRequest ConfirmRequest(const diagnose::Counterfactual& plan, const Trac
   return req;
 }
 
+RecordRunRequest ControlRequest(const Trace& wasteful, const std::string& wasteful_path) {
+  RecordRunRequest req;
+  req.argv = {"/bin/sh", "-c", wasteful.meta.command_line};
+  req.cwd = wasteful.meta.cwd;
+  req.output = wasteful_path + ".control.mtrace";
+  req.label = "confirm control (as recorded)";
+  return req;
+}
+
 }  // namespace magneton::analysis

@@ -19,4 +19,10 @@ namespace magneton::analysis {
 RecordRunRequest ConfirmRequest(const diagnose::Counterfactual& plan, const Trace& wasteful,
                                 const std::string& wasteful_path);
 
+// The control for that re-run: the same command as recorded, no override,
+// recorded right before it. The flipped run is compared with the control,
+// not with the original recording: on a shared machine a run minutes later
+// can be 1.5-2x slower as a whole, which would hide (or fake) the saving.
+RecordRunRequest ControlRequest(const Trace& wasteful, const std::string& wasteful_path);
+
 }  // namespace magneton::analysis

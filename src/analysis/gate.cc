@@ -7,16 +7,19 @@
 #include "analysis/session_data.h"
 #include "base/format.h"
 #include "magneton/analysis.h"
+#include "report/diff_report.h"
 
 namespace magneton::analysis {
 namespace {
 
-std::string RegionName(const detect::Finding& f) {
-  if (f.kind != detect::RegionKind::kMatched) return detect::RegionKindName(f.kind);
-  std::string name;
-  for (size_t i = 0; i < f.names_b.size() && i < 3; ++i) name += (i ? ", " : "") + f.names_b[i];
-  if (f.names_b.size() > 3) name += fmt::format(", … ({} ops)", f.names_b.size());
-  return name.empty() ? "(no ops)" : name;
+// What the region is (module scope or source line), then its first ops.
+std::string RegionName(const SessionData& data, const detect::Finding& f) {
+  const diagnose::RegionName name = report::RegionNameOf(data.report_input(), f);
+  if (f.kind != detect::RegionKind::kMatched || name.basis == "ops") return name.text;
+  std::string ops;
+  for (size_t i = 0; i < f.names_b.size() && i < 3; ++i) ops += (i ? ", " : "") + f.names_b[i];
+  if (f.names_b.size() > 3) ops += fmt::format(", … ({} ops)", f.names_b.size());
+  return ops.empty() ? name.text : name.text + " [" + ops + "]";
 }
 
 std::string IntervalText(const GateCheck& c) {
@@ -124,7 +127,7 @@ StatusOr<GateResult> RunGate(const std::vector<std::string>& baseline, const std
     if (f.kind != detect::RegionKind::kMatched || f.wasteful_side != 'B') continue;
     if (f.verdict == detect::Verdict::kEqual || f.share_of_total < options.max_regression) continue;
     GateCheck rc;
-    rc.name = RegionName(f);
+    rc.name = RegionName(data, f);
     rc.ratio = f.energy_ratio > 0 ? 1 / f.energy_ratio : 0;
     if (f.uncertainty.ratio.known) {
       rc.interval = {true, f.uncertainty.ratio.high > 0 ? 1 / f.uncertainty.ratio.high : 0,

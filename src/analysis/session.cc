@@ -278,13 +278,22 @@ StatusOr<ConfirmOutcome> AnalysisSession::Confirm(ProcessRunner& runner, const R
   }
   Say(std::string("--confirm: re-running ") + plan->rerun_side + " (" + req.argv.back() + ") with " +
       plan->variable.key + " = " + plan->new_value);
+  // The control first (the command as recorded), then the flipped run, back
+  // to back: the two share the machine's state, the original recording may not.
+  const RecordRunRequest control_req = analysis::ControlRequest(wasteful.trace, wasteful.path);
+  MAGNETON_ASSIGN_OR_RETURN(const RecordRunResult control_run, runner.Record(control_req));
+  if (control_run.exit_code != 0) {
+    return Internal("the control re-run (as recorded) failed (exit code " + std::to_string(control_run.exit_code) +
+                    "); nothing confirmed");
+  }
   MAGNETON_ASSIGN_OR_RETURN(const RecordRunResult recorded, runner.Record(req));
   if (recorded.exit_code != 0) {
     return Internal("the re-run failed (exit code " + std::to_string(recorded.exit_code) + "); nothing confirmed");
   }
+  MAGNETON_ASSIGN_OR_RETURN(const Trace control, ReadTrace(control_req.output));
   MAGNETON_ASSIGN_OR_RETURN(const Trace after, ReadTrace(req.output));
   MAGNETON_ASSIGN_OR_RETURN(const diagnose::CounterfactualOutcome outcome,
-                            diagnose::EvaluateCounterfactual(*plan, wasteful.trace, after, data_->domain, min_saving));
+                            diagnose::EvaluateCounterfactual(*plan, control, after, data_->domain, min_saving));
   out.ran = true;
   out.confirmed = outcome.confirmed;
   out.sentence = outcome.sentence;
@@ -292,7 +301,11 @@ StatusOr<ConfirmOutcome> AnalysisSession::Confirm(ProcessRunner& runner, const R
   return out;
 }
 
-std::string AnalysisSession::TerminalReport() const { return report::RenderDiffTerminal(data_->report_input()); }
+std::string AnalysisSession::TerminalReport(bool verbose) const {
+  report::DiffReportInput in = data_->report_input();
+  in.verbose = verbose;
+  return report::RenderDiffTerminal(in);
+}
 std::string AnalysisSession::JsonReport() const { return report::DiffToJson(data_->report_input()).dump(2) + "\n"; }
 std::string AnalysisSession::HtmlReport() const { return report::RenderDiffHtml(data_->report_input()); }
 

@@ -45,6 +45,7 @@ class CompareCommand : public Command {
     auto* sub = app.add_subcommand(
         "compare", "Record two programs N times each, interleaved, and compare them with an interval over the runs");
     sub->add_option("-n,--runs", runs_, "Recordings per side")->default_val(3)->check(CLI::Range(1, 50));
+    sub->add_flag("-v,--verbose", verbose_, "Every finding's full evidence in the diff, not the terse lines");
     sub->add_flag("--values", values_,
                   "Fingerprint tensor values and diff region by region (otherwise only job energy is compared)");
     sub->add_option("--out-dir", out_dir_, "Where the traces and the programs' output go")
@@ -99,7 +100,7 @@ class CompareCommand : public Command {
     if (!session.ok()) return Fail(session.status().message());
     Status st = (*session)->Diff();
     if (!st.ok()) return Fail(st.message());
-    std::printf("\n%s", (*session)->TerminalReport().c_str());
+    std::printf("\n%s", (*session)->TerminalReport(verbose_).c_str());
     if (!json_path_.empty()) {
       st = WriteTextFile(json_path_, (*session)->JsonReport());
       if (!st.ok()) return Fail(st.message());
@@ -137,6 +138,7 @@ class CompareCommand : public Command {
   }
 
   int runs_ = 3;
+  bool verbose_ = false;
   bool values_ = false;
   std::string out_dir_, json_path_, html_path_;
   std::vector<std::string> commands_;

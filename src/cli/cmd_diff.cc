@@ -32,8 +32,9 @@ class DiffCommand : public Command {
         ->default_val(1e-2)
         ->check(CLI::NonNegativeNumber);
     sub->add_option("--min-share", options_.min_share,
-                    "Ignore findings that save less than this share of the end-to-end energy")
-        ->default_val(0.0)
+                    "Findings that save less than this share of the job's energy are `small`, not flagged (the "
+                    "setting the case suite is scored at; 0 flags every difference beyond tau)")
+        ->default_val(0.01)
         ->check(CLI::Range(0.0, 1.0));
     sub->add_option("--min-same-work-share", options_.min_same_work_share,
                     "Noise floor of findings where both sides run the same ops on the same shapes (timing is "
@@ -53,6 +54,9 @@ class DiffCommand : public Command {
                   "Re-run recorded commands (the line-level step, --confirm) even of traces this user did not record "
                   "on this machine: a trace's command line is code, run it only if you trust the trace");
     sub->add_option("--confirm-min-saving", confirm_min_saving_, "Relative saving that confirms")->default_val(0.05);
+    sub->add_flag("-v,--verbose", verbose_,
+                  "Every finding's full evidence (energy, interval basis, op lists, call sites, deviation point, "
+                  "line-trace chain, candidates), not the terse lines");
     return sub;
   }
 
@@ -78,7 +82,7 @@ class DiffCommand : public Command {
       st = (*session)->TraceLines(processes, rerun_policy_);
       if (!st.ok()) return Fail(st.message());
     }
-    std::fputs((*session)->TerminalReport().c_str(), stdout);
+    std::fputs((*session)->TerminalReport(verbose_).c_str(), stdout);
     if (!json_path_.empty()) {
       st = WriteTextFile(json_path_, (*session)->JsonReport());
       if (!st.ok()) return Fail(st.message());
@@ -118,6 +122,7 @@ class DiffCommand : public Command {
   }
 
   std::string path_a_, path_b_, json_path_, html_path_;
+  bool verbose_ = false;
   bool confirm_ = false;
   bool no_rerun_ = false;
   double confirm_min_saving_ = 0.05;

@@ -94,11 +94,13 @@ StatusOr<CounterfactualOutcome> EvaluateCounterfactual(const Counterfactual& pla
   std::string var = fmt::format("`{}` = {}", plan.variable.key, plan.new_value);
   if (out.confirmed) {
     out.sentence = fmt::format(
-        "Confirmed: re-running {} with {} used {:.2f} J instead of {:.2f} J ({}, {}): {:.2f} J saved, {:.1f}% of the job.",
+        "Confirmed: re-running {} with {} used {:.2f} J instead of {:.2f} J (its control: the command re-run as "
+        "recorded, just before; {}, {}): {:.2f} J saved, {:.1f}% of the job.",
         plan.rerun_side, var, out.after_uj / 1e6, out.before_uj / 1e6, prov, out.domain, saved / 1e6, 100 * share);
   } else {
     out.sentence = fmt::format(
-        "Not confirmed: re-running {} with {} used {:.2f} J vs {:.2f} J ({}, {}): {:.1f}% change, below the "
+        "Not confirmed: re-running {} with {} used {:.2f} J vs {:.2f} J (its control: the command re-run as "
+        "recorded, just before; {}, {}): {:.1f}% change, below the "
         "{:.0f}% needed; the cause is elsewhere or the override did not take effect.",
         plan.rerun_side, var, out.after_uj / 1e6, out.before_uj / 1e6, prov, out.domain, 100 * share,
         100 * min_saving);

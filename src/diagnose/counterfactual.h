@@ -31,7 +31,7 @@ StatusOr<Counterfactual> PlanCounterfactual(const Trace& a, const Trace& b, cons
                                             const std::vector<Diagnosis>& diagnoses);
 
 struct CounterfactualOutcome {
-  double before_uj = 0;  // the wasteful run as recorded
+  double before_uj = 0;  // the wasteful side re-run as recorded (the control)
   double after_uj = 0;   // the re-run with the override
   Provenance provenance = Provenance::kEstimated;
   std::string domain;
@@ -39,8 +39,9 @@ struct CounterfactualOutcome {
   std::string sentence;
 };
 
-// Job energy of both runs of the wasteful side in `domain` (the diff's);
-// confirmed when the re-run uses at least `min_saving` (relative) less.
+// Job energy of both runs of the wasteful side in `domain` (the diff's):
+// `before` is the control (the command re-run as recorded, just before
+// `after`); confirmed when the re-run uses at least `min_saving` (relative) less.
 StatusOr<CounterfactualOutcome> EvaluateCounterfactual(const Counterfactual& plan, const Trace& before,
                                                        const Trace& after, const std::string& domain,
                                                        double min_saving);

@@ -13,6 +13,7 @@
 
 #include "diagnose/diagnose.h"
 #include "diagnose/line_diagnosis.h"
+#include "diagnose/region_name.h"
 
 namespace magneton::diagnose {
 namespace {
@@ -62,6 +63,12 @@ RootCause FromCandidate(const Diagnosis& d, const Candidate& c, const std::strin
     if (!o.file.empty()) r.where = fmt::format("{}:{}", o.file, o.line);
     r.evidence = fmt::format("the line trace follows the branch at {}:{} back to {} `{}`", d.line->file,
                              d.line->divergence.branch_line, OriginKindName(o.kind), o.name);
+  }
+  // A call's argument is changed where the user's code makes the call, not
+  // where the library reads it: that line stays in the evidence.
+  if (r.kind == "call_arg" && !d.sites_costly.empty() && !d.sites_costly.front().user_frame.empty()) {
+    if (!r.where.empty()) r.evidence += "; read at " + r.where;
+    r.where = FileLine(d.sites_costly.front().user_frame);
   }
   return r;
 }
@@ -288,7 +295,7 @@ std::string RootCauseLine(const RootCause& c) {
   if (!c.value_a.empty() || !c.value_b.empty()) s += fmt::format(" (A: {}, B: {})", c.value_a, c.value_b);
   if (!c.where.empty()) s += " at " + c.where;
   if (!c.evidence.empty()) s += " — " + c.evidence;
-  return s;
+  return ShortPathsIn(s);
 }
 
 void FinishDiagnosis(Diagnosis* d) {

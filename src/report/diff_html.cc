@@ -35,7 +35,7 @@ body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d1d1f;max-width:120
 h1{font-size:20px}h2{font-size:16px;margin-top:28px}
 table{border-collapse:collapse;width:100%}td,th{padding:4px 8px;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
 th{background:#f4f4f6}.num{text-align:right;font-variant-numeric:tabular-nums}
-.waste{color:#b3261e;font-weight:600}.trade_off{color:#8a5a00;font-weight:600}.equal{color:#666}.inconclusive{color:#3b5b8a;font-weight:600}.interval{color:#444}
+.waste{color:#b3261e;font-weight:600}.trade_off{color:#8a5a00;font-weight:600}.equal{color:#666}.small{color:#888}.grey{color:#aaa}.inconclusive{color:#3b5b8a;font-weight:600}.interval{color:#444}
 .prov{display:inline-block;padding:1px 6px;border-radius:4px;background:#fff3cd;font-size:12px}
 .measured{background:#d1f0d8}
 .bar{height:12px;background:#4a78c2;display:inline-block;vertical-align:middle}.bar.b{background:#c2704a}
@@ -80,7 +80,7 @@ std::string RootCauseHtml(const diagnose::RootCause& c) {
   if (!c.value_a.empty() || !c.value_b.empty()) {
     h += fmt::format(" — A <code>{}</code>, B <code>{}</code>", Esc(c.value_a), Esc(c.value_b));
   }
-  if (!c.where.empty()) h += fmt::format(" at <code>{}</code>", Esc(c.where));
+  if (!c.where.empty()) h += fmt::format(" at <code>{}</code>", Esc(diagnose::ShortPath(c.where)));
   if (!c.evidence.empty()) h += "<br>" + Esc(c.evidence);
   return h + "</p>";
 }
@@ -116,16 +116,21 @@ std::string RenderDiffHtml(const DiffReportInput& in) {
        "<th class=\"num\">share</th></tr>";
   for (size_t i = 0; i < r.findings.size(); ++i) {
     const Finding& f = r.findings[i];
-    std::string region = f.kind == detect::RegionKind::kMatched ? (f.names_a.empty() ? "?" : f.names_a.front())
-                                                                : detect::RegionKindName(f.kind);
+    const std::string region = RegionNameOf(in, f).text;
+    // Equal only by a share floor: "small", its ratio greyed, so that 82x beside "equal" does not contradict.
+    const bool small = BelowNoiseFloor(f, r.options.tau);
+    const std::string verdict = small ? "small" : detect::VerdictName(f.verdict);
     h += fmt::format(
         "<tr><td class=\"num\"><a href=\"#f{}\">{}</a></td><td class=\"{}\">{}</td><td><code>{}</code>{}</td>"
-        "<td class=\"num\">{}</td><td>{} {}</td><td>{} {}</td><td class=\"num\">{:.2f} {}</td><td>{}: {}</td>"
+        "<td class=\"num\">{}</td><td>{} {}</td><td>{} {}</td><td class=\"num{}\">{:.2f} {}</td><td>{}: {}</td>"
         "<td class=\"num\">{:.1f}%</td></tr>",
-        i + 1, i + 1, detect::VerdictName(f.verdict), detect::VerdictName(f.verdict), Esc(region),
-        f.names_a.size() > 1 ? fmt::format(" … ({} ops)", f.names_a.size()) : "", f.instances.size(),
+        i + 1, i + 1, verdict, verdict, Esc(region),
+        f.kind == detect::RegionKind::kMatched ? fmt::format(" <small>({}|{} ops)</small>", f.names_a.size(),
+                                                            f.names_b.size())
+                                               : "",
+        f.instances.size(),
         Bar(f.a.energy_uj, max_uj, false), energy(f.a.energy_uj), Bar(f.b.energy_uj, max_uj, true),
-        energy(f.b.energy_uj), f.energy_ratio,
+        energy(f.b.energy_uj), small ? " grey" : "", f.energy_ratio,
         f.uncertainty.ratio.known ? fmt::format("[{:.2f}, {:.2f}]", f.uncertainty.ratio.low, f.uncertainty.ratio.high)
                                   : std::string("[n/a]"),
         f.wasteful_side ? std::string(1, f.wasteful_side) : "-",
@@ -136,10 +141,11 @@ std::string RenderDiffHtml(const DiffReportInput& in) {
     const Finding& f = r.findings[i];
     const diagnose::Diagnosis* d = DiagnosisFor(in, i);
     if (!d) continue;
-    h += fmt::format("<div class=\"finding\" id=\"f{}\"><b>#{}</b> <span class=\"{}\">{}</span> — {} ({} "
-                     "instance(s))<br>A: {} in {} · B: {} in {} · {}",
+    h += fmt::format("<div class=\"finding\" id=\"f{}\"><b>#{}</b> <span class=\"{}\">{}</span> — <code>{}</code> "
+                     "— {} ({} instance(s))<br>A: {} in {} · B: {} in {} · {}",
                      i + 1, i + 1, detect::VerdictName(f.verdict), detect::VerdictName(f.verdict),
-                     Esc(diagnose::KindName(d->kind)), f.instances.size(), energy(f.a.energy_uj),
+                     Esc(RegionNameOf(in, f).text), Esc(diagnose::KindName(d->kind)), f.instances.size(),
+                     energy(f.a.energy_uj),
                      magneton::FormatDuration(f.a.time_ns), energy(f.b.energy_uj), magneton::FormatDuration(f.b.time_ns),
                      Esc(f.outputs_note));
     if (f.uncertainty.ratio.known) {

@@ -126,9 +126,13 @@ json DiffToJson(const DiffReportInput& in) {
   for (size_t i = 0; i < r.findings.size(); ++i) {
     const detect::Finding& f = r.findings[i];
     const diagnose::Diagnosis* d = DiagnosisFor(in, i);
+    const diagnose::RegionName name = RegionNameOf(in, f);
     findings.push_back({{"rank", i + 1},
                         {"kind", detect::RegionKindName(f.kind)},
+                        {"name", name.text},
+                        {"name_basis", name.basis},
                         {"verdict", detect::VerdictName(f.verdict)},
+                        {"below_noise_floor", BelowNoiseFloor(f, r.options.tau)},
                         {"instances", f.instances.size()},
                         {"a", {{"energy_uj", f.a.energy_uj}, {"issue_uj", f.a.issue_uj}, {"time_ns", f.a.time_ns},
                                {"ops", f.names_a}}},

@@ -9,6 +9,7 @@
 
 #include "detect/detect.h"
 #include "diagnose/diagnose.h"
+#include "diagnose/region_name.h"
 #include "magneton/trace.h"
 
 namespace magneton::report {
@@ -19,10 +20,19 @@ struct DiffReportInput {
   const Trace* b = nullptr;
   const detect::DetectResult* result = nullptr;
   const std::vector<diagnose::Diagnosis>* diagnoses = nullptr;
+  // Terminal only: every finding's full evidence (op lists, call sites,
+  // deviation point, line-trace chain, candidates), not the terse lines.
+  bool verbose = false;
 };
 
 // The diagnosis of findings[index], or null.
 const diagnose::Diagnosis* DiagnosisFor(const DiffReportInput& in, size_t index);
+// What a finding's region is (diagnose::NameRegion over the two traces).
+diagnose::RegionName RegionNameOf(const DiffReportInput& in, const detect::Finding& f);
+// An `equal` finding whose ratio exceeds tau: equal only because its saving is
+// below a share floor (min_share, the same-work floor). Reports call it
+// "small" so that a large ratio beside "equal" does not read as a contradiction.
+bool BelowNoiseFloor(const detect::Finding& f, double tau);
 // The end-to-end energy that waste findings could save, per costlier side.
 double WasteSavingUj(const detect::DetectResult& r);
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "diagnose/line_diagnosis.h"
+#include "diagnose/region_name.h"
 #include "report/diff_report.h"
 #include "base/format.h"
 
@@ -11,16 +12,8 @@ namespace {
 
 using detect::Finding;
 
-std::string RegionTitle(const Finding& f) {
-  switch (f.kind) {
-    case detect::RegionKind::kOutsideOps: return "(outside every op)";
-    case detect::RegionKind::kUnmatched:
-      return fmt::format("(unmatched: {} op(s) only in A, {} only in B)", f.names_a.size(), f.names_b.size());
-    case detect::RegionKind::kMatched: break;
-  }
-  std::string first = f.names_a.empty() ? "?" : f.names_a.front();
-  return fmt::format("{}{} ({}|{} ops)", first, f.names_a.size() > 1 ? "…" : "", f.names_a.size(), f.names_b.size());
-}
+// The row's name: what the region is (diagnose/region_name.h), else its kind.
+std::string RegionTitle(const DiffReportInput& in, const Finding& f) { return RegionNameOf(in, f).text; }
 
 // "1.52 [1.31, 1.77]": the ratio and its interval ("n/a" when there is none).
 std::string RatioWithInterval(const Finding& f) {
@@ -42,6 +35,17 @@ const diagnose::Diagnosis* DiagnosisFor(const DiffReportInput& in, size_t index)
     if (d.finding_index == index) return &d;
   }
   return nullptr;
+}
+
+diagnose::RegionName RegionNameOf(const DiffReportInput& in, const Finding& f) {
+  static const Trace kEmpty;
+  return diagnose::NameRegion(in.a ? *in.a : kEmpty, in.b ? *in.b : kEmpty, f);
+}
+
+bool BelowNoiseFloor(const Finding& f, double tau) {
+  if (f.verdict != detect::Verdict::kEqual || f.kind == detect::RegionKind::kOutsideOps) return false;
+  const double costly = f.energy_ratio >= 1 ? f.energy_ratio : (f.energy_ratio > 0 ? 1 / f.energy_ratio : 0);
+  return costly > 1 + tau;
 }
 
 double WasteSavingUj(const detect::DetectResult& r) {
@@ -101,7 +105,7 @@ std::string RenderDiffTerminal(const DiffReportInput& in) {
       continue;
     }
     out += fmt::format("{:>3}  {:<12}  {:<38}  {:>4}  {:>24}  {:>24}  {:>20}  {:>24}  {:>5.1f}%\n", ++rank,
-                       detect::VerdictName(f.verdict), Clip(RegionTitle(f), 38), f.instances.size(),
+                       detect::VerdictName(f.verdict), Clip(RegionTitle(in, f), 38), f.instances.size(),
                        magneton::FormatEnergy(f.a.energy_uj, p), magneton::FormatEnergy(f.b.energy_uj, p),
                        RatioWithInterval(f),
                        std::string(1, f.wasteful_side ? f.wasteful_side : '-') + ": " +
@@ -120,7 +124,40 @@ std::string RenderDiffTerminal(const DiffReportInput& in) {
     // Past the row limit, only the finding the line trace ran on is shown:
     // its root cause is the one thing the reader must not miss.
     if (++rank > kMaxRows && !(d && d->line)) continue;
-    out += fmt::format("\n[{}] {} — {}\n", rank, detect::VerdictName(f.verdict), RegionTitle(f));
+    // One line that says what, how sure and how much; then the cause.
+    const char costly = f.wasteful_side ? f.wasteful_side : 'A';
+    out += fmt::format("\n[{}] {} — {}{} — {} could save {}, {:.1f}% of {}'s job; A/B {}\n", rank,
+                       detect::VerdictName(f.verdict), RegionTitle(in, f),
+                       f.instances.size() > 1 ? fmt::format(" ×{}", f.instances.size()) : "", costly,
+                       magneton::FormatEnergy(f.saving_uj, p), 100 * f.share_of_total, costly, RatioWithInterval(f));
+    if (d) out += "    " + diagnose::RootCauseLine(d->root_cause) + "\n";
+    if (f.verdict == detect::Verdict::kInconclusive && !f.uncertainty_note.empty()) {
+      out += "    inconclusive: " + f.uncertainty_note + "\n";
+    }
+    if (!d) continue;
+    for (const auto& st : d->states) {
+      out += fmt::format("    runtime state: {} = {} (A) / {} (B){}\n", st.key, st.value_a, st.value_b,
+                         st.where.empty() ? "" : fmt::format("  set by {} at {}", st.setter_side,
+                                                             diagnose::ShortPath(st.where)));
+    }
+    if (!d->sites_costly.empty()) {
+      const auto& s = d->sites_costly.front();
+      const std::string user = s.user_frame.empty() ? "" : diagnose::ShortPath(diagnose::FileLine(s.user_frame));
+      const std::string api = diagnose::ShortPath(s.api_frame.empty() ? s.library_frame : s.api_frame);
+      out += fmt::format("    issued at {}{} ({} op(s){})\n", user.empty() ? "" : user + " via ", api, s.op_count,
+                         d->sites_costly.size() > 1 ? fmt::format(", {} more site(s)", d->sites_costly.size() - 1)
+                                                    : "");
+    }
+    if (d->line && d->line->found) {
+      const diagnose::LineDiagnosis& l = *d->line;
+      out += fmt::format("    line trace: {} → {} `{}` at {}:{}  A: {}  B: {}{}\n", l.function,
+                         diagnose::OriginKindName(l.origin.kind), l.origin.name, diagnose::ShortPath(l.origin.file),
+                         l.origin.line, l.origin.value_a, l.origin.value_b,
+                         l.config_key.empty() ? "" : "  -> config " + l.config_key);
+    } else if (d->line) {
+      out += "    line trace: none (" + d->line->note + ")\n";
+    }
+    if (!in.verbose) continue;
     out += fmt::format("    A: {} in {}    B: {} in {}    ({})\n", magneton::FormatEnergy(f.a.energy_uj, p),
                        magneton::FormatDuration(f.a.time_ns), magneton::FormatEnergy(f.b.energy_uj, p),
                        magneton::FormatDuration(f.b.time_ns), f.outputs_note);
@@ -130,10 +167,9 @@ std::string RenderDiffTerminal(const DiffReportInput& in) {
                          u.units, u.unit, magneton::FormatEnergy(std::max(0.0, u.saving_uj.low), p),
                          magneton::FormatEnergy(std::max(0.0, u.saving_uj.high), p));
     }
-    if (!f.uncertainty_note.empty()) out += "    " + f.uncertainty_note + "\n";
-    if (!d) continue;
-    // The cause leads: what to change, then the evidence for it.
-    out += "    " + diagnose::RootCauseLine(d->root_cause) + "\n";
+    if (f.verdict != detect::Verdict::kInconclusive && !f.uncertainty_note.empty()) {
+      out += "    " + f.uncertainty_note + "\n";
+    }
     out += "    " + d->sentence + "\n";
     if (d->kind == diagnose::Kind::kSameApiDifferentKernel) {
       const auto& k = d->kernel;
@@ -144,10 +180,6 @@ std::string RenderDiffTerminal(const DiffReportInput& in) {
                            i < k.nested_b.size() ? k.nested_b[i] : "");
       }
       if (rows < std::max(k.nested_a.size(), k.nested_b.size())) out += "      …\n";
-    }
-    for (const auto& st : d->states) {
-      out += fmt::format("    runtime state: {} = {} (A) / {} (B){}\n", st.key, st.value_a, st.value_b,
-                         st.where.empty() ? "" : fmt::format("  set by {} at {}", st.setter_side, st.where));
     }
     // Side by side only where it fits; long regions are summarised in the sentence.
     if (d->kind == diagnose::Kind::kDifferentOps && std::max(f.names_a.size(), f.names_b.size()) <= 24) {
@@ -188,8 +220,6 @@ std::string RenderDiffTerminal(const DiffReportInput& in) {
       out += fmt::format("      origin: {} `{}` at {}:{}  A: {}  B: {}{}\n", diagnose::OriginKindName(l.origin.kind),
                          l.origin.name, l.origin.file, l.origin.line, l.origin.value_a, l.origin.value_b,
                          l.config_key.empty() ? "" : "  -> config " + l.config_key);
-    } else if (d->line) {
-      out += "    line trace: none (" + d->line->note + ")\n";
     }
     for (size_t c = 0; c < d->candidates.size() && c < 3; ++c) {
       const auto& cand = d->candidates[c];
@@ -197,6 +227,10 @@ std::string RenderDiffTerminal(const DiffReportInput& in) {
                          cand.config.value_a, cand.config.value_b, cand.config.source,
                          cand.evidence.empty() ? "" : "  named at " + cand.evidence);
     }
+  }
+  if (!in.verbose && rank > 0) {
+    out += "\n(-v for each finding's energy, interval basis, op lists, call sites, deviation point, line-trace chain "
+           "and candidates)\n";
   }
   return out;
 }

@@ -216,16 +216,15 @@ TEST(AnalysisSession, ConfirmMeasuresTheRerunInTheDiffsDomain) {
   const double before_uj = d.energy_a.job_uj;
   ASSERT_GT(before_uj, 0);
 
-  ScriptedRunner runner;
-  runner.on_record = [&](const RecordRunRequest& req) {
-    // The re-run: the same ops in half the time at the same power in
-    // cpu-estimate, and far more energy in a-small.
+  // A re-run of the wasteful command: the same op over `fraction` of the
+  // recorded job at the same power in cpu-estimate (far more in a-small).
+  auto rerun = [&](const RecordRunRequest& req, double fraction) {
     RunMetadata meta;
     meta.label = req.label;
     ASSERT_TRUE(Recorder::Start(req.output, meta).ok());
     Recorder* rec = Recorder::Active();
     const int64_t t0 = d.energy_a.ops_start_ns;
-    const int64_t t1 = t0 + (d.energy_a.ops_end_ns - t0) / 2;
+    const int64_t t1 = t0 + static_cast<int64_t>(fraction * static_cast<double>(d.energy_a.ops_end_ns - t0));
     rec->BeginOp(rec->InternString("aten::linear"), kNoId);
     rec->EndOp("", t0, t1);
     for (int64_t t = 0; t <= t1 + 1000; t += 100) {
@@ -236,11 +235,19 @@ TEST(AnalysisSession, ConfirmMeasuresTheRerunInTheDiffsDomain) {
     }
     ASSERT_TRUE(Recorder::Stop().ok());
   };
+  // The machine is as fast as when A was recorded: the control takes the
+  // recorded time, the flipped run half of it.
+  ScriptedRunner runner;
+  runner.on_record = [&](const RecordRunRequest& req) { rerun(req, req.env.count("MAGNETON_OVERRIDES") ? 0.5 : 1.0); };
   auto outcome = p.session->Confirm(runner, RerunPolicy{}, 0.05);
   ASSERT_TRUE(outcome.ok()) << outcome.status().message();
   ASSERT_TRUE(outcome->ran) << outcome->sentence;
-  ASSERT_EQ(runner.records.size(), 1u);
-  const RecordRunRequest& req = runner.records[0];
+  // The control (the command as recorded, no override) runs first, then the flipped run.
+  ASSERT_EQ(runner.records.size(), 2u);
+  const RecordRunRequest& control = runner.records[0];
+  EXPECT_EQ(control.argv, (std::vector<std::string>{"/bin/sh", "-c", "python net.py --fused"}));
+  EXPECT_FALSE(control.env.count("MAGNETON_OVERRIDES"));
+  const RecordRunRequest& req = runner.records[1];
   EXPECT_EQ(req.argv, (std::vector<std::string>{"/bin/sh", "-c", "python net.py --fused"}));
   EXPECT_EQ(req.cwd, p.dir);
   ASSERT_TRUE(req.env.count("MAGNETON_OVERRIDES"));
@@ -249,7 +256,18 @@ TEST(AnalysisSession, ConfirmMeasuresTheRerunInTheDiffsDomain) {
   EXPECT_FALSE(overrides[0]["key"].get<std::string>().empty());
   EXPECT_TRUE(outcome->confirmed) << outcome->sentence;
   EXPECT_NE(outcome->sentence.find("cpu-estimate"), std::string::npos) << outcome->sentence;
+  EXPECT_NE(outcome->sentence.find("its control"), std::string::npos) << outcome->sentence;
   EXPECT_EQ(outcome->trace_path, req.output);
+
+  // The machine got twice as fast since A was recorded and the flip changes
+  // nothing: against the original recording it would look like a 50% saving;
+  // against the control it is none.
+  ScriptedRunner faster;
+  faster.on_record = [&](const RecordRunRequest& r) { rerun(r, 0.5); };
+  auto unchanged = p.session->Confirm(faster, RerunPolicy{}, 0.05);
+  ASSERT_TRUE(unchanged.ok()) << unchanged.status().message();
+  ASSERT_TRUE(unchanged->ran);
+  EXPECT_FALSE(unchanged->confirmed) << unchanged->sentence;
 }
 
 TEST(AnalysisSession, WithoutACommonDomainMatchingStillWorks) {

@@ -40,19 +40,20 @@ Report RunDiff(const Side& a, const Side& b) {
   EXPECT_TRUE(ea.ok() && eb.ok());
   auto m = MatchTraces(a.trace, a.fps, b.trace, b.fps);
   EXPECT_TRUE(m.ok());
-  auto res = detect::DetectFromMatch(a.trace, a.fps, *ea, b.trace, b.fps, *eb, *m, {});
+  // The diff command's defaults (AnalysisOptions): the golden file is shared with AnalysisSession's test.
+  detect::Options options;
+  options.min_share = 0.01;
+  auto res = detect::DetectFromMatch(a.trace, a.fps, *ea, b.trace, b.fps, *eb, *m, options);
   EXPECT_TRUE(res.ok()) << res.status().message();
   r.result = std::move(res).value();
   r.diagnoses = diagnose::Diagnose(a.trace, b.trace, r.result);
   return r;
 }
 
-TEST(ReportDiff, GoldenJson) {
-  Side a = Record("fused.mtrace", true, false), b = Record("decomposed.mtrace", false, false);
-  Report r = RunDiff(a, b);
-  DiffReportInput in{"fused.mtrace", "decomposed.mtrace", &a.trace, &b.trace, &r.result, &r.diagnoses};
-  const std::string got = DiffToJson(in).dump(2) + "\n";
-  const std::string golden = std::string(MAGNETON_GOLDEN_DIR) + "/diff_fused_vs_decomposed.json";
+// Each rendering of one fixed trace pair against its golden file; regenerate
+// all three with MAGNETON_UPDATE_GOLDEN=1 and review the diff.
+void ExpectGolden(const std::string& got, const std::string& name) {
+  const std::string golden = std::string(MAGNETON_GOLDEN_DIR) + "/" + name;
   if (const char* update = std::getenv("MAGNETON_UPDATE_GOLDEN"); update && std::string(update) == "1") {
     std::ofstream(golden) << got;
     GTEST_SKIP() << "rewrote " << golden;
@@ -61,7 +62,30 @@ TEST(ReportDiff, GoldenJson) {
   ASSERT_TRUE(in_file) << golden << " missing; run with MAGNETON_UPDATE_GOLDEN=1";
   std::stringstream want;
   want << in_file.rdbuf();
-  EXPECT_EQ(got, want.str()) << "diff output changed; if intended, regenerate with MAGNETON_UPDATE_GOLDEN=1";
+  EXPECT_EQ(got, want.str()) << name << " changed; if intended, regenerate with MAGNETON_UPDATE_GOLDEN=1";
+}
+
+TEST(ReportDiff, GoldenJson) {
+  Side a = Record("fused.mtrace", true, false), b = Record("decomposed.mtrace", false, false);
+  Report r = RunDiff(a, b);
+  DiffReportInput in{"fused.mtrace", "decomposed.mtrace", &a.trace, &b.trace, &r.result, &r.diagnoses};
+  ExpectGolden(DiffToJson(in).dump(2) + "\n", "diff_fused_vs_decomposed.json");
+}
+
+TEST(ReportDiff, GoldenTerminal) {
+  Side a = Record("fused.mtrace", true, false), b = Record("decomposed.mtrace", false, false);
+  Report r = RunDiff(a, b);
+  DiffReportInput in{"fused.mtrace", "decomposed.mtrace", &a.trace, &b.trace, &r.result, &r.diagnoses};
+  ExpectGolden(RenderDiffTerminal(in), "diff_fused_vs_decomposed.txt");
+  in.verbose = true;
+  ExpectGolden(RenderDiffTerminal(in), "diff_fused_vs_decomposed.verbose.txt");
+}
+
+TEST(ReportDiff, GoldenHtml) {
+  Side a = Record("fused.mtrace", true, false), b = Record("decomposed.mtrace", false, false);
+  Report r = RunDiff(a, b);
+  DiffReportInput in{"fused.mtrace", "decomposed.mtrace", &a.trace, &b.trace, &r.result, &r.diagnoses};
+  ExpectGolden(RenderDiffHtml(in), "diff_fused_vs_decomposed.html");
 }
 
 TEST(ReportDiff, FusedSideIsFlaggedAndDiagnosed) {
@@ -154,6 +178,12 @@ TEST(ReportDiff, LineDiagnosisInEveryRendering) {
   EXPECT_EQ(j["origin"]["kind"], "config_field");
   EXPECT_EQ(j["origin"]["value_b"], "False");
   EXPECT_EQ(j["config_key"], "model_config.Net.fuse_linear");
+  // Terse: the line trace's conclusion in one line, the chain only with -v.
+  const std::string terse = RenderDiffTerminal(in);
+  EXPECT_NE(terse.find("line trace: /src/net.py:Net.forward → config_field `self.config.fuse_linear`"),
+            std::string::npos) << terse;
+  EXPECT_EQ(terse.find("A next  11: y = fused(x)"), std::string::npos) << terse;
+  in.verbose = true;
   const std::string text = RenderDiffTerminal(in);
   EXPECT_NE(text.find("A next  11: y = fused(x)"), std::string::npos) << text;
   EXPECT_NE(text.find("origin: config_field `self.config.fuse_linear`"), std::string::npos) << text;

@@ -20,14 +20,14 @@ SCRIPT = """
 import sys, torch
 from transformers import GPT2Config, GPT2LMHeadModel
 torch.manual_seed(0)
-# n_embd 256 and 48 prompt tokens, as in test_diff_hf: at n_embd 64 and 32 tokens every op is dispatch-bound and
-# use_cache=False cost the same job energy as use_cache=True (3.12 vs 3.11 J), so which side a region's noise
-# favoured decided the top finding; here recomputing the prefix is a real compute difference.
-m = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=256, n_head=4, vocab_size=500, n_positions=128,
+# The same size as test_diff_hf's "gen" pair: without the cache each of 8 steps recomputes a 2x256-token prefix at
+# n_embd 512, compute-bound, ~3.5-4x the cached job. At n_embd 256 and 48 tokens (~2x) one run's machine slowdown made
+# the real region inconclusive and a 0.0%-of-the-job single-op region the top finding.
+m = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=512, n_head=4, vocab_size=500, n_positions=512,
                                bos_token_id=499, eos_token_id=499)).eval()
-ids = torch.randint(0, 500, (1, 48), generator=torch.Generator().manual_seed(1))
+ids = torch.randint(0, 500, (2, 256), generator=torch.Generator().manual_seed(1))
 with torch.no_grad():
-    m.generate(ids, max_new_tokens=16, min_new_tokens=16, do_sample=False, pad_token_id=0,
+    m.generate(ids, max_new_tokens=8, min_new_tokens=8, do_sample=False, pad_token_id=0,
                use_cache=sys.argv[1] == "cache")
 """
 
@@ -128,9 +128,9 @@ def test_summary_table_has_one_visible_row_per_finding(report, page):
         assert row["visible"], row
         rank, verdict, region, reps, a_energy, b_energy, ratio, save, share = row["cells"]
         assert rank == str(f["rank"])
-        assert verdict == f["verdict"]
-        want_region = (f["a"]["ops"][0] if f["a"]["ops"] else "?") if f["kind"] == "matched" else f["kind"]
-        assert region.startswith(want_region), (region, f)
+        # Equal only by the share floor reads "small" (its ratio may be large).
+        assert verdict == ("small" if f["below_noise_floor"] else f["verdict"])
+        assert region.startswith(f["name"]), (region, f)
         assert reps == str(f["instances"])
         assert a_energy.endswith(f"({provenance})") and b_energy.endswith(f"({provenance})")
         # The ratio and, beside it, its interval (docs/DIFF.md, "Uncertainty").
@@ -149,8 +149,11 @@ def test_top_finding_shows_its_region_and_root_cause(report, page):
     top = report["json"]["findings"][0]
     section = page["findings"][0]
     assert section["id"] == "f1" and section["visible"]
-    # Its name: rank, verdict and diagnosis kind, then the region's ops on both sides.
-    assert section["text"].startswith(f"#1 {top['verdict']} — {top['diagnosis']['kind']}"), section["text"][:200]
+    # Its name: rank, verdict, what the region is and the diagnosis kind, then the region's ops on both sides.
+    assert section["text"].startswith(f"#1 {top['verdict']} — {top['name']} — {top['diagnosis']['kind']}"), \
+        section["text"][:200]
+    # On a real GPT-2 trace the region is named by what it is (a module scope or the user's line), not by its first op.
+    assert top["name_basis"] in ("module_scope", "source_line"), top["name"]
     for op in top["a"]["ops"][:5] + top["b"]["ops"][:5]:
         assert op in section["text"], op
     # The sentence that says what to do, rendered in full.

@@ -1,0 +1,235 @@
+// Region names (docs/DIFF.md, "Region names"). A region's first op
+// ("aten::empty.memory_format") says nothing about what it is; the module
+// scopes and call paths the recorder keeps for every op do. The name is the
+// deepest module scope the region's ops share, with the indices that vary
+// over its occurrences collapsed (h.0 … h.3 -> h.{0..3}); without one, the
+// user's line that issued most of its ops and the library function it
+// called; without that, the first op.
+#include "diagnose/region_name.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <system_error>
+#include <vector>
+
+#include "diagnose/diagnose.h"
+
+namespace magneton::diagnose {
+namespace {
+
+using detect::Finding;
+
+// Scans at most this many occurrences: names settle long before, and a
+// decode loop can have thousands.
+constexpr size_t kMaxInstances = 64;
+// A scope names a region only when it holds most of its ops; the rest
+// (ops issued between module calls) do not change what the region is.
+constexpr double kMinScopedShare = 0.8;
+
+bool ValidOp(const Trace& t, int64_t id) { return id >= 0 && static_cast<size_t>(id) < t.ops.size(); }
+bool ValidScope(const Trace& t, int64_t id) { return id >= 0 && static_cast<size_t>(id) < t.scopes.size(); }
+
+// Root first.
+std::vector<int64_t> ScopeChain(const Trace& t, int64_t scope_id) {
+  std::vector<int64_t> chain;
+  for (int64_t id = scope_id; ValidScope(t, id) && chain.size() < 256; id = t.scopes[id].parent_id) chain.push_back(id);
+  std::reverse(chain.begin(), chain.end());
+  return chain;
+}
+
+// The deepest scope chain that most of `ops` share, or nothing.
+std::optional<std::vector<int64_t>> CommonScope(const Trace& t, const std::vector<int64_t>& ops) {
+  std::optional<std::vector<int64_t>> common;
+  size_t total = 0, scoped = 0;
+  for (int64_t id : ops) {
+    if (!ValidOp(t, id)) continue;
+    ++total;
+    const int64_t scope = t.ops[id].scope_id;
+    if (!ValidScope(t, scope)) continue;
+    ++scoped;
+    std::vector<int64_t> chain = ScopeChain(t, scope);
+    if (!common) {
+      common = std::move(chain);
+      continue;
+    }
+    size_t depth = 0;
+    while (depth < common->size() && depth < chain.size() && (*common)[depth] == chain[depth]) ++depth;
+    common->resize(depth);
+  }
+  if (!common || common->empty() || static_cast<double>(scoped) < kMinScopedShare * static_cast<double>(total)) {
+    return std::nullopt;
+  }
+  return common;
+}
+
+// "h.3" -> ("h.", 3); names without a trailing index give nothing.
+std::optional<std::pair<std::string, long>> Indexed(const std::string& name) {
+  size_t digits = name.size();
+  while (digits > 0 && name[digits - 1] >= '0' && name[digits - 1] <= '9') --digits;
+  if (digits == name.size() || name.size() - digits > 9) return std::nullopt;
+  return std::make_pair(name.substr(0, digits), std::stol(name.substr(digits)));
+}
+
+// {0, 1, 2, 3} -> "{0..3}"; {0, 2, 5} -> "{0,2,5}"; long gapped sets elided.
+std::string IndexSet(const std::set<long>& v) {
+  if (*v.rbegin() - *v.begin() + 1 == static_cast<long>(v.size())) return fmt::format("{{{}..{}}}", *v.begin(), *v.rbegin());
+  std::string out = "{";
+  size_t n = 0;
+  for (long x : v) {
+    if (n == 4) {
+      out += ",…";
+      break;
+    }
+    out += (n++ ? "," : "") + std::to_string(x);
+  }
+  return out + "}";
+}
+
+// One component over all occurrences: the same name, a collapsed index, or "*".
+std::string MergeNames(const std::vector<std::string>& names) {
+  const std::set<std::string> distinct(names.begin(), names.end());
+  if (distinct.size() == 1) return *distinct.begin();
+  std::string prefix;
+  std::set<long> indices;
+  for (const std::string& n : distinct) {
+    auto idx = Indexed(n);
+    if (!idx || (!indices.empty() && idx->first != prefix)) return "*";
+    prefix = idx->first;
+    indices.insert(idx->second);
+  }
+  return prefix + IndexSet(indices);
+}
+
+// The module-scope name of one side's occurrences, or "".
+std::string ScopeName(const Trace& t, const Finding& f, bool side_a) {
+  std::vector<std::vector<int64_t>> chains;
+  for (size_t i = 0; i < f.instances.size() && i < kMaxInstances; ++i) {
+    const auto& ops = side_a ? f.instances[i].ops_a : f.instances[i].ops_b;
+    if (ops.empty()) continue;
+    auto chain = CommonScope(t, ops);
+    if (!chain) return "";  // an occurrence with no common scope: the region is not one module's
+    chains.push_back(std::move(*chain));
+  }
+  if (chains.empty()) return "";
+  // The depth at which every occurrence is still the same kind of module.
+  size_t depth = chains.front().size();
+  for (const auto& c : chains) depth = std::min(depth, c.size());
+  for (size_t d = 0; d < depth; ++d) {
+    for (const auto& c : chains) {
+      if (t.scopes[c[d]].type_id != t.scopes[chains.front()[d]].type_id) {
+        depth = d;
+        break;
+      }
+    }
+  }
+  if (depth == 0) return "";
+  const std::string& leaf_type = t.str(t.scopes[chains.front()[depth - 1]].type_id);
+  // The root is the model itself; its attribute name is its class.
+  if (depth == 1) return leaf_type + " (whole model)";
+  std::string path;
+  for (size_t d = 1; d < depth; ++d) {
+    std::vector<std::string> names;
+    for (const auto& c : chains) names.push_back(t.str(t.scopes[c[d]].name_id));
+    path += (path.empty() ? "" : ".") + MergeNames(names);
+  }
+  return fmt::format("{} ({})", path, leaf_type);
+}
+
+// "gen.py:13 → GenerationMixin.generate": the user's line that issued most of
+// one side's ops, and the library function it called; "" without a user line.
+std::string SourceName(const Trace& t, const Finding& f, bool side_a) {
+  std::map<std::pair<std::string, std::string>, size_t> count;
+  std::map<int64_t, std::vector<std::string>> paths;
+  for (size_t i = 0; i < f.instances.size() && i < kMaxInstances; ++i) {
+    for (int64_t id : side_a ? f.instances[i].ops_a : f.instances[i].ops_b) {
+      if (!ValidOp(t, id)) continue;
+      const int64_t path_id = t.ops[id].call_path_id;
+      auto it = paths.find(path_id);
+      if (it == paths.end()) it = paths.emplace(path_id, t.CallPathFrames(path_id)).first;
+      const auto& frames = it->second;
+      for (auto f_it = frames.rbegin(); f_it != frames.rend(); ++f_it) {
+        const FrameRef frame = ParseFrame(*f_it);
+        if (IsLibraryFrame(frame)) continue;
+        std::string api;
+        for (auto in = f_it; in != frames.rbegin();) {
+          --in;
+          const FrameRef inner = ParseFrame(*in);
+          api = inner.function;
+          if (!IsPassThroughFrame(inner)) break;
+        }
+        ++count[{FileLine(*f_it), api}];
+        break;
+      }
+    }
+  }
+  if (count.empty()) return "";
+  auto best = std::max_element(count.begin(), count.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+  const auto& [line, api] = best->first;
+  return ShortPath(line) + (api.empty() ? "" : " → " + api);
+}
+
+}  // namespace
+
+std::string ShortPath(const std::string& frame_or_file) {
+  for (const char* marker : {"site-packages/", "dist-packages/"}) {
+    const size_t at = frame_or_file.rfind(marker);
+    if (at != std::string::npos) return frame_or_file.substr(at + std::char_traits<char>::length(marker));
+  }
+  std::error_code ec;
+  std::string cwd = std::filesystem::current_path(ec).string();
+  if (!ec && !cwd.empty() && cwd != "/") {
+    cwd += '/';
+    if (frame_or_file.compare(0, cwd.size(), cwd) == 0) return frame_or_file.substr(cwd.size());
+  }
+  return frame_or_file;
+}
+
+std::string ShortPathsIn(const std::string& text) {
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    const bool starts_path = text[i] == '/' && (i == 0 || text[i - 1] == ' ' || text[i - 1] == '(' ||
+                                                text[i - 1] == '[' || text[i - 1] == '`');
+    if (!starts_path) {
+      out += text[i++];
+      continue;
+    }
+    size_t end = i;
+    while (end < text.size() && text[end] != ' ' && text[end] != ')' && text[end] != ']' && text[end] != ',' &&
+           text[end] != ';' && text[end] != '`') {
+      ++end;
+    }
+    out += ShortPath(text.substr(i, end - i));
+    i = end;
+  }
+  return out;
+}
+
+RegionName NameRegion(const Trace& a, const Trace& b, const Finding& f) {
+  switch (f.kind) {
+    case detect::RegionKind::kOutsideOps: return {"(outside every op)", "kind"};
+    case detect::RegionKind::kUnmatched:
+      return {fmt::format("(unmatched: {} op(s) only in A, {} only in B)", f.names_a.size(), f.names_b.size()), "kind"};
+    case detect::RegionKind::kMatched: break;
+  }
+  // The costlier side first: it is the one the reader will change.
+  const bool a_first = f.wasteful_side != 'B';
+  for (bool side_a : {a_first, !a_first}) {
+    std::string name = ScopeName(side_a ? a : b, f, side_a);
+    if (!name.empty()) return {std::move(name), "module_scope"};
+  }
+  for (bool side_a : {a_first, !a_first}) {
+    std::string name = SourceName(side_a ? a : b, f, side_a);
+    if (!name.empty()) return {std::move(name), "source_line"};
+  }
+  const auto& names = f.names_a.empty() ? f.names_b : f.names_a;
+  if (names.empty()) return {"(no ops)", "ops"};
+  return {names.front() + (names.size() > 1 ? " …" : ""), "ops"};
+}
+
+}  // namespace magneton::diagnose
