@@ -21,7 +21,8 @@ double TraceEventUs(int64_t t_ns, int64_t origin_ns);
 // sample); `fallback_ns` when it has neither.
 int64_t EarliestEventNs(const Trace& trace, int64_t fallback_ns);
 
-// "process_name" (and "process_sort_index": Perfetto orders processes by it).
+// "process_name" (and "process_sort_index", which chrome://tracing orders processes by;
+// Perfetto orders them itself).
 void AppendProcessName(int64_t pid, const std::string& name, int sort_index, nlohmann::json& events);
 // "thread_name" (and "thread_sort_index" when given).
 void AppendThreadName(int64_t pid, int64_t tid, const std::string& name, nlohmann::json& events);
