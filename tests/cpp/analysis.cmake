@@ -2,3 +2,5 @@
 magneton_test(analysis_session_unittest)
 target_compile_definitions(analysis_session_unittest PRIVATE MAGNETON_GOLDEN_DIR="${PROJECT_SOURCE_DIR}/tests/golden")
 magneton_test(analysis_ab_unittest)
+# export --perfetto-diff: the diff through the session, then the trace-event writer.
+magneton_test(perfetto_diff_unittest)
