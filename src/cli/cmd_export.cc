@@ -36,8 +36,8 @@ class ExportCommand : public Command {
         ->default_val(1e-2)
         ->check(CLI::NonNegativeNumber);
     sub->add_option("--min-share", options_.min_share,
-                    "Ignore findings that save less than this share of the job energy (--perfetto-diff)")
-        ->default_val(0.0)
+                    "Findings that save less than this share of the job energy are `small` (--perfetto-diff; as diff)")
+        ->default_val(0.01)
         ->check(CLI::Range(0.0, 1.0));
     sub->add_option("--min-same-work-share", options_.min_same_work_share,
                     "Noise floor of same-work findings, as a share of the job (--perfetto-diff)")

@@ -47,13 +47,11 @@ std::string ProcessLabel(const SideTrack& s) {
   return std::string(1, s.letter) + ": " + what;
 }
 
-// The slice title on one side: "#1 waste: aten::linear (+2 ops)". The
+// The slice title: "#1 waste: transformer.h.{0..1}.attn (GPT2Attention)", the
+// region's name as the diff report gives it (diagnose/region_name.h); the
 // rank is the finding's in the diff report.
-std::string RegionName(size_t rank, const detect::Finding& f, const std::vector<std::string>& names) {
-  std::string out = "#" + std::to_string(rank) + " " + detect::VerdictName(f.verdict) + ": ";
-  out += names.empty() ? "?" : names.front();
-  if (names.size() > 1) out += " (+" + std::to_string(names.size() - 1) + " ops)";
-  return out;
+std::string RegionTitle(size_t rank, const DiffReportInput& in, const detect::Finding& f) {
+  return "#" + std::to_string(rank) + " " + detect::VerdictName(f.verdict) + ": " + RegionNameOf(in, f).text;
 }
 
 json OpNames(const std::vector<std::string>& names) {
@@ -218,8 +216,7 @@ Status WritePerfettoDiff(const DiffReportInput& in, std::ostream& out) {
         ++instances_without_ops;
         continue;
       }
-      a.name = RegionName(i + 1, f, f.names_a);
-      b.name = RegionName(i + 1, f, f.names_b);
+      a.name = b.name = RegionTitle(i + 1, in, f);
       a.args = RegionArgs(in, i, k, 'A');
       b.args = RegionArgs(in, i, k, 'B');
       a.pair = b.pair = pairs++;
