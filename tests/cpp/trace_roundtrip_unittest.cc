@@ -172,13 +172,14 @@ TEST(TraceRoundTrip, PendingRecordsAreBoundedAndCommittedAsTheyGo) {
   options.max_pending_bytes = 64 << 10;
   auto writer = TraceWriter::Create(path, RunMetadata{}, options);
   ASSERT_TRUE(writer.ok()) << writer.status().message();
+  (*writer)->AppendString(0, "aten::relu");
   constexpr int kOps = 20'000;  // ~4 MB of records: 60 times the bound
   for (int i = 0; i < kOps; ++i) {
     OpEvent op;
     op.id = i;
     op.name_id = 0;
-    op.args = std::string(64, 'x');
-    (*writer)->AppendOp(std::move(op), {{i, TensorRole::kOutput, 0, i}});
+    op.args = "[\"" + std::string(64, 'x') + "\"]";
+    (*writer)->AppendOp(std::move(op), {});
   }
   // Each batch the writer takes holds at most the bound (plus one record):
   // it must have taken and committed dozens of them already.
