@@ -353,6 +353,7 @@ void TraceWriter::ThreadMain() {
     std::unique_ptr<Batch> batch = std::move(pending_);
     pending_ = std::move(spare_);
     pending_bytes_ = 0;
+    const bool filled_early = early_wake_sent_;  // taken for its size, not at the interval
     early_wake_sent_ = false;
     ++taken_batches_;
     taken_.notify_all();
@@ -366,7 +367,11 @@ void TraceWriter::ThreadMain() {
     if (had_records && st.ok()) ++committed_batches_;
     committed_seq_ = seq;
     flushed_.notify_all();
-    if (writer_raised_ && !early_wake_sent_) {
+    // Raised under back-pressure, the writer stays at normal priority while
+    // the program fills batches faster than the interval (lowered at once, a
+    // starved writer would make it wait again a moment later), and goes back
+    // to idle once a batch is taken at the interval.
+    if (writer_raised_ && !filled_early && !early_wake_sent_) {
       writer_raised_ = false;
       sched_param param{};
       pthread_setschedparam(pthread_self(), SCHED_IDLE, &param);
