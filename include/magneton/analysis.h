@@ -74,7 +74,10 @@ class AnalysisSession {
   // --confirm: re-record the wasteful side with the top suspected variable
   // set to the other side's value and compare their job energy in the
   // session's domain.
-  StatusOr<ConfirmOutcome> Confirm(ProcessRunner& runner, const RerunPolicy& policy, double min_saving);
+  // `runs` re-runs of each kind (as recorded, flipped), interleaved; each
+  // kind counts by its lowest job energy (docs/DIFF.md, "--confirm").
+  StatusOr<ConfirmOutcome> Confirm(ProcessRunner& runner, const RerunPolicy& policy, double min_saving,
+                                   size_t runs = 2);
 
   // The diff's renderings (after Diff()); the JSON schema is
   // docs/REPORT_FORMAT.md.

@@ -46,6 +46,16 @@ struct TensorView {
   // the unrelated value that last lived there: a false dataflow edge that
   // differs from run to run.
   uint64_t storage_uid = 0;
+  // An input of a nested op, from a hook whose ops can allocate buffers
+  // without a recorded op (torch kernels: cat's result before
+  // narrow(...).copy_). When the recorder has not seen this value before, it
+  // is such a buffer and its values are whatever the allocator left there:
+  // it is linked but not fingerprinted.
+  bool nested_input = false;
+  // An output whose values the op did not write: an allocation's (torch
+  // aten::empty*, resize_). Not fingerprinted, and neither are views of it,
+  // until an op writes it and hands it back as its output.
+  bool uninitialized = false;
 };
 
 struct RecorderOptions {

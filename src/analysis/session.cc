@@ -248,7 +248,7 @@ Status AnalysisSession::TraceLines(ProcessRunner& runner, const RerunPolicy& pol
 }
 
 StatusOr<ConfirmOutcome> AnalysisSession::Confirm(ProcessRunner& runner, const RerunPolicy& policy,
-                                                  double min_saving) {
+                                                  double min_saving, size_t runs) {
   if (!data_->detection) return FailedPrecondition("Confirm needs Diff() first");
   ConfirmOutcome out;
   auto plan = diagnose::PlanCounterfactual(data_->trace_a(), data_->trace_b(), *data_->detection, data_->diagnoses);
@@ -278,26 +278,42 @@ StatusOr<ConfirmOutcome> AnalysisSession::Confirm(ProcessRunner& runner, const R
   }
   Say(std::string("--confirm: re-running ") + plan->rerun_side + " (" + req.argv.back() + ") with " +
       plan->variable.key + " = " + plan->new_value);
-  // The control first (the command as recorded), then the flipped run, back
-  // to back: the two share the machine's state, the original recording may not.
-  const RecordRunRequest control_req = analysis::ControlRequest(wasteful.trace, wasteful.path);
-  MAGNETON_ASSIGN_OR_RETURN(const RecordRunResult control_run, runner.Record(control_req));
-  if (control_run.exit_code != 0) {
-    return Internal("the control re-run (as recorded) failed (exit code " + std::to_string(control_run.exit_code) +
-                    "); nothing confirmed");
+  // Controls (the command as recorded) and flipped runs interleaved, so that
+  // both kinds share the machine's state; each counts by its lowest run.
+  const size_t pairs = std::max<size_t>(1, runs);
+  std::vector<Trace> controls, flipped;
+  std::string last_flipped_path;
+  for (size_t k = 1; k <= pairs; ++k) {
+    const std::string suffix = k == 1 ? "" : "." + std::to_string(k);
+    RecordRunRequest control_req = analysis::ControlRequest(wasteful.trace, wasteful.path);
+    control_req.output = wasteful.path + ".control" + suffix + ".mtrace";
+    MAGNETON_ASSIGN_OR_RETURN(const RecordRunResult control_run, runner.Record(control_req));
+    if (control_run.exit_code != 0) {
+      return Internal("the control re-run (as recorded) failed (exit code " +
+                      std::to_string(control_run.exit_code) + "); nothing confirmed");
+    }
+    RecordRunRequest flip_req = req;
+    flip_req.output = wasteful.path + ".confirm" + suffix + ".mtrace";
+    MAGNETON_ASSIGN_OR_RETURN(const RecordRunResult recorded, runner.Record(flip_req));
+    if (recorded.exit_code != 0) {
+      return Internal("the re-run failed (exit code " + std::to_string(recorded.exit_code) + "); nothing confirmed");
+    }
+    MAGNETON_ASSIGN_OR_RETURN(Trace control, ReadTrace(control_req.output));
+    MAGNETON_ASSIGN_OR_RETURN(Trace after, ReadTrace(flip_req.output));
+    controls.push_back(std::move(control));
+    flipped.push_back(std::move(after));
+    if (k == 1) last_flipped_path = flip_req.output;
   }
-  MAGNETON_ASSIGN_OR_RETURN(const RecordRunResult recorded, runner.Record(req));
-  if (recorded.exit_code != 0) {
-    return Internal("the re-run failed (exit code " + std::to_string(recorded.exit_code) + "); nothing confirmed");
-  }
-  MAGNETON_ASSIGN_OR_RETURN(const Trace control, ReadTrace(control_req.output));
-  MAGNETON_ASSIGN_OR_RETURN(const Trace after, ReadTrace(req.output));
-  MAGNETON_ASSIGN_OR_RETURN(const diagnose::CounterfactualOutcome outcome,
-                            diagnose::EvaluateCounterfactual(*plan, control, after, data_->domain, min_saving));
+  std::vector<const Trace*> control_ptrs, flipped_ptrs;
+  for (const Trace& t : controls) control_ptrs.push_back(&t);
+  for (const Trace& t : flipped) flipped_ptrs.push_back(&t);
+  MAGNETON_ASSIGN_OR_RETURN(
+      const diagnose::CounterfactualOutcome outcome,
+      diagnose::EvaluateCounterfactual(*plan, control_ptrs, flipped_ptrs, data_->domain, min_saving));
   out.ran = true;
   out.confirmed = outcome.confirmed;
   out.sentence = outcome.sentence;
-  out.trace_path = req.output;
+  out.trace_path = last_flipped_path;
   return out;
 }
 

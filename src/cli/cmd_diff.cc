@@ -54,6 +54,11 @@ class DiffCommand : public Command {
                   "Re-run recorded commands (the line-level step, --confirm) even of traces this user did not record "
                   "on this machine: a trace's command line is code, run it only if you trust the trace");
     sub->add_option("--confirm-min-saving", confirm_min_saving_, "Relative saving that confirms")->default_val(0.05);
+    sub->add_option("--confirm-runs", confirm_runs_,
+                    "Re-runs of each kind --confirm makes (as recorded, and flipped), interleaved; each counts by its "
+                    "lowest")
+        ->default_val(2)
+        ->check(CLI::Range(1, 10));
     sub->add_flag("-v,--verbose", verbose_,
                   "Every finding's full evidence (energy, interval basis, op lists, call sites, deviation point, "
                   "line-trace chain, candidates), not the terse lines");
@@ -93,7 +98,7 @@ class DiffCommand : public Command {
     }
     if (!confirm_) return 0;
     std::fflush(stdout);
-    auto outcome = (*session)->Confirm(processes, rerun_policy_, confirm_min_saving_);
+    auto outcome = (*session)->Confirm(processes, rerun_policy_, confirm_min_saving_, confirm_runs_);
     if (!outcome.ok()) return Fail(outcome.status().message());
     if (!outcome->ran) {
       std::printf("\n--confirm: %s\n", outcome->sentence.c_str());
@@ -126,6 +131,7 @@ class DiffCommand : public Command {
   bool confirm_ = false;
   bool no_rerun_ = false;
   double confirm_min_saving_ = 0.05;
+  size_t confirm_runs_ = 2;
   AnalysisOptions options_;
   RerunPolicy rerun_policy_;
 };

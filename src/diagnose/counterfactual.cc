@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <limits>
+
 #include "base/format.h"
 #include "diagnose/line_diagnosis.h"
 #include "energy/attribution.h"
@@ -71,39 +74,52 @@ StatusOr<Counterfactual> PlanCounterfactual(const Trace& a, const Trace& b, cons
   return NotFound("no waste finding with a candidate variable to flip");
 }
 
-StatusOr<CounterfactualOutcome> EvaluateCounterfactual(const Counterfactual& plan, const Trace& before,
-                                                       const Trace& after, const std::string& domain,
-                                                       double min_saving) {
-  if (before.energy_samples.empty() || after.energy_samples.empty()) {
-    return FailedPrecondition("a run has no energy samples (recorded with MAGNETON_ENERGY=0?)");
-  }
+StatusOr<CounterfactualOutcome> EvaluateCounterfactual(const Counterfactual& plan,
+                                                       const std::vector<const Trace*>& controls,
+                                                       const std::vector<const Trace*>& flipped,
+                                                       const std::string& domain, double min_saving) {
+  if (controls.empty() || flipped.empty()) return InvalidArgument("no re-runs to compare");
   CounterfactualOutcome out;
   out.domain = domain;
-  MAGNETON_ASSIGN_OR_RETURN(energy::Attribution eb, energy::AttributeEnergy(before, out.domain));
-  MAGNETON_ASSIGN_OR_RETURN(energy::Attribution ea, energy::AttributeEnergy(after, out.domain));
-  if (eb.provenance != ea.provenance) return FailedPrecondition("the two runs' energy has different provenance");
-  out.provenance = eb.provenance;
+  out.runs = std::min(controls.size(), flipped.size());
+  bool first = true;
   // The job (first op to last op), as the diff compares it: start-up and
   // imports are not what the flipped variable changes.
-  out.before_uj = eb.job_uj;
-  out.after_uj = ea.job_uj;
+  auto lowest = [&](const std::vector<const Trace*>& runs, double* uj) -> Status {
+    *uj = std::numeric_limits<double>::infinity();
+    for (const Trace* t : runs) {
+      if (t->energy_samples.empty()) {
+        return FailedPrecondition("a re-run has no energy samples (recorded with MAGNETON_ENERGY=0?)");
+      }
+      MAGNETON_ASSIGN_OR_RETURN(energy::Attribution e, energy::AttributeEnergy(*t, out.domain));
+      if (!first && e.provenance != out.provenance) {
+        return FailedPrecondition("the re-runs' energy has different provenance");
+      }
+      out.provenance = e.provenance;
+      first = false;
+      *uj = std::min(*uj, e.job_uj);
+    }
+    return Status::Ok();
+  };
+  MAGNETON_RETURN_IF_ERROR(lowest(controls, &out.before_uj));
+  MAGNETON_RETURN_IF_ERROR(lowest(flipped, &out.after_uj));
   const char* prov = ProvenanceName(out.provenance);
   double saved = out.before_uj - out.after_uj;
   double share = out.before_uj > 0 ? saved / out.before_uj : 0;
   out.confirmed = share >= min_saving;
-  std::string var = fmt::format("`{}` = {}", plan.variable.key, plan.new_value);
+  const std::string var = fmt::format("`{}` = {}", plan.variable.key, plan.new_value);
+  const std::string basis = fmt::format("the lowest of {} interleaved re-run(s) each, with and without the change; {}, {}",
+                                        out.runs, prov, out.domain);
   if (out.confirmed) {
-    out.sentence = fmt::format(
-        "Confirmed: re-running {} with {} used {:.2f} J instead of {:.2f} J (its control: the command re-run as "
-        "recorded, just before; {}, {}): {:.2f} J saved, {:.1f}% of the job.",
-        plan.rerun_side, var, out.after_uj / 1e6, out.before_uj / 1e6, prov, out.domain, saved / 1e6, 100 * share);
+    out.sentence = fmt::format("Confirmed: re-running {} with {} used {:.2f} J instead of {:.2f} J ({}): {:.2f} J saved, "
+                               "{:.1f}% of the job.",
+                               plan.rerun_side, var, out.after_uj / 1e6, out.before_uj / 1e6, basis, saved / 1e6,
+                               100 * share);
   } else {
-    out.sentence = fmt::format(
-        "Not confirmed: re-running {} with {} used {:.2f} J vs {:.2f} J (its control: the command re-run as "
-        "recorded, just before; {}, {}): {:.1f}% change, below the "
-        "{:.0f}% needed; the cause is elsewhere or the override did not take effect.",
-        plan.rerun_side, var, out.after_uj / 1e6, out.before_uj / 1e6, prov, out.domain, 100 * share,
-        100 * min_saving);
+    out.sentence = fmt::format("Not confirmed: re-running {} with {} used {:.2f} J vs {:.2f} J ({}): {:.1f}% change, "
+                               "below the {:.0f}% needed; the cause is elsewhere or the override did not take effect.",
+                               plan.rerun_side, var, out.after_uj / 1e6, out.before_uj / 1e6, basis, 100 * share,
+                               100 * min_saving);
   }
   return out;
 }

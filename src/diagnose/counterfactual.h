@@ -31,19 +31,25 @@ StatusOr<Counterfactual> PlanCounterfactual(const Trace& a, const Trace& b, cons
                                             const std::vector<Diagnosis>& diagnoses);
 
 struct CounterfactualOutcome {
-  double before_uj = 0;  // the wasteful side re-run as recorded (the control)
-  double after_uj = 0;   // the re-run with the override
+  double before_uj = 0;  // the wasteful side re-run as recorded (the controls): the lowest job energy
+  double after_uj = 0;   // the re-runs with the override: the lowest job energy
+  size_t runs = 0;       // re-runs of each kind
   Provenance provenance = Provenance::kEstimated;
   std::string domain;
   bool confirmed = false;  // the re-run saves more than the threshold
   std::string sentence;
 };
 
-// Job energy of both runs of the wasteful side in `domain` (the diff's):
-// `before` is the control (the command re-run as recorded, just before
-// `after`); confirmed when the re-run uses at least `min_saving` (relative) less.
-StatusOr<CounterfactualOutcome> EvaluateCounterfactual(const Counterfactual& plan, const Trace& before,
-                                                       const Trace& after, const std::string& domain,
-                                                       double min_saving);
+// Job energy of the wasteful side's re-runs in `domain` (the diff's):
+// `controls` ran the command as recorded, `flipped` with the override,
+// interleaved (control, flipped, control, flipped, ...). Each kind counts by
+// its lowest job energy: a busy neighbour only ever adds to a run's cost, so
+// the lowest of a few interleaved runs is the one least disturbed, and a
+// load spike during one run cannot fake or hide the saving. Confirmed when
+// the flipped runs use at least `min_saving` (relative) less.
+StatusOr<CounterfactualOutcome> EvaluateCounterfactual(const Counterfactual& plan,
+                                                       const std::vector<const Trace*>& controls,
+                                                       const std::vector<const Trace*>& flipped,
+                                                       const std::string& domain, double min_saving);
 
 }  // namespace magneton::diagnose

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace magneton {
@@ -204,6 +205,12 @@ struct Recorder::State {
   std::unordered_map<uint64_t, std::vector<TensorKey>> keys_by_storage;
   int64_t next_tensor_id = 0;
   int64_t tensors_forgotten = 0;
+  // Inputs first seen inside a nested op: buffers their parent allocated
+  // without a recorded op, not fingerprinted (ResolveTensor).
+  int64_t fresh_nested_inputs = 0;
+  // Values that hold no values yet (ResolveTensor): their views are not
+  // fingerprinted either. Ids leave with their value (ForgetLocked).
+  std::unordered_set<int64_t> uninitialized_ids;
   // When `tensors` reaches this size, hooks are asked to look for freed
   // storages (StorageSweepDue): the map then stays within about twice the
   // values on live storages, plus this floor.
@@ -226,6 +233,7 @@ struct Recorder::State {
     if (it == tensors.end()) return;
     const int64_t id = it->second.id;
     tensors.erase(it);
+    uninitialized_ids.erase(id);
     ++tensors_forgotten;
     std::lock_guard<std::mutex> lock(fingerprint_mu);
     if (auto f = fingerprints.find(id); f != fingerprints.end()) {
@@ -328,6 +336,8 @@ Status Recorder::Stop() {
     // what it still held at the end is what was live.
     rec->writer_->SetMeta("recorder.tensors_forgotten", std::to_string(rec->state_->tensors_forgotten));
     rec->writer_->SetMeta("recorder.tensors_held_at_stop", std::to_string(rec->state_->tensors.size()));
+    rec->writer_->SetMeta("recorder.unfingerprinted_nested_inputs",
+                          std::to_string(rec->state_->fresh_nested_inputs));
   }
   Status closed = rec->writer_->Close();
   if (st.ok()) st = closed;
@@ -443,16 +453,34 @@ int64_t Recorder::ResolveTensor(const TensorView& t, bool is_output, int64_t op_
       // (native_layer_norm's result), or copy_'s written self, gets its
       // fingerprint here, or it would have none.
       const int64_t id = it->second.id;
-      if (!record_values_ || !t.host_data || it->second.fingerprinted) return id;
+      if (!record_values_ || !t.host_data || it->second.fingerprinted || t.uninitialized) return id;
+      // A view op handing back its nested view of an unwritten buffer
+      // (select over as_strided inside index_select) wrote nothing either.
+      if (t.is_view && state_->uninitialized_ids.count(id)) return id;
       it->second.fingerprinted = true;
+      state_->uninitialized_ids.erase(id);  // written: its views hold values now
       lock.unlock();
       FingerprintValue(id, t, viewed_id);
       return id;
     }
     if (t.is_view && viewed_id != kNoId && it->second.id == viewed_id) return it->second.id;
   }
-  const bool fingerprint = record_values_ && t.host_data;
+  // An input first seen inside a nested op, that no outer op's inputs held,
+  // was made inside its parent without a recorded op: an output buffer the
+  // kernel allocated (cat's result before narrow(...).copy_, all's result
+  // before as_strided). Its values are whatever the allocator left there, so
+  // fingerprinting it gave the same program different fingerprints from run
+  // to run (290 of 3 317 tensors of one GPT-2 generate, with one thread or
+  // two). The op that fills it fingerprints the result.
+  const bool fresh_nested_input = !is_output && t.nested_input;
+  if (fresh_nested_input && record_values_) ++state_->fresh_nested_inputs;
+  // Such a buffer, an allocation's output, and any view of either, hold no
+  // values yet: narrow(result) inside cat reads garbage as much as result.
+  const bool uninitialized = fresh_nested_input || t.uninitialized ||
+                             (t.is_view && viewed_id != kNoId && state_->uninitialized_ids.count(viewed_id));
+  const bool fingerprint = record_values_ && t.host_data && !uninitialized;
   int64_t id = NewTensor(t, is_output, op_id, &key, fingerprint);
+  if (uninitialized && record_values_) state_->uninitialized_ids.insert(id);
   lock.unlock();
   if (fingerprint) FingerprintValue(id, t, viewed_id);
   return id;

@@ -264,6 +264,9 @@ void AddTensor(Recorder& rec, bool output, int32_t slot, const at::Tensor& t, bo
   } else {
     v.storage_addr = reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl());
   }
+  // The op being recorded is already on the thread's stack: depth > 1 is a nested op (Recorder::ResolveTensor).
+  v.nested_input = !output && rec.OpDepth() > 1;
+  v.uninitialized = output && !initialized;
   v.version_tracked = !t.is_inference();
   v.version = v.version_tracked ? static_cast<int64_t>(t._version()) : 0;
   if (initialized && rec.record_values() && t.device().is_cpu() && t.layout() == c10::kStrided && t.has_storage() &&
@@ -425,7 +428,11 @@ void OnOpEnd(const at::RecordFunction& fn, at::ObserverContext* raw) {
   if (!ctx || !rec || rec->generation() != ctx->generation) return;
   int32_t slot = 0;
   const bool is_view = IsViewOp(fn);
-  const bool initialized = !std::string_view(fn.name()).starts_with("aten::empty");
+  // Allocations: their outputs hold whatever the allocator left there
+  // (resize_ of an out= argument allocates before the kernel writes it).
+  const std::string_view op_name(fn.name());
+  const bool initialized = !op_name.starts_with("aten::empty") && !op_name.starts_with("aten::new_empty") &&
+                           !op_name.starts_with("aten::resize_");
   for (const c10::IValue& iv : fn.outputs()) {
     VisitValue(*rec, /*output=*/true, slot, iv, nullptr, is_view, initialized);
   }

@@ -200,6 +200,49 @@ TEST(Recorder, TheValueAnOpWritesIsFingerprintedAtItsEnd) {
   EXPECT_TRUE(Equivalent(fps->at(result), fps->at(Input(*trace, copy, 1)), 1e-6));
 }
 
+// cat allocates its result without a recorded op, then writes each input
+// through narrow(result).copy_: narrow sees a buffer nobody wrote, and so
+// does its view. Neither is fingerprinted (their values were whatever the
+// allocator left there, and gave one program different fingerprints from
+// run to run); what copy_ writes, and what cat returns, are. The twin: a
+// top-level op's input seen for the first time is a real value (a weight
+// made before recording) and is fingerprinted.
+TEST(Recorder, BuffersANestedOpSeesFirstAreNotFingerprintedUntilWritten) {
+  std::string path = TempPath("fresh_nested.mtrace");
+  Recorder* rec = StartRecordingValues(path);
+  ASSERT_NE(rec, nullptr);
+  std::vector<float> weight = {1, 2, 3, 4}, result = {7, 7, 7, 7};  // 7: garbage left by the allocator
+  FakeTensor w{reinterpret_cast<uintptr_t>(weight.data()), 0, {4}, {1}};
+  FakeTensor r{reinterpret_cast<uintptr_t>(result.data()), 0, {4}, {1}};
+  FakeTensor half{reinterpret_cast<uintptr_t>(result.data()), 0, {2}, {1}};
+  const int64_t cat = rec->BeginOp(rec->InternString("aten::cat"), kNoId);
+  rec->AddInput(0, WithData(w, weight.data()));
+  const int64_t narrow = rec->BeginOp(rec->InternString("aten::narrow"), kNoId);
+  TensorView fresh = WithData(r, result.data());
+  fresh.nested_input = true;
+  rec->AddInput(0, fresh);
+  TensorView view = WithData(half, result.data());
+  view.is_view = true;
+  rec->AddOutput(0, view);
+  rec->EndOp("");
+  result = {1, 2, 3, 4};  // copy_ and the rest of cat's kernel write the buffer
+  FakeTensor written{reinterpret_cast<uintptr_t>(result.data()), 0, {4}, {1}, /*version=*/1};
+  rec->AddOutput(0, WithData(written, result.data()));
+  rec->EndOp("");
+  ASSERT_TRUE(Recorder::Stop().ok());
+  auto trace = ReadTrace(path);
+  auto fps = LoadFingerprints(path);
+  ASSERT_TRUE(trace.ok() && fps.ok());
+  EXPECT_TRUE(fps->count(Input(*trace, cat))) << "a top-level op's first-seen input is a real value";
+  EXPECT_FALSE(fps->count(Input(*trace, narrow))) << "the unwritten buffer was fingerprinted";
+  EXPECT_FALSE(fps->count(Output(*trace, narrow))) << "a view of the unwritten buffer was fingerprinted";
+  ASSERT_TRUE(fps->count(Output(*trace, cat))) << "cat's result has no fingerprint";
+  EXPECT_TRUE(Equivalent(fps->at(Output(*trace, cat)), fps->at(Input(*trace, cat)), 1e-6));
+  // Counted and said, never silent.
+  ASSERT_TRUE(trace->meta.extra.count("recorder.unfingerprinted_nested_inputs"));
+  EXPECT_EQ(trace->meta.extra.at("recorder.unfingerprinted_nested_inputs"), "1");
+}
+
 // native_layer_norm allocates its result with a nested aten::empty (values
 // not yet there: not fingerprinted) and fills it in its own kernel: the value
 // it returns is that buffer, and gets its fingerprint when it is returned.
