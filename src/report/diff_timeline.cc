@@ -113,14 +113,14 @@ struct Piece {
 struct Column {
   int cat = -1;
   size_t finding = kNone;
-  size_t starts = 0;  // pieces whose first column this is
+  size_t regions = 0, unmatched_ops = 0;  // pieces whose first column this is
   bool mixed = false;
 };
 struct MergedBox {
   double x0, x1;
   Category cat;
   size_t finding;
-  size_t pieces;
+  size_t regions, unmatched_ops;  // pieces it stands for
   bool mixed;
 };
 
@@ -134,7 +134,7 @@ std::vector<MergedBox> MergeColumns(const std::vector<Piece>& pieces, double mer
     const double last = std::max(first, std::ceil(p.x1 / merge_px) - 1);  // the column holding x1, exclusive
     const size_t c0 = std::min(n - 1, static_cast<size_t>(first));
     const size_t c1 = std::min(n - 1, static_cast<size_t>(last));
-    ++cols[c0].starts;
+    ++(p.unmatched_op ? cols[c0].unmatched_ops : cols[c0].regions);
     for (size_t c = c0; c <= c1; ++c) {
       Column& col = cols[c];
       if (col.cat >= 0 && (col.cat != p.cat || col.finding != p.finding)) col.mixed = true;
@@ -150,10 +150,12 @@ std::vector<MergedBox> MergeColumns(const std::vector<Piece>& pieces, double mer
       ++c;
       continue;
     }
-    MergedBox box{static_cast<double>(c) * merge_px, 0, static_cast<Category>(cols[c].cat), cols[c].finding, 0, false};
+    MergedBox box{static_cast<double>(c) * merge_px, 0, static_cast<Category>(cols[c].cat), cols[c].finding, 0, 0,
+                  false};
     size_t e = c;
     for (; e < n && cols[e].cat == cols[c].cat && cols[e].finding == cols[c].finding; ++e) {
-      box.pieces += cols[e].starts;
+      box.regions += cols[e].regions;
+      box.unmatched_ops += cols[e].unmatched_ops;
       box.mixed = box.mixed || cols[e].mixed;
     }
     box.x1 = std::min(plot_w, static_cast<double>(e) * merge_px);
@@ -278,7 +280,7 @@ Timeline RenderDiffTimeline(const DiffReportInput& in, const TimelineOptions& op
   std::vector<bool> anchored(r.findings.size());
   std::vector<Candidate> candidates;
   std::vector<Piece> fixed_a, fixed_b;  // always merged: one-sided instances, unmatched ops
-  size_t without_ops = 0, unmatched_ops = 0;
+  size_t without_ops = 0, unmatched_ops = 0, fixed_regions = 0;
   for (size_t i = 0; i < r.findings.size(); ++i) {
     const Finding& f = r.findings[i];
     anchored[i] = DiagnosisFor(in, i) != nullptr;  // the HTML has #fN only for diagnosed findings
@@ -307,8 +309,10 @@ Timeline RenderDiffTimeline(const DiffReportInput& in, const TimelineOptions& op
         candidates.push_back({sa.X(a0), sa.X(a1), sb.X(b0), sb.X(b1), cat, i, k});
       } else if (has_a) {
         fixed_a.push_back({sa.X(a0), sa.X(a1), cat, i, false});
+        ++fixed_regions;
       } else if (has_b) {
         fixed_b.push_back({sb.X(b0), sb.X(b1), cat, i, false});
+        ++fixed_regions;
       } else {
         ++without_ops;
       }
@@ -357,13 +361,14 @@ Timeline RenderDiffTimeline(const DiffReportInput& in, const TimelineOptions& op
     } else {
       std::string d = fmt::format("M{:.1f},{:.1f}", kGutter, bottom);
       double last_y = bottom;
+      // A step line: a segment only where the column's power changes.
       for (size_t c = 0; c < strip.power_w.size(); ++c) {
         const double w = strip.power_w[c];
-        const double y = std::isfinite(w) && peak_w > 0 ? bottom - (kPowerH - 12) * w / peak_w : bottom;
-        if (std::abs(y - last_y) >= 0.05) d += fmt::format("V{:.1f}", y);
-        d += fmt::format("H{:.1f}", kGutter + std::min(job_w, static_cast<double>(c + 1)));
+        const double y = std::isfinite(w) && peak_w > 0 ? bottom - (kPowerH - 13) * w / peak_w : bottom;
+        if (std::abs(y - last_y) >= 0.05) d += fmt::format("H{:.1f}V{:.1f}", kGutter + static_cast<double>(c), y);
         last_y = y;
       }
+      d += fmt::format("H{:.1f}", kGutter + job_w);
       d += fmt::format("V{:.1f}Z", bottom);
       base.text += "<path class=\"pw\" d=\"" + d + "\"/>";
       ++base.elements;
@@ -427,13 +432,14 @@ Timeline RenderDiffTimeline(const DiffReportInput& in, const TimelineOptions& op
       if (boxes.elements + cost > budget) break;  // only when even one column per side does not fit
       const Finding& f = r.findings[m.finding];
       std::string title;
-      if (m.cat == kUnmatchedOps) {
-        title = fmt::format("unmatched ops: {} here\n#{}: {}", m.pieces, m.finding + 1, names[m.finding]);
-      } else {
-        title = fmt::format("{} region piece(s) narrower than {:g} px merged\n{}#{} {}: {}", m.pieces, merge_px,
-                            m.mixed ? "most severe: " : "", m.finding + 1, detect::VerdictName(f.verdict),
-                            names[m.finding]);
+      if (m.regions > 0) {
+        title = fmt::format("{} region instance(s) narrower than {:g} px merged\n", m.regions, merge_px);
       }
+      if (m.unmatched_ops > 0) title += fmt::format("{} unmatched op(s)\n", m.unmatched_ops);
+      title += m.cat == kUnmatchedOps
+                   ? fmt::format("#{}: {}", m.finding + 1, names[m.finding])
+                   : fmt::format("{}#{} {}: {}", m.mixed ? "most severe: " : "", m.finding + 1,
+                                 detect::VerdictName(f.verdict), names[m.finding]);
       const std::string rect = fmt::format(
           "<rect class=\"bx {} {}\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\">"
           "<title>{}</title></rect>",
@@ -469,20 +475,15 @@ Timeline RenderDiffTimeline(const DiffReportInput& in, const TimelineOptions& op
   out.pairs = pairs_drawn;
   out.merged_boxes = merged_a.size() + merged_b.size();
   out.merge_px = merge_px;
-  size_t merged_region_boxes = 0, merged_region_pieces = 0, unmatched_boxes = 0;
-  for (const auto* list : {&merged_a, &merged_b}) {
-    for (const MergedBox& m : *list) {
-      if (m.cat == kUnmatchedOps) {
-        ++unmatched_boxes;
-      } else {
-        ++merged_region_boxes;
-        merged_region_pieces += m.pieces;
-      }
-    }
-  }
+  // What the merged boxes stand for, over both sides: region instances (a
+  // matched one narrower than merge_px on both sides counts once) and ops.
+  const size_t merged_regions = merged_instances + fixed_regions;
   const size_t not_drawn = candidates.size() - merged_instances - pairs_drawn;
-  out.aggregated = merge_px > 1 || merged_region_pieces > merged_region_boxes || unmatched_ops > unmatched_boxes ||
-                   not_drawn > 0;
+  bool box_of_several = false;
+  for (const auto* list : {&merged_a, &merged_b}) {
+    for (const MergedBox& m : *list) box_of_several = box_of_several || m.regions + m.unmatched_ops > 1;
+  }
+  out.aggregated = merge_px > 1 || box_of_several || not_drawn > 0;
   out.elements = 1 + base.elements + boxes.elements;
 
   std::string& h = out.html;
@@ -502,14 +503,13 @@ Timeline RenderDiffTimeline(const DiffReportInput& in, const TimelineOptions& op
   if (out.aggregated) {
     h += fmt::format(" <b>Aggregated</b> to keep the picture light ({} SVG elements at most): ", options.max_elements);
     std::vector<std::string> parts;
-    if (merged_instances > 0 || merged_region_pieces > 0) {
-      parts.push_back(fmt::format("{} region piece(s) narrower than {:g} px drawn as {} merged box(es), each "
-                                  "coloured by its most severe finding",
-                                  merged_region_pieces, merge_px, merged_region_boxes));
+    if (merged_regions > 0) {
+      parts.push_back(fmt::format("{} region instance(s) narrower than {:g} px are drawn merged into boxes of "
+                                  "neighbouring columns, each coloured by the most severe finding in it",
+                                  merged_regions, merge_px));
     }
-    if (unmatched_ops > 0) {
-      parts.push_back(fmt::format("{} unmatched op(s) drawn as {} span(s)", unmatched_ops, unmatched_boxes));
-    }
+    if (unmatched_ops > 0) parts.push_back(fmt::format("{} unmatched op(s) are drawn as merged spans", unmatched_ops));
+    parts.push_back(fmt::format("{} merged box(es) in all", out.merged_boxes));
     if (not_drawn > 0) parts.push_back(fmt::format("{} region instance(s) not drawn", not_drawn));
     for (size_t i = 0; i < parts.size(); ++i) h += (i ? "; " : "") + parts[i];
     h += ".";
