@@ -364,7 +364,7 @@ Timeline RenderDiffTimeline(const DiffReportInput& in, const TimelineOptions& op
       // A step line: a segment only where the column's power changes.
       for (size_t c = 0; c < strip.power_w.size(); ++c) {
         const double w = strip.power_w[c];
-        const double y = std::isfinite(w) && peak_w > 0 ? bottom - (kPowerH - 13) * w / peak_w : bottom;
+        const double y = std::isfinite(w) && peak_w > 0 ? bottom - (kPowerH - 15) * w / peak_w : bottom;
         if (std::abs(y - last_y) >= 0.05) d += fmt::format("H{:.1f}V{:.1f}", kGutter + static_cast<double>(c), y);
         last_y = y;
       }
@@ -374,7 +374,7 @@ Timeline RenderDiffTimeline(const DiffReportInput& in, const TimelineOptions& op
       ++base.elements;
       label = fmt::format("{} power, {} ({}): up to {:.3g} W", letter, r.domain, power_prov, peak_w);
     }
-    base.text += fmt::format("<text class=\"lbl sm\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>", kGutter + 4, power_top + 11,
+    base.text += fmt::format("<text class=\"lbl sm\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>", kGutter + 4, power_top + 12,
                              HtmlEscape(label));
     ++base.elements;
   }

@@ -50,7 +50,26 @@ READ_PAGE = r"""
     href: tr.querySelector('a') ? tr.querySelector('a').getAttribute('href') : null})) : [];
   const heading = name => [...document.querySelectorAll('h2')].find(h => text(h) === name);
   const summary = heading('Summary');
+  // The picture of both runs (src/report/diff_timeline.cc): SVG text has no innerText.
+  const svgText = el => el ? el.textContent.trim() : null;
+  const figure = document.querySelector('figure.tl');
+  const boxes = side => figure ? [...figure.querySelectorAll(`rect.bx.${side}`)].map(r => ({
+    visible: visible(r), cls: r.getAttribute('class'), width: r.getBoundingClientRect().width,
+    href: r.closest('a') ? r.closest('a').getAttribute('href') : null,
+    pair: r.closest('.pr') ? [...r.closest('.pr').querySelectorAll('rect.bx')].map(x => x.classList[1]) : null})) : [];
+  const timeline = figure ? {
+    visible: visible(figure.querySelector('svg')),
+    width: figure.querySelector('svg').getBoundingClientRect().width,
+    strips: ['#tl-a', '#tl-b'].map(id => visible(figure.querySelector(id))),
+    a_above_b: figure.querySelector('#tl-a').getBoundingClientRect().bottom <=
+               figure.querySelector('#tl-b').getBoundingClientRect().top,
+    above_summary: !!summary && figure.getBoundingClientRect().bottom <= summary.getBoundingClientRect().top,
+    a: boxes('A'), b: boxes('B'),
+    power: [...figure.querySelectorAll('text.lbl')].map(svgText),
+    caption: text(figure.querySelector('figcaption')),
+  } : null;
   return {
+    timeline,
     title: document.title,
     body: document.body.innerText,
     width: pageWidth,
@@ -169,6 +188,35 @@ def test_top_finding_shows_its_region_and_root_cause(report, page):
     line = top["diagnosis"]["line_diagnosis"]
     if line and line["found"]:
         assert f"Origin: {line['origin']['kind']} {line['origin']['name']}" in section["text"]
+
+
+def test_timeline_shows_both_runs_with_linked_regions(report, page):
+    # Both runs' jobs as strips, A above B, before the Summary table, as wide as the report's column.
+    tl = page["timeline"]
+    assert tl and tl["visible"] and tl["strips"] == [True, True], tl and {k: tl[k] for k in ("visible", "strips")}
+    assert tl["a_above_b"] and tl["above_summary"]
+    assert tl["width"] >= WIDTH - 100, tl["width"]
+    assert tl["a"] and tl["b"], "no region boxes"
+    assert all(box["visible"] for box in tl["a"] + tl["b"])
+    # The top finding (waste on A, docs above) has red boxes on both runs, each one link to its section #f1 that
+    # holds its partner on the other run.
+    top = report["json"]["findings"][0]
+    top_a = [box for box in tl["a"] if box["href"] == "#f1"]
+    top_b = [box for box in tl["b"] if box["href"] == "#f1"]
+    assert top_a and top_b
+    assert all("was" in box["cls"].split() for box in top_a + top_b)
+    paired = [box for box in top_a if box["pair"]]
+    assert paired and all(box["pair"] == ["A", "B"] for box in paired)
+    if "Aggregated" not in tl["caption"]:  # one pair per instance
+        assert len(top_a) == len(top_b) == top["instances"], (len(top_a), len(top_b), top["instances"])
+    # A's boxes of the top finding are wider in all than B's: A is the run that recomputes the prefix.
+    assert sum(box["width"] for box in top_a) > sum(box["width"] for box in top_b)
+    # The power strips: the diff's domain, with the report's provenance.
+    energy = report["json"]["energy"]
+    assert len(tl["power"]) == 2
+    for side, label in zip("AB", tl["power"]):
+        assert label.startswith(f"{side} power, {energy['domain']} ({energy['provenance']})"), label
+    assert f"Power: domain {energy['domain']}, {energy['provenance']}" in tl["caption"]
 
 
 def test_provenance_is_on_the_page(report, page):
