@@ -60,12 +60,20 @@ Category CategoryOf(const Finding& f) {
 // detection compares, detect::SideSummary::job_ns).
 struct Job {
   int64_t start_ns = 0, end_ns = 0;
+  // The recorder's own ops inside the span (value fingerprints, warm-ups):
+  // the strips are wall time and include them; job times leave them out.
+  int64_t recorder_ns = 0;
 };
 Job JobOf(const Trace& t) {
   Job job;
   bool any = false;
   for (const OpEvent& op : t.ops) {
-    if (IsRecorderOp(t, op)) continue;
+    if (IsRecorderOp(t, op)) {
+      const bool nested = op.parent_id >= 0 && static_cast<size_t>(op.parent_id) < t.ops.size() &&
+                          IsRecorderOp(t, t.ops[static_cast<size_t>(op.parent_id)]);
+      if (!nested) job.recorder_ns += op.end_ns - op.start_ns;
+      continue;
+    }
     job.start_ns = any ? std::min(job.start_ns, op.start_ns) : op.start_ns;
     job.end_ns = any ? std::max(job.end_ns, op.end_ns) : op.end_ns;
     any = true;
@@ -500,6 +508,11 @@ Timeline RenderDiffTimeline(const DiffReportInput& in, const TimelineOptions& op
       "run, click it to go to its finding. Power: domain <code>{}</code>, <span class=\"prov{}\">{}</span>, mean per "
       "pixel from the energy samples (delta energy / delta time).",
       HtmlEscape(r.domain), power_estimated ? "" : " measured", power_prov);
+  if (job_a.recorder_ns > 0 || job_b.recorder_ns > 0) {
+    h += fmt::format(" The strips are wall time: they include the recorder's own ops (<code>magneton::</code>, A {}, "
+                     "B {}), which the job times above leave out.",
+                     FormatDuration(job_a.recorder_ns), FormatDuration(job_b.recorder_ns));
+  }
   if (out.aggregated) {
     h += fmt::format(" <b>Aggregated</b> to keep the picture light ({} SVG elements at most): ", options.max_elements);
     std::vector<std::string> parts;

@@ -230,6 +230,23 @@ TEST(ReportTimeline, ASmallerCapMergesWiderPiecesAndStillHolds) {
   EXPECT_NE(t.html.find("<b>Aggregated</b> to keep the picture light (300 SVG elements at most)"), std::string::npos);
 }
 
+TEST(ReportTimeline, RecorderOpsInsideTheStripAreSaid) {
+  Synthetic s = ManyTinyRegions(30, 0);
+  const Timeline plain = RenderDiffTimeline(s.input());
+  EXPECT_EQ(plain.html.find("recorder's own ops"), std::string::npos);
+  // A value fingerprint between two ops of A: wall time in the strip, out of the job time.
+  s.a.strings.push_back("magneton::fingerprint");
+  OpEvent fp;
+  fp.id = static_cast<int64_t>(s.a.ops.size());
+  fp.name_id = static_cast<int64_t>(s.a.strings.size() - 1);
+  fp.start_ns = s.a.ops[10].end_ns + 10;
+  fp.end_ns = fp.start_ns + 50;
+  s.a.ops.push_back(fp);
+  const Timeline t = RenderDiffTimeline(s.input());
+  EXPECT_NE(t.html.find("include the recorder's own ops (<code>magneton::</code>, A 50 ns, B 0 ns)"),
+            std::string::npos);
+}
+
 TEST(ReportTimeline, NothingWithoutTraces) {
   const Synthetic s = ManyTinyRegions(3, 0);
   DiffReportInput in = s.input();
