@@ -87,6 +87,30 @@ READ_PAGE = r"""
 })()
 """
 
+# The centre of the top finding's first box on A, in viewport coordinates.
+HOVER_TARGET = r"""
+(() => {
+  const r = document.querySelector('figure.tl a[href="#f1"] rect.bx.A');
+  if (!r) return null;
+  const b = r.getBoundingClientRect();
+  return {x: b.left + b.width / 2, y: b.top + b.height / 2};
+})()
+"""
+
+# The stroke of every box of the hovered pair and of one other box, and whether the band joining the pair shows.
+READ_HOVER = r"""
+(() => {
+  const pair = document.querySelector('figure.tl a[href="#f1"]:hover');
+  const other = [...document.querySelectorAll('figure.tl rect.bx')].find(r => !pair || !pair.contains(r));
+  const stroke = r => parseFloat(getComputedStyle(r).strokeWidth);
+  return pair ? {
+    boxes: [...pair.querySelectorAll('rect.bx')].map(r => ({side: r.classList[1], stroke: stroke(r)})),
+    band_visible: getComputedStyle(pair.querySelector('.ln')).visibility === 'visible',
+    other_stroke: other ? stroke(other) : null,
+  } : null;
+})()
+"""
+
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
@@ -114,6 +138,11 @@ def page(report):
     with Browser(browser, width=WIDTH, height=900) as b:
         b.open(report["html"].as_uri())
         model = b.evaluate(READ_PAGE)
+        # Hover the top finding's box on A (the page is at its top): what CSS alone does to its partner on B.
+        box = b.evaluate(HOVER_TARGET)
+        if box:
+            b.hover(box["x"], box["y"])
+            model["hovered"] = b.evaluate(READ_HOVER)
         b.screenshot(str(report["dir"] / "report.png"))
     model["screenshot"] = report["dir"] / "report.png"
     return model
@@ -211,6 +240,13 @@ def test_timeline_shows_both_runs_with_linked_regions(report, page):
         assert len(top_a) == len(top_b) == top["instances"], (len(top_a), len(top_b), top["instances"])
     # A's boxes of the top finding are wider in all than B's: A is the run that recomputes the prefix.
     assert sum(box["width"] for box in top_a) > sum(box["width"] for box in top_b)
+    # Hovering the A box outlines its partner on B too, and shows the band joining them; other boxes stay as they were.
+    hovered = page.get("hovered")
+    assert hovered, "no #f1 box on A was under the pointer"
+    assert [b["side"] for b in hovered["boxes"]] == ["A", "B"]
+    assert all(b["stroke"] >= 2 for b in hovered["boxes"]), hovered
+    assert hovered["band_visible"]
+    assert hovered["other_stroke"] is None or hovered["other_stroke"] < 2, hovered
     # The power strips: the diff's domain, with the report's provenance.
     energy = report["json"]["energy"]
     assert len(tl["power"]) == 2
