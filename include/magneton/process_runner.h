@@ -37,6 +37,11 @@ struct RecordRunResult {
   Status trace_status;
   size_t ops = 0;  // what the readable trace holds
   size_t tensors = 0;
+  // How often, and how long in all, the program waited for the trace writer
+  // to take a full pending batch (meta trace.backpressure_*; 0 for traces
+  // that do not say).
+  int64_t writer_waits = 0;
+  int64_t writer_wait_ms = 0;
   // A distributed job (its ranks recorded traces of their own): the job
   // manifest's path (docs/TRACE_FORMAT.md "Job manifest"); "" otherwise.
   std::string job_manifest;

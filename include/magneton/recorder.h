@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "magneton/clock.h"
 #include "magneton/status.h"
@@ -129,6 +130,13 @@ class Recorder {
   // freed result the allocator handed out again). Not fingerprinted.
   void AddOverwrittenInput(int32_t slot, const TensorView& tensor);
   void EndOp(std::string args);
+  // Storages (TensorView::storage_uid) that a hook found freed when it looked
+  // for them: the values registered on them are forgotten, so the recorder's
+  // memory follows what is live rather than what ran. A hook looks when its
+  // own table of storages has grown, or when StorageSweepDue says the
+  // recorder's values have (then it calls this even with none found).
+  void ForgetStorages(const std::vector<uint64_t>& storage_uids);
+  bool StorageSweepDue() const { return storage_sweep_due_.load(std::memory_order_relaxed); }
   // Same, with the interval the engine measured (MonotonicNowNs clock).
   void EndOp(std::string args, int64_t start_ns, int64_t end_ns);
   // Depth of the current thread's op stack (0: not inside a recorded op).
@@ -200,6 +208,7 @@ class Recorder {
   uint64_t generation_;
   bool record_values_;
   std::atomic<int64_t> next_op_id_{0};
+  std::atomic<bool> storage_sweep_due_{false};
   int64_t fingerprint_name_id_ = kNoId;  // interned kFingerprintOpName, with --values
 };
 

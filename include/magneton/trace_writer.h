@@ -1,6 +1,11 @@
 // Persists trace records to one SQLite file. Appends are cheap (a mutex and a
 // vector push); a background thread commits them in batches, so a process
 // killed mid-run leaves a readable file up to the last committed batch.
+// Memory is bounded, not by the run's length: the writer commits early once
+// the pending batch passes a quarter of max_pending_bytes, and an append that
+// finds it past max_pending_bytes waits until the writer has taken it
+// (back-pressure; nothing is ever dropped). At most two batches exist: the one
+// being committed and the one filling.
 #pragma once
 
 #include <condition_variable>
@@ -21,7 +26,19 @@ struct TraceWriterOptions {
   int flush_interval_ms = 100;  // how often the writer thread commits
   // Run the writer thread at idle priority so it takes only cycles the traced
   // program leaves unused (most of eager inference is single-threaded Python).
+  // Used only where the process may raise the thread back to normal
+  // priority (CAP_SYS_NICE or RLIMIT_NICE): under back-pressure the writer is
+  // raised, or a busy machine would starve it while the program waits on it.
   bool idle_priority_writer = true;
+  // Bound on the records waiting for the writer (approximate bytes).
+  size_t max_pending_bytes = size_t{4} << 20;
+};
+
+// What back-pressure cost a run (TraceWriter::backpressure; written to the
+// trace's meta as trace.backpressure_waits and trace.backpressure_wait_ms).
+struct WriterBackpressure {
+  int64_t waits = 0;    // appends that found the pending batch full and waited
+  int64_t wait_ns = 0;  // total time they waited
 };
 
 class TraceWriter {
@@ -58,12 +75,19 @@ class TraceWriter {
 
   const std::string& path() const { return path_; }
   int64_t committed_batches() const;
+  WriterBackpressure backpressure() const;
+  // Whether the writer thread runs at idle priority (see TraceWriterOptions).
+  bool idle_priority() const { return idle_priority_; }
 
  private:
   struct Batch;
   TraceWriter(std::string path, sqlite3* db, TraceWriterOptions options);
   void ThreadMain();
   Status WriteBatch(Batch& batch);
+  // Called with mu_ held after an append: wakes the writer early, and waits
+  // while the pending batch is over the bound.
+  void AfterAppend(std::unique_lock<std::mutex>& lock);
+  void SetWriterIdle(bool idle);  // writer thread's priority (best effort)
 
   std::string path_;
   sqlite3* db_;
@@ -73,9 +97,17 @@ class TraceWriter {
   std::condition_variable wake_;
   std::condition_variable flushed_;
   std::unique_ptr<Batch> pending_;
+  std::unique_ptr<Batch> spare_;  // the other of the two batches, while not being written
   int64_t appended_seq_ = 0;   // bumped per Flush request
   int64_t committed_seq_ = 0;
   int64_t committed_batches_ = 0;
+  size_t pending_bytes_ = 0;   // approximate size of *pending_
+  int64_t taken_batches_ = 0;  // batches the writer has taken from pending_
+  bool early_wake_sent_ = false;
+  bool idle_priority_ = false;
+  bool writer_raised_ = false;  // raised to normal priority under back-pressure
+  WriterBackpressure backpressure_;
+  std::condition_variable taken_;
   bool stop_ = false;
   bool closed_ = false;
   Status thread_status_;

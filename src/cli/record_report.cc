@@ -51,6 +51,13 @@ int ReportRecording(const RecordRunRequest& request, const StatusOr<RecordRunRes
   }
   std::fprintf(stderr, "magneton: recorded %zu ops and %zu tensors to %s\n", result->ops, result->tensors,
                out.c_str());
+  if (result->writer_waits > 0) {
+    // Nothing was dropped, but the program was held up: its timing includes it.
+    std::fprintf(stderr,
+                 "magneton: the program waited %lld time(s), %lld ms in all, for the trace writer to catch up "
+                 "(nothing was dropped)\n",
+                 static_cast<long long>(result->writer_waits), static_cast<long long>(result->writer_wait_ms));
+  }
   return 0;
 }
 

@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -30,6 +31,7 @@ constexpr size_t kMaxInstances = 64;
 // A scope names a region only when it holds most of its ops; the rest
 // (ops issued between module calls) do not change what the region is.
 constexpr double kMinScopedShare = 0.8;
+constexpr std::string_view kWholeModel = " (whole model)";
 
 bool ValidOp(const Trace& t, int64_t id) { return id >= 0 && static_cast<size_t>(id) < t.ops.size(); }
 bool ValidScope(const Trace& t, int64_t id) { return id >= 0 && static_cast<size_t>(id) < t.scopes.size(); }
@@ -42,16 +44,21 @@ std::vector<int64_t> ScopeChain(const Trace& t, int64_t scope_id) {
   return chain;
 }
 
-// The deepest scope chain that most of `ops` share, or nothing.
+// The deepest scope chain that the ops holding most of the region's time
+// share, or nothing. By time, not count: a decode loop's many small ops
+// issued by generate() itself (argmax, cat) do not make it less the model's.
 std::optional<std::vector<int64_t>> CommonScope(const Trace& t, const std::vector<int64_t>& ops) {
   std::optional<std::vector<int64_t>> common;
-  size_t total = 0, scoped = 0;
+  double total = 0, scoped = 0;
   for (int64_t id : ops) {
     if (!ValidOp(t, id)) continue;
-    ++total;
-    const int64_t scope = t.ops[id].scope_id;
+    const OpEvent& op = t.ops[id];
+    // Each op counts at least 1 ns, so a trace without times counts ops.
+    const double weight = static_cast<double>(std::max<int64_t>(1, op.end_ns - op.start_ns));
+    total += weight;
+    const int64_t scope = op.scope_id;
     if (!ValidScope(t, scope)) continue;
-    ++scoped;
+    scoped += weight;
     std::vector<int64_t> chain = ScopeChain(t, scope);
     if (!common) {
       common = std::move(chain);
@@ -61,7 +68,7 @@ std::optional<std::vector<int64_t>> CommonScope(const Trace& t, const std::vecto
     while (depth < common->size() && depth < chain.size() && (*common)[depth] == chain[depth]) ++depth;
     common->resize(depth);
   }
-  if (!common || common->empty() || static_cast<double>(scoped) < kMinScopedShare * static_cast<double>(total)) {
+  if (!common || common->empty() || scoped < kMinScopedShare * total) {
     return std::nullopt;
   }
   return common;
@@ -130,7 +137,7 @@ std::string ScopeName(const Trace& t, const Finding& f, bool side_a) {
   if (depth == 0) return "";
   const std::string& leaf_type = t.str(t.scopes[chains.front()[depth - 1]].type_id);
   // The root is the model itself; its attribute name is its class.
-  if (depth == 1) return leaf_type + " (whole model)";
+  if (depth == 1) return leaf_type + std::string(kWholeModel);
   std::string path;
   for (size_t d = 1; d < depth; ++d) {
     std::vector<std::string> names;
@@ -219,14 +226,23 @@ RegionName NameRegion(const Trace& a, const Trace& b, const Finding& f) {
   }
   // The costlier side first: it is the one the reader will change.
   const bool a_first = f.wasteful_side != 'B';
+  std::string whole_model;
   for (bool side_a : {a_first, !a_first}) {
     std::string name = ScopeName(side_a ? a : b, f, side_a);
-    if (!name.empty()) return {std::move(name), "module_scope"};
+    if (name.empty()) continue;
+    // The model as a whole says less than the line that called it (which
+    // generate(), which training step): that line names it when there is one.
+    if (name.ends_with(kWholeModel)) {
+      if (whole_model.empty()) whole_model = std::move(name);
+      continue;
+    }
+    return {std::move(name), "module_scope"};
   }
   for (bool side_a : {a_first, !a_first}) {
     std::string name = SourceName(side_a ? a : b, f, side_a);
     if (!name.empty()) return {std::move(name), "source_line"};
   }
+  if (!whole_model.empty()) return {std::move(whole_model), "module_scope"};
   const auto& names = f.names_a.empty() ? f.names_b : f.names_a;
   if (names.empty()) return {"(no ops)", "ops"};
   return {names.front() + (names.size() > 1 ? " …" : ""), "ops"};

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -127,19 +128,14 @@ struct PendingOp {
   std::vector<RecorderSpan> recorder_spans;
 };
 
-// A view of one value with one layout: the key under which a fingerprint may
-// be reused (weight.t() in every forward). Keyed by the viewed value's id, not
-// by address, because freed memory is reused at once by new values.
-struct ViewKey {
-  int64_t viewed_id;
+// A view of one value with one layout and its encoded fingerprint: reused
+// for the same view made again (weight.t() in every forward). Found by the
+// viewed value's id, not by address, because freed memory is reused at once
+// by new values; dropped when that value is forgotten (ForgetLocked).
+struct ViewFingerprint {
   int64_t storage_offset;
   uint64_t layout_hash;
-  bool operator==(const ViewKey&) const = default;
-};
-struct ViewKeyHash {
-  size_t operator()(const ViewKey& k) const {
-    return Mix(Mix(static_cast<uint64_t>(k.viewed_id), static_cast<uint64_t>(k.storage_offset)), k.layout_hash);
-  }
+  std::shared_ptr<const std::string> encoded;
 };
 
 struct ThreadState {
@@ -197,8 +193,22 @@ struct Recorder::State {
     }
   };
   std::unordered_map<ScopeKey, int64_t, ScopeKeyHash> scopes;
+  // The values a later op may still read, by key. Memory follows what is
+  // live, not what ran: a value is forgotten when its storage is freed
+  // (ForgetStorages) or written (a newer version under the storage's shared
+  // version counter), so a forgotten key can only come back as a new value.
+  // Forgetting never aliases: storage_uid is never reused, so a new buffer
+  // at a freed address has keys of its own.
   std::unordered_map<TensorKey, TensorEntry, TensorKeyHash> tensors;
+  // The keys in `tensors` per storage (storage_uid != 0).
+  std::unordered_map<uint64_t, std::vector<TensorKey>> keys_by_storage;
   int64_t next_tensor_id = 0;
+  int64_t tensors_forgotten = 0;
+  // When `tensors` reaches this size, hooks are asked to look for freed
+  // storages (StorageSweepDue): the map then stays within about twice the
+  // values on live storages, plus this floor.
+  static constexpr size_t kSweepFloor = 16384;
+  size_t sweep_at = kSweepFloor;
   std::map<std::map<std::string, std::string>, int64_t> runtime_states;
   // --values: encoded fingerprints of views by (viewed value, offset,
   // layout). Views recreated every step (weight.t() in each forward) are then
@@ -206,7 +216,23 @@ struct Recorder::State {
   // with the same layout and version can hold a new value (freed and
   // reallocated memory, writes by nested ops that bump no version counter).
   std::mutex fingerprint_mu;
-  std::unordered_map<ViewKey, std::shared_ptr<const std::string>, ViewKeyHash> fingerprints;
+  std::unordered_map<int64_t, std::vector<ViewFingerprint>> fingerprints;  // by viewed value id
+  size_t fingerprints_cached = 0;
+
+  // Drops the value under `key`, with the fingerprints cached for its views.
+  // mu held; its id is never looked up again (ids are 1:1 with keys).
+  void ForgetLocked(const TensorKey& key) {
+    auto it = tensors.find(key);
+    if (it == tensors.end()) return;
+    const int64_t id = it->second.id;
+    tensors.erase(it);
+    ++tensors_forgotten;
+    std::lock_guard<std::mutex> lock(fingerprint_mu);
+    if (auto f = fingerprints.find(id); f != fingerprints.end()) {
+      fingerprints_cached -= f->second.size();
+      fingerprints.erase(f);
+    }
+  }
 };
 
 Recorder::Recorder(std::unique_ptr<TraceWriter> writer, uint64_t generation, bool record_values)
@@ -296,6 +322,13 @@ Status Recorder::Stop() {
   // callbacks already running: they may still be using rec inside a Ref.
   WaitForRefs();
   Status st = rec->energy_ ? rec->energy_->Stop() : Status::Ok();
+  {
+    std::lock_guard<std::mutex> state_lock(rec->state_->mu);
+    // How many values the recorder let go of (storage freed or written);
+    // what it still held at the end is what was live.
+    rec->writer_->SetMeta("recorder.tensors_forgotten", std::to_string(rec->state_->tensors_forgotten));
+    rec->writer_->SetMeta("recorder.tensors_held_at_stop", std::to_string(rec->state_->tensors.size()));
+  }
   Status closed = rec->writer_->Close();
   if (st.ok()) st = closed;
   delete rec;
@@ -438,7 +471,22 @@ int64_t Recorder::NewTensor(const TensorView& t, bool is_output, int64_t op_id, 
   meta.device = std::string(t.device);
   meta.version = t.version;
   meta.producer_op_id = is_output ? op_id : kNoId;
-  state_->tensors.insert_or_assign(key, TensorEntry{meta.id, meta.producer_op_id, fingerprinted});
+  const bool inserted =
+      state_->tensors.insert_or_assign(key, TensorEntry{meta.id, meta.producer_op_id, fingerprinted}).second;
+  if (key.storage_uid != 0) {
+    // A write bumps the version counter that all views of a storage share,
+    // so this storage's values at older versions can no longer be read
+    // through it. (A tensor with a counter of its own on the same storage,
+    // x.data, then reads as a new value: a lost edge, never a stale one.)
+    std::vector<TensorKey>& keys = state_->keys_by_storage[key.storage_uid];
+    std::erase_if(keys, [&](const TensorKey& k) {
+      if (k.version >= key.version) return false;
+      state_->ForgetLocked(k);
+      return true;
+    });
+    if (inserted) keys.push_back(key);
+  }
+  if (state_->tensors.size() >= state_->sweep_at) storage_sweep_due_.store(true, std::memory_order_relaxed);
   int64_t id = meta.id;
   writer_->AppendTensor(std::move(meta));
   return id;
@@ -454,16 +502,36 @@ StatusOr<std::string> Recorder::EncodeValueFingerprint(const TensorBuffer& buffe
   return EncodeFingerprint(fp);
 }
 
+void Recorder::ForgetStorages(const std::vector<uint64_t>& storage_uids) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  for (uint64_t uid : storage_uids) {
+    auto it = state_->keys_by_storage.find(uid);
+    if (it == state_->keys_by_storage.end()) continue;
+    for (const TensorKey& k : it->second) state_->ForgetLocked(k);
+    state_->keys_by_storage.erase(it);
+  }
+  // What is left is on live storages: ask again once it has doubled.
+  state_->sweep_at = std::max(State::kSweepFloor, 2 * state_->tensors.size());
+  storage_sweep_due_.store(false, std::memory_order_relaxed);
+}
+
 void Recorder::FingerprintValue(int64_t tensor_id, const TensorView& t, int64_t viewed_id) {
-  const ViewKey key{viewed_id, t.storage_offset, LayoutHash(t)};
+  const uint64_t layout_hash = LayoutHash(t);
   // Reuse needs a version counter that moves on every write: inference-mode
   // tensors have none, so their values may have changed under the same id.
   const bool reusable = viewed_id != kNoId && t.version_tracked;
   if (reusable) {
-    std::lock_guard<std::mutex> lock(state_->fingerprint_mu);
-    auto it = state_->fingerprints.find(key);
-    if (it != state_->fingerprints.end()) {
-      writer_->AppendFingerprint(tensor_id, std::string(kFingerprintKind), *it->second);
+    std::shared_ptr<const std::string> cached;
+    {
+      std::lock_guard<std::mutex> lock(state_->fingerprint_mu);
+      if (auto it = state_->fingerprints.find(viewed_id); it != state_->fingerprints.end()) {
+        for (const ViewFingerprint& v : it->second) {
+          if (v.storage_offset == t.storage_offset && v.layout_hash == layout_hash) cached = v.encoded;
+        }
+      }
+    }
+    if (cached) {
+      writer_->AppendFingerprint(tensor_id, std::string(kFingerprintKind), *cached);
       return;
     }
   }
@@ -486,9 +554,16 @@ void Recorder::FingerprintValue(int64_t tensor_id, const TensorView& t, int64_t 
   writer_->AppendFingerprint(tensor_id, std::string(kFingerprintKind), *encoded);
   if (reusable) {
     std::lock_guard<std::mutex> lock(state_->fingerprint_mu);
-    constexpr size_t kMaxCached = 200'000;  // bounded memory on long runs
-    if (state_->fingerprints.size() >= kMaxCached) state_->fingerprints.clear();
-    state_->fingerprints[key] = std::move(encoded);
+    // Entries go with their viewed value (ForgetLocked); this bound is for a
+    // long-lived value viewed in ever new layouts. Clearing costs only
+    // recomputation, never a wrong fingerprint.
+    constexpr size_t kMaxCached = 100'000;
+    if (state_->fingerprints_cached >= kMaxCached) {
+      state_->fingerprints.clear();
+      state_->fingerprints_cached = 0;
+    }
+    state_->fingerprints[viewed_id].push_back({t.storage_offset, layout_hash, std::move(encoded)});
+    ++state_->fingerprints_cached;
   }
 }
 

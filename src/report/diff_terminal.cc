@@ -150,7 +150,7 @@ std::string RenderDiffTerminal(const DiffReportInput& in) {
     }
     if (d->line && d->line->found) {
       const diagnose::LineDiagnosis& l = *d->line;
-      out += fmt::format("    line trace: {} → {} `{}` at {}:{}  A: {}  B: {}{}\n", l.function,
+      out += fmt::format("    line trace: {} → {} `{}` at {}:{}  A: {}  B: {}{}\n", diagnose::ShortPathsIn(l.function),
                          diagnose::OriginKindName(l.origin.kind), l.origin.name, diagnose::ShortPath(l.origin.file),
                          l.origin.line, l.origin.value_a, l.origin.value_b,
                          l.config_key.empty() ? "" : "  -> config " + l.config_key);

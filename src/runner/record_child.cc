@@ -76,6 +76,12 @@ StatusOr<RecordRunResult> RecordChild(const RecordRunRequest& req) {
   }
   result.ops = trace->ops.size();
   result.tensors = trace->tensors.size();
+  auto meta_int = [&](const char* key) -> int64_t {
+    auto it = trace->meta.extra.find(key);
+    return it == trace->meta.extra.end() ? 0 : std::strtoll(it->second.c_str(), nullptr, 10);
+  };
+  result.writer_waits = meta_int("trace.backpressure_waits");
+  result.writer_wait_ms = meta_int("trace.backpressure_wait_ms");
   return result;
 }
 

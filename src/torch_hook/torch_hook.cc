@@ -50,25 +50,48 @@ std::atomic<int64_t> g_ops_recorded{0};
 std::atomic<bool> g_record_state{true};
 
 // TensorView::storage_uid for torch: one id per StorageImpl. The weak
-// reference kept beside each id keeps that StorageImpl's memory allocated
+// reference kept beside each id keeps that StorageImpl object allocated
 // (torch frees the data at the last strong reference, the object at the last
 // weak one), so no new storage can appear at a known address under an old
-// id. Entries whose storage is gone are swept when the map has doubled, so
-// it stays within twice the storages alive (plus a floor).
+// id. Entries whose storage is gone are swept, their ids handed back in
+// *freed (and *swept set) for the recorder to forget their values:
+// - when the map has doubled (it stays within twice the storages alive,
+//   plus a floor: the sweep's cost is amortized);
+// - when the storages registered since the last sweep total more bytes than
+//   an eighth of those alive (or a floor): a dead storage's object, kept by
+//   the weak reference, pins the heap around its freed data, so the process
+//   grew by about the data of every storage not yet swept (64 MB over the
+//   floor's 4096 16 kB activations, GBs with large ones);
+// - when the recorder asks (sweep_due): its values have doubled.
 class StorageIds {
  public:
-  uint64_t Of(const c10::Storage& storage) {
+  uint64_t Of(const c10::Storage& storage, bool sweep_due, std::vector<uint64_t>* freed, bool* swept) {
     const c10::StorageImpl* impl = storage.unsafeGetStorageImpl();
     if (impl == nullptr) return 0;
     std::lock_guard<std::mutex> lock(mu_);
     auto it = ids_.find(impl);
-    if (it != ids_.end()) return it->second.id;
-    if (ids_.size() >= sweep_at_) {
-      std::erase_if(ids_, [](const auto& entry) { return entry.second.ref.expired(); });
+    if (it != ids_.end() && !sweep_due) return it->second.id;
+    if (ids_.size() >= sweep_at_ || bytes_since_sweep_ >= sweep_bytes_ || sweep_due) {
+      *swept = true;
+      size_t live_bytes = 0;
+      std::erase_if(ids_, [&](const auto& entry) {
+        if (!entry.second.ref.expired()) {
+          live_bytes += entry.second.nbytes;
+          return false;
+        }
+        freed->push_back(entry.second.id);
+        return true;
+      });
       sweep_at_ = std::max<size_t>(kSweepFloor, 2 * ids_.size());
+      sweep_bytes_ = std::max<size_t>(kSweepBytesFloor, live_bytes / 8);
+      bytes_since_sweep_ = 0;
+      it = ids_.find(impl);  // live: not swept
+      if (it != ids_.end()) return it->second.id;
     }
     const uint64_t id = next_id_++;
-    ids_.emplace(impl, Entry{storage.getWeakStorageImpl(), id});
+    const size_t nbytes = storage.nbytes();
+    ids_.emplace(impl, Entry{storage.getWeakStorageImpl(), id, nbytes});
+    bytes_since_sweep_ += nbytes;
     return id;
   }
   // At uninstall: the weak references go (ids keep counting up, never reused).
@@ -76,17 +99,23 @@ class StorageIds {
     std::lock_guard<std::mutex> lock(mu_);
     ids_.clear();
     sweep_at_ = kSweepFloor;
+    sweep_bytes_ = kSweepBytesFloor;
+    bytes_since_sweep_ = 0;
   }
 
  private:
   struct Entry {
     c10::weak_intrusive_ptr<c10::StorageImpl> ref;
     uint64_t id;
+    size_t nbytes;  // at registration
   };
   static constexpr size_t kSweepFloor = 4096;
+  static constexpr size_t kSweepBytesFloor = size_t{16} << 20;
   std::mutex mu_;
   std::unordered_map<const c10::StorageImpl*, Entry> ids_;
   size_t sweep_at_ = kSweepFloor;
+  size_t sweep_bytes_ = kSweepBytesFloor;
+  size_t bytes_since_sweep_ = 0;
   uint64_t next_id_ = 1;
 };
 StorageIds g_storage_ids;
@@ -227,7 +256,10 @@ void AddTensor(Recorder& rec, bool output, int32_t slot, const at::Tensor& t, bo
   }
   if (t.has_storage() && t.layout() == c10::kStrided) {
     v.storage_addr = reinterpret_cast<uintptr_t>(t.storage().data());
-    v.storage_uid = g_storage_ids.Of(t.storage());
+    std::vector<uint64_t> freed;
+    bool swept = false;
+    v.storage_uid = g_storage_ids.Of(t.storage(), rec.StorageSweepDue(), &freed, &swept);
+    if (swept) rec.ForgetStorages(freed);
     v.storage_offset = t.storage_offset();
   } else {
     v.storage_addr = reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl());

@@ -3,16 +3,19 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sqlite3.h>
+#include <sys/resource.h>
 
 #include <chrono>
 #include <ctime>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include "trace/redact.h"
 #include "trace/schema.h"
 #include "trace/sqlite_util.h"
 #include "base/format.h"
+#include "magneton/clock.h"
 
 namespace magneton {
 
@@ -36,6 +39,28 @@ struct TraceWriter::Batch {
   std::vector<FingerprintRow> fingerprints;
   std::vector<RuntimeState> runtime_states;
   std::vector<StateSetter> state_setters;
+
+  // Empties the batch but keeps its vectors' capacity: the writer reuses two
+  // batches for the whole run instead of allocating a fresh one per commit
+  // (growing vectors anew each time leaves the freed blocks scattered over
+  // the heap, and the process's memory grows with them).
+  void Clear() {
+    strings.clear();
+    frames.clear();
+    call_paths.clear();
+    scopes.clear();
+    ops.clear();
+    op_links_end.clear();
+    tensors.clear();
+    op_tensors.clear();
+    config.clear();
+    energy_samples.clear();
+    device_activities.clear();
+    meta.clear();
+    fingerprints.clear();
+    runtime_states.clear();
+    state_setters.clear();
+  }
 
   bool empty() const {
     return strings.empty() && frames.empty() && call_paths.empty() && scopes.empty() &&
@@ -82,6 +107,45 @@ std::vector<std::pair<std::string, std::string>> MetaRows(const RunMetadata& met
   for (const auto& [key, value] : meta.extra) rows.emplace_back(key, value);
   for (auto& [key, value] : rows) value = StoredMetaValue(key, std::move(value));
   return rows;
+}
+
+// Whether a thread of this process may go from SCHED_IDLE back to normal
+// priority: that needs CAP_SYS_NICE or an RLIMIT_NICE that allows its nice
+// value (sched(7)). Without it an idle writer could not be raised when the
+// program waits on it, and a busy machine would starve it.
+bool CanRaiseFromIdle() {
+  rlimit nice_limit{};
+  if (getrlimit(RLIMIT_NICE, &nice_limit) == 0) {
+    const int nice = getpriority(PRIO_PROCESS, 0);
+    if (nice_limit.rlim_cur == RLIM_INFINITY || static_cast<long>(nice_limit.rlim_cur) >= 20 - nice) return true;
+  }
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("CapEff:", 0) != 0) continue;
+    const uint64_t caps = std::strtoull(line.c_str() + 7, nullptr, 16);
+    constexpr int kCapSysNice = 23;
+    return (caps >> kCapSysNice) & 1;
+  }
+  return false;
+}
+
+size_t Bytes(const std::string& s) { return s.size(); }
+size_t Bytes(const TensorMeta& t) {
+  return sizeof(t) + (t.shape.size() + t.strides.size()) * sizeof(int64_t) + t.dtype.size() + t.device.size();
+}
+size_t Bytes(const ConfigEntry& c) { return sizeof(c) + c.key.size() + c.value.size() + c.source.size(); }
+size_t Bytes(const EnergySample& e) { return sizeof(e) + e.domain.size() + e.meter.size(); }
+size_t Bytes(const DeviceActivity& a) { return sizeof(a) + a.device.size(); }
+size_t Bytes(const RuntimeState& r) {
+  size_t n = sizeof(r);
+  for (const auto& [k, v] : r.values) n += 64 + k.size() + v.size();  // 64: a map node
+  return n;
+}
+size_t Bytes(const StateSetter& s) { return sizeof(s) + s.key.size() + s.value.size() + s.where.size(); }
+template <typename T>
+size_t Bytes(const T& v) {
+  return sizeof(v);
 }
 
 }  // namespace
@@ -135,7 +199,12 @@ StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(const std::string& pa
 }
 
 TraceWriter::TraceWriter(std::string path, sqlite3* db, TraceWriterOptions options)
-    : path_(std::move(path)), db_(db), options_(options), pending_(std::make_unique<Batch>()) {
+    : path_(std::move(path)),
+      db_(db),
+      options_(options),
+      pending_(std::make_unique<Batch>()),
+      spare_(std::make_unique<Batch>()) {
+  idle_priority_ = options_.idle_priority_writer && CanRaiseFromIdle();
   thread_ = std::thread([this] { ThreadMain(); });
 }
 
@@ -144,24 +213,32 @@ TraceWriter::~TraceWriter() {
   if (!st.ok()) std::fprintf(stderr, "magneton: closing %s: %s\n", path_.c_str(), st.message().c_str());
 }
 
-#define MAGNETON_APPEND(field, value)      \
+// Each append adds its record's approximate size to pending_bytes_ and then
+// applies the bound (AfterAppend).
+#define MAGNETON_APPEND(field, value)       \
   do {                                      \
-    std::lock_guard<std::mutex> lock(mu_);  \
+    std::unique_lock<std::mutex> lock(mu_); \
+    pending_bytes_ += Bytes(value);         \
     pending_->field.push_back(value);       \
+    AfterAppend(lock);                      \
   } while (0)
 
 void TraceWriter::AppendString(int64_t id, std::string value) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  pending_bytes_ += sizeof(std::pair<int64_t, std::string>) + value.size();
   pending_->strings.emplace_back(id, std::move(value));
+  AfterAppend(lock);
 }
 void TraceWriter::AppendFrame(const Frame& frame) { MAGNETON_APPEND(frames, frame); }
 void TraceWriter::AppendCallPath(const CallPath& path) { MAGNETON_APPEND(call_paths, path); }
 void TraceWriter::AppendScope(const Scope& scope) { MAGNETON_APPEND(scopes, scope); }
 void TraceWriter::AppendOp(OpEvent op, const std::vector<OpTensor>& links) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  pending_bytes_ += sizeof(OpEvent) + op.args.size() + links.size() * sizeof(OpTensor) + sizeof(size_t);
   pending_->op_tensors.insert(pending_->op_tensors.end(), links.begin(), links.end());
   pending_->op_links_end.push_back(pending_->op_tensors.size());
   pending_->ops.push_back(std::move(op));
+  AfterAppend(lock);
 }
 void TraceWriter::AppendTensor(TensorMeta tensor) { MAGNETON_APPEND(tensors, std::move(tensor)); }
 void TraceWriter::AppendConfig(ConfigEntry entry) {
@@ -173,8 +250,10 @@ void TraceWriter::AppendDeviceActivity(DeviceActivity a) {
   MAGNETON_APPEND(device_activities, std::move(a));
 }
 void TraceWriter::AppendFingerprint(int64_t tensor_id, std::string kind, std::string data) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  pending_bytes_ += sizeof(Batch::FingerprintRow) + kind.size() + data.size();
   pending_->fingerprints.push_back({tensor_id, std::move(kind), std::move(data)});
+  AfterAppend(lock);
 }
 void TraceWriter::AppendRuntimeState(RuntimeState state) {
   // Values pass the same rule as config entries (an ORT session config entry
@@ -188,14 +267,49 @@ void TraceWriter::AppendStateSetter(StateSetter setter) {
 }
 void TraceWriter::SetMeta(const std::string& key, const std::string& value) {
   std::string stored = StoredMetaValue(key, value);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  pending_bytes_ += sizeof(std::pair<std::string, std::string>) + key.size() + stored.size();
   pending_->meta.emplace_back(key, std::move(stored));
+  AfterAppend(lock);
 }
 #undef MAGNETON_APPEND
 
 int64_t TraceWriter::committed_batches() const {
   std::lock_guard<std::mutex> lock(mu_);
   return committed_batches_;
+}
+
+WriterBackpressure TraceWriter::backpressure() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return backpressure_;
+}
+
+void TraceWriter::AfterAppend(std::unique_lock<std::mutex>& lock) {
+  // A quarter full: commit now rather than at the next interval, so that a
+  // fast program rarely reaches the bound at all.
+  if (!early_wake_sent_ && pending_bytes_ >= options_.max_pending_bytes / 4) {
+    early_wake_sent_ = true;
+    wake_.notify_one();
+  }
+  if (pending_bytes_ < options_.max_pending_bytes || stop_) return;
+  // Full: wait until the writer takes this batch. An idle-priority writer is
+  // raised first, since the program now waits on it (it lowers itself again
+  // once it has caught up).
+  const int64_t start_ns = MonotonicNowNs();
+  if (idle_priority_ && !writer_raised_) {
+    writer_raised_ = true;
+    SetWriterIdle(false);
+  }
+  const int64_t want = taken_batches_ + 1;
+  wake_.notify_one();
+  taken_.wait(lock, [&] { return taken_batches_ >= want || stop_; });
+  ++backpressure_.waits;
+  backpressure_.wait_ns += MonotonicNowNs() - start_ns;
+}
+
+void TraceWriter::SetWriterIdle(bool idle) {
+  sched_param param{};
+  pthread_setschedparam(thread_.native_handle(), idle ? SCHED_IDLE : SCHED_OTHER, &param);  // best effort
 }
 
 Status TraceWriter::Flush() {
@@ -225,35 +339,58 @@ Status TraceWriter::Close() {
 }
 
 void TraceWriter::ThreadMain() {
-  if (options_.idle_priority_writer) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (idle_priority_) {
     sched_param param{};
     pthread_setschedparam(pthread_self(), SCHED_IDLE, &param);  // best effort
   }
   pthread_setname_np(pthread_self(), "magneton-write");
-  std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     wake_.wait_for(lock, std::chrono::milliseconds(options_.flush_interval_ms),
-                   [&] { return stop_ || appended_seq_ > committed_seq_; });
+                   [&] { return stop_ || appended_seq_ > committed_seq_ || early_wake_sent_; });
     int64_t seq = appended_seq_;
     bool stopping = stop_;
-    auto batch = std::move(pending_);
-    pending_ = std::make_unique<Batch>();
+    std::unique_ptr<Batch> batch = std::move(pending_);
+    pending_ = std::move(spare_);
+    pending_bytes_ = 0;
+    const bool filled_early = early_wake_sent_;  // taken for its size, not at the interval
+    early_wake_sent_ = false;
+    ++taken_batches_;
+    taken_.notify_all();
     lock.unlock();
-    Status st = batch->empty() ? Status::Ok() : WriteBatch(*batch);
+    const bool had_records = !batch->empty();
+    Status st = had_records ? WriteBatch(*batch) : Status::Ok();
+    batch->Clear();
     lock.lock();
+    spare_ = std::move(batch);  // at most two batches ever exist
     if (!st.ok() && thread_status_.ok()) thread_status_ = st;
-    if (!batch->empty() && st.ok()) ++committed_batches_;
+    if (had_records && st.ok()) ++committed_batches_;
     committed_seq_ = seq;
     flushed_.notify_all();
+    // Raised under back-pressure, the writer stays at normal priority while
+    // the program fills batches faster than the interval (lowered at once, a
+    // starved writer would make it wait again a moment later), and goes back
+    // to idle once a batch is taken at the interval.
+    if (writer_raised_ && !filled_early && !early_wake_sent_) {
+      writer_raised_ = false;
+      sched_param param{};
+      pthread_setschedparam(pthread_self(), SCHED_IDLE, &param);
+    }
     if (stopping) break;
   }
   // The writer's own cost, so that recording overhead can be explained.
   timespec cpu{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
   double cpu_ms = cpu.tv_sec * 1e3 + cpu.tv_nsec / 1e6;
+  const WriterBackpressure backpressure = backpressure_;
   lock.unlock();
   Batch last;
   last.meta.emplace_back("trace.writer_cpu_ms", std::to_string(cpu_ms));
+  // How often the program waited on the writer (TraceWriterOptions::max_pending_bytes).
+  last.meta.emplace_back("trace.backpressure_waits", std::to_string(backpressure.waits));
+  last.meta.emplace_back("trace.backpressure_wait_ms", std::to_string(backpressure.wait_ns / 1'000'000));
+  last.meta.emplace_back("trace.writer_priority", idle_priority_ ? "idle, raised while the program waits on it"
+                                                                 : "normal");
   Status st = WriteBatch(last);
   lock.lock();
   if (!st.ok() && thread_status_.ok()) thread_status_ = st;

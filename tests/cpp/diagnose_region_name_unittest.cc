@@ -122,6 +122,30 @@ TEST(RegionName, TheWholeModelIsSaidSo) {
   EXPECT_EQ(NameRegion(b.t, b.t, Matched(inst, inst)).text, "GPT2LMHeadModel (whole model)");
 }
 
+TEST(RegionName, TheLineThatCalledTheWholeModelNamesIt) {
+  Builder b;
+  Model m(b);
+  const int64_t path = b.Path({"/home/u/train.py:40:step", "/py/site-packages/torch/nn/modules/module.py:1:_call_impl"});
+  const std::vector<std::vector<int64_t>> inst = {{b.Op("aten::embedding", m.transformer, path),
+                                                   b.Op("aten::linear", m.root, path)}};
+  const RegionName name = NameRegion(b.t, b.t, Matched(inst, inst));
+  EXPECT_EQ(name.basis, "source_line");
+  EXPECT_EQ(name.text, "/home/u/train.py:40 → _call_impl");
+}
+
+TEST(RegionName, ScopesWeighByTimeNotByCount) {
+  Builder b;
+  Model m(b);
+  // One long op in attn, four short unscoped ops: 90% of the time is attn's.
+  std::vector<int64_t> ops = {b.Op("aten::bmm", m.attn[0])};
+  b.t.ops.back().end_ns = 900;
+  for (int i = 0; i < 4; ++i) {
+    ops.push_back(b.Op("aten::argmax"));
+    b.t.ops.back().end_ns = 25;
+  }
+  EXPECT_EQ(NameRegion(b.t, b.t, Matched({ops}, {ops})).text, "transformer.h.0.attn (GPT2Attention)");
+}
+
 TEST(RegionName, MostlyUnscopedOpsFallBackToTheUsersLine) {
   Builder b;
   Model m(b);

@@ -423,5 +423,54 @@ TEST(Recorder, FingerprintingIsARecorderOpOfItsOwn) {
   EXPECT_GE(spans[2]->start_ns, trace->ops[timed].end_ns);
 }
 
+
+// The recorder's memory follows what is live (issue 15): the values of a
+// storage a hook found freed are forgotten, and so are a written storage's
+// older versions. Forgetting never aliases: a key seen again after it was
+// forgotten is a new value (in torch it cannot be seen again: storage ids
+// are never reused, version counters only move forward).
+TEST(Recorder, ValuesOfFreedStoragesAndOlderVersionsAreForgotten) {
+  std::string path = TempPath("forget.mtrace");
+  ASSERT_TRUE(Recorder::Start(path, RunMetadata{}).ok());
+  Recorder* rec = Recorder::Active();
+  auto with_uid = [](const FakeTensor& t, uint64_t uid) {
+    TensorView v = t.view();
+    v.storage_uid = uid;
+    return v;
+  };
+  auto op = [&](const char* name, std::vector<TensorView> in, std::vector<TensorView> out) {
+    int64_t id = rec->BeginOp(rec->InternString(name), kNoId);
+    for (size_t i = 0; i < in.size(); ++i) rec->AddInput(static_cast<int32_t>(i), in[i]);
+    for (size_t i = 0; i < out.size(); ++i) rec->AddOutput(static_cast<int32_t>(i), out[i]);
+    rec->EndOp("");
+    return id;
+  };
+  FakeTensor a{0x6000, 0, {4}, {1}}, b{0x7000, 0, {4}, {1}};
+  FakeTensor b_view{0x7000, 1, {2}, {1}};
+  const int64_t make_a = op("aten::relu", {}, {with_uid(a, 11)});
+  const int64_t make_b = op("aten::relu", {}, {with_uid(b, 12)});
+  const int64_t view_b = op("aten::narrow", {with_uid(b, 12)}, {with_uid(b_view, 12)});
+  FakeTensor b1 = b;
+  b1.version = 1;
+  const int64_t write_b = op("aten::add_", {with_uid(b, 12)}, {with_uid(b1, 12)});
+  rec->ForgetStorages({11, 99});  // 99: never seen, nothing to forget
+  const int64_t read_a = op("aten::sum", {with_uid(a, 11)}, {});
+  const int64_t read_old_view = op("aten::sum", {with_uid(b_view, 12)}, {});
+  const int64_t read_b1 = op("aten::sum", {with_uid(b1, 12)}, {});
+  ASSERT_TRUE(Recorder::Stop().ok());
+
+  auto trace = ReadTrace(path);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  EXPECT_EQ(Input(*trace, view_b), Output(*trace, make_b));  // before anything is forgotten: linked
+  EXPECT_NE(Input(*trace, read_a), Output(*trace, make_a));  // storage 11 freed: forgotten
+  EXPECT_EQ(trace->tensors[Input(*trace, read_a)].producer_op_id, kNoId);
+  EXPECT_NE(Input(*trace, read_old_view), Output(*trace, view_b));  // version 0 of storage 12: superseded
+  EXPECT_EQ(Input(*trace, read_b1), Output(*trace, write_b));       // the live version is kept
+  // b@0, its view and a: three values let go; b@1 (and the two new values
+  // the late reads made) still held at stop.
+  EXPECT_EQ(trace->meta.extra.at("recorder.tensors_forgotten"), "3");
+  EXPECT_EQ(trace->meta.extra.at("recorder.tensors_held_at_stop"), "3");
+}
+
 }  // namespace
 }  // namespace magneton

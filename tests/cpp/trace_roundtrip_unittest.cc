@@ -7,6 +7,7 @@
 
 #include "magneton/recorder.h"
 #include "magneton/trace_reader.h"
+#include "magneton/trace_writer.h"
 #include "test_util.h"
 
 namespace magneton {
@@ -157,6 +158,38 @@ TEST(TraceRoundTrip, UnwritableLocationIsAClearError) {
   auto st = Recorder::Start("/nonexistent-dir/x/run.mtrace", RunMetadata{});
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("/nonexistent-dir/x/run.mtrace"), std::string::npos) << st.message();
+}
+
+
+// The writer's memory is bounded, not by the run's length: with a commit
+// interval far longer than the test, a program that appends many times the
+// bound still sees its records committed as it goes (early commits and,
+// past the bound, back-pressure), and every record reaches the file.
+TEST(TraceRoundTrip, PendingRecordsAreBoundedAndCommittedAsTheyGo) {
+  std::string path = TempPath("bounded.mtrace");
+  TraceWriterOptions options;
+  options.flush_interval_ms = 60'000;
+  options.max_pending_bytes = 64 << 10;
+  auto writer = TraceWriter::Create(path, RunMetadata{}, options);
+  ASSERT_TRUE(writer.ok()) << writer.status().message();
+  (*writer)->AppendString(0, "aten::relu");
+  constexpr int kOps = 20'000;  // ~4 MB of records: 60 times the bound
+  for (int i = 0; i < kOps; ++i) {
+    OpEvent op;
+    op.id = i;
+    op.name_id = 0;
+    op.args = "[\"" + std::string(64, 'x') + "\"]";
+    (*writer)->AppendOp(std::move(op), {});
+  }
+  // Each batch the writer takes holds at most the bound (plus one record):
+  // it must have taken and committed dozens of them already.
+  EXPECT_GE((*writer)->committed_batches(), 20);
+  ASSERT_TRUE((*writer)->Close().ok());
+  auto trace = ReadTrace(path);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  EXPECT_EQ(trace->ops.size(), static_cast<size_t>(kOps));
+  EXPECT_EQ(trace->meta.extra.count("trace.backpressure_waits"), 1u);
+  EXPECT_EQ(trace->meta.extra.count("trace.backpressure_wait_ms"), 1u);
 }
 
 }  // namespace

@@ -17,12 +17,20 @@ def build_model(n_layer: int = 2, n_embd: int = 64, n_head: int = 4, seed: int =
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--embd", type=int, default=64, help="hidden size (n_embd)")
     parser.add_argument("--prompt-tokens", type=int, default=16)
     parser.add_argument("--new-tokens", type=int, default=8)
     parser.add_argument("--no-cache", action="store_true", help="generate with use_cache=False")
+    parser.add_argument("--copy-to", metavar="PATH",
+                        help="write this script to PATH and exit (`magneton demo` runs the copy, as a user's script)")
     args = parser.parse_args(argv)
+    if args.copy_to:
+        import shutil
 
-    model = build_model(n_layer=args.layers)
+        shutil.copyfile(__file__, args.copy_to)
+        return
+
+    model = build_model(n_layer=args.layers, n_embd=args.embd)
     torch.set_num_threads(1)  # steadier per-op timing (and energy estimate) on small CPUs
     input_ids = torch.randint(0, model.config.vocab_size, (1, args.prompt_tokens),
                               generator=torch.Generator().manual_seed(1))
