@@ -7,6 +7,8 @@
 
 #include "diagnose/line_diagnosis.h"
 #include "report/diff_report.h"
+#include "report/diff_timeline.h"
+#include "report/html_escape.h"
 #include "base/format.h"
 
 namespace magneton::report {
@@ -14,21 +16,7 @@ namespace {
 
 using detect::Finding;
 
-std::string Esc(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+std::string Esc(const std::string& s) { return HtmlEscape(s); }
 
 constexpr const char* kStyle = R"css(
 body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d1d1f;max-width:1200px}
@@ -97,6 +85,7 @@ std::string RenderDiffHtml(const DiffReportInput& in) {
                   "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
                   "<title>magneton diff</title><style>";
   h += kStyle;
+  h += TimelineCss();
   h += "</style></head><body><h1>magneton diff</h1>";
   h += fmt::format(
       "<p>A: <code>{}</code> — {} ops, job {} in {} (whole run {})<br>B: <code>{}</code> — {} ops, job {} in {} "
@@ -108,6 +97,8 @@ std::string RenderDiffHtml(const DiffReportInput& in) {
                    Esc(r.domain), prov,
                    p == Provenance::kMeasured ? "" : "(no hardware counter here: a model of CPU time, not measured joules)",
                    r.options.tau, r.runs, r.matched_region_pairs, energy(WasteSavingUj(r)));
+  // The picture of both runs, before the numbers: where in each job the flagged regions lie.
+  h += RenderDiffTimeline(in).html;
 
   double max_uj = 0;
   for (const Finding& f : r.findings) max_uj = std::max({max_uj, f.a.energy_uj, f.b.energy_uj});

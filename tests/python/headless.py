@@ -90,6 +90,10 @@ class Browser:
             raise RuntimeError(f"JavaScript error: {r['exceptionDetails']}")
         return r["result"].get("value")
 
+    def hover(self, x, y):
+        """Moves the mouse to (x, y) in the viewport: CSS :hover rules apply as for a reader's pointer."""
+        self._send("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y})
+
     def screenshot(self, path, full_page=True):
         params = {"format": "png"}
         if full_page:

@@ -50,7 +50,26 @@ READ_PAGE = r"""
     href: tr.querySelector('a') ? tr.querySelector('a').getAttribute('href') : null})) : [];
   const heading = name => [...document.querySelectorAll('h2')].find(h => text(h) === name);
   const summary = heading('Summary');
+  // The picture of both runs (src/report/diff_timeline.cc): SVG text has no innerText.
+  const svgText = el => el ? el.textContent.trim() : null;
+  const figure = document.querySelector('figure.tl');
+  const boxes = side => figure ? [...figure.querySelectorAll(`rect.bx.${side}`)].map(r => ({
+    visible: visible(r), cls: r.getAttribute('class'), width: r.getBoundingClientRect().width,
+    href: r.closest('a') ? r.closest('a').getAttribute('href') : null,
+    pair: r.closest('.pr') ? [...r.closest('.pr').querySelectorAll('rect.bx')].map(x => x.classList[1]) : null})) : [];
+  const timeline = figure ? {
+    visible: visible(figure.querySelector('svg')),
+    width: figure.querySelector('svg').getBoundingClientRect().width,
+    strips: ['#tl-a', '#tl-b'].map(id => visible(figure.querySelector(id))),
+    a_above_b: figure.querySelector('#tl-a').getBoundingClientRect().bottom <=
+               figure.querySelector('#tl-b').getBoundingClientRect().top,
+    above_summary: !!summary && figure.getBoundingClientRect().bottom <= summary.getBoundingClientRect().top,
+    a: boxes('A'), b: boxes('B'),
+    power: [...figure.querySelectorAll('text.lbl')].map(svgText),
+    caption: text(figure.querySelector('figcaption')),
+  } : null;
   return {
+    timeline,
     title: document.title,
     body: document.body.innerText,
     width: pageWidth,
@@ -65,6 +84,30 @@ READ_PAGE = r"""
       codes: [...d.querySelectorAll('code')].filter(visible).map(text),
     })),
   };
+})()
+"""
+
+# The centre of the top finding's first box on A, in viewport coordinates.
+HOVER_TARGET = r"""
+(() => {
+  const r = document.querySelector('figure.tl a[href="#f1"] rect.bx.A');
+  if (!r) return null;
+  const b = r.getBoundingClientRect();
+  return {x: b.left + b.width / 2, y: b.top + b.height / 2};
+})()
+"""
+
+# The stroke of every box of the hovered pair and of one other box, and whether the band joining the pair shows.
+READ_HOVER = r"""
+(() => {
+  const pair = document.querySelector('figure.tl a[href="#f1"]:hover');
+  const other = [...document.querySelectorAll('figure.tl rect.bx')].find(r => !pair || !pair.contains(r));
+  const stroke = r => parseFloat(getComputedStyle(r).strokeWidth);
+  return pair ? {
+    boxes: [...pair.querySelectorAll('rect.bx')].map(r => ({side: r.classList[1], stroke: stroke(r)})),
+    band_visible: getComputedStyle(pair.querySelector('.ln')).visibility === 'visible',
+    other_stroke: other ? stroke(other) : null,
+  } : null;
 })()
 """
 
@@ -95,6 +138,11 @@ def page(report):
     with Browser(browser, width=WIDTH, height=900) as b:
         b.open(report["html"].as_uri())
         model = b.evaluate(READ_PAGE)
+        # Hover the top finding's box on A (the page is at its top): what CSS alone does to its partner on B.
+        box = b.evaluate(HOVER_TARGET)
+        if box:
+            b.hover(box["x"], box["y"])
+            model["hovered"] = b.evaluate(READ_HOVER)
         b.screenshot(str(report["dir"] / "report.png"))
     model["screenshot"] = report["dir"] / "report.png"
     return model
@@ -169,6 +217,42 @@ def test_top_finding_shows_its_region_and_root_cause(report, page):
     line = top["diagnosis"]["line_diagnosis"]
     if line and line["found"]:
         assert f"Origin: {line['origin']['kind']} {line['origin']['name']}" in section["text"]
+
+
+def test_timeline_shows_both_runs_with_linked_regions(report, page):
+    # Both runs' jobs as strips, A above B, before the Summary table, as wide as the report's column.
+    tl = page["timeline"]
+    assert tl and tl["visible"] and tl["strips"] == [True, True], tl and {k: tl[k] for k in ("visible", "strips")}
+    assert tl["a_above_b"] and tl["above_summary"]
+    assert tl["width"] >= WIDTH - 100, tl["width"]
+    assert tl["a"] and tl["b"], "no region boxes"
+    assert all(box["visible"] for box in tl["a"] + tl["b"])
+    # The top finding (waste on A, docs above) has red boxes on both runs, each one link to its section #f1 that
+    # holds its partner on the other run.
+    top = report["json"]["findings"][0]
+    top_a = [box for box in tl["a"] if box["href"] == "#f1"]
+    top_b = [box for box in tl["b"] if box["href"] == "#f1"]
+    assert top_a and top_b
+    assert all("was" in box["cls"].split() for box in top_a + top_b)
+    paired = [box for box in top_a if box["pair"]]
+    assert paired and all(box["pair"] == ["A", "B"] for box in paired)
+    if "Aggregated" not in tl["caption"]:  # one pair per instance
+        assert len(top_a) == len(top_b) == top["instances"], (len(top_a), len(top_b), top["instances"])
+    # A's boxes of the top finding are wider in all than B's: A is the run that recomputes the prefix.
+    assert sum(box["width"] for box in top_a) > sum(box["width"] for box in top_b)
+    # Hovering the A box outlines its partner on B too, and shows the band joining them; other boxes stay as they were.
+    hovered = page.get("hovered")
+    assert hovered, "no #f1 box on A was under the pointer"
+    assert [b["side"] for b in hovered["boxes"]] == ["A", "B"]
+    assert all(b["stroke"] >= 2 for b in hovered["boxes"]), hovered
+    assert hovered["band_visible"]
+    assert hovered["other_stroke"] is None or hovered["other_stroke"] < 2, hovered
+    # The power strips: the diff's domain, with the report's provenance.
+    energy = report["json"]["energy"]
+    assert len(tl["power"]) == 2
+    for side, label in zip("AB", tl["power"]):
+        assert label.startswith(f"{side} power, {energy['domain']} ({energy['provenance']})"), label
+    assert f"Power: domain {energy['domain']}, {energy['provenance']}" in tl["caption"]
 
 
 def test_provenance_is_on_the_page(report, page):
