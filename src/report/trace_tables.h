@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <variant>
 #include <vector>
@@ -22,8 +23,9 @@ struct Column {
   ColumnValues values;
 };
 
-// Columns in a fixed order, all of the same length.
-using Table = std::vector<Column>;
+// Columns in a fixed order, all of the same length. A deque: a table is
+// filled through references to its columns, which adding a column must not move.
+using Table = std::deque<Column>;
 
 // How a trace's per-op energy was attributed, next to its table.
 struct EnergyInfo {
