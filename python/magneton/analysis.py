@@ -100,6 +100,8 @@ class Record:
         object.__setattr__(self, "_data", data)
 
     def __getattr__(self, name):
+        if name.startswith("__"):  # copy/pickle probing for hooks, before _data may exist
+            raise AttributeError(name)
         try:
             return _wrap(self._data[name])
         except KeyError:

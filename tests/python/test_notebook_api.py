@@ -178,6 +178,19 @@ def test_diff_options_reach_the_analysis(runs):
     assert [f for f in d.findings if f.verdict == "waste"] == []
 
 
+def test_diff_reruns_the_recorded_commands_only_when_asked(runs):
+    a, b, _, _ = runs
+    said = []
+    d = magneton.diff(a, b, progress=said.append)
+    assert said == [] and d.findings[0].diagnosis.line_diagnosis is None
+    # rerun=True: the line-level step re-runs both programs and finds the branch on the module's redo count.
+    d = magneton.diff(a, b, rerun=True, progress=said.append)
+    assert len(said) == 1 and "traced line by line" in said[0], said
+    lines = d.findings[0].diagnosis.line_diagnosis
+    assert lines.found, lines
+    assert (lines.chain[0].variable, lines.chain[0].value_a, lines.chain[0].value_b) == ("self.redo", "4", "1")
+
+
 def test_repr_html_embeds_the_escaped_report_in_an_iframe(runs):
     a, b, _, _ = runs
     d = magneton.diff(a, b)
