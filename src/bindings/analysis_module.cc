@@ -24,18 +24,18 @@ namespace {
 
 // Columns become lists in one C++ pass each: a dict of them is what
 // pandas.DataFrame takes directly, and what the list-of-rows view is built from.
-nb::dict ColumnsDict(const magneton::Table& table) {
+nb::dict ColumnsDict(const magneton::report::Table& table) {
   nb::dict out;
-  for (const magneton::Column& column : table) out[column.name.c_str()] = nb::cast(column.values);
+  for (const magneton::report::Column& column : table) out[column.name.c_str()] = nb::cast(column.values);
   return out;
 }
 
 // The same table as one dict per row, for users without pandas.
-nb::list RowsList(const magneton::Table& table) {
+nb::list RowsList(const magneton::report::Table& table) {
   size_t rows = 0;
   if (!table.empty()) std::visit([&](const auto& v) { rows = v.size(); }, table.front().values);
   std::vector<nb::dict> out(rows);
-  for (const magneton::Column& column : table) {
+  for (const magneton::report::Column& column : table) {
     nb::str key(column.name.c_str());
     std::visit([&](const auto& values) {
       for (size_t i = 0; i < rows; ++i) out[i][key] = nb::cast(values[i]);
@@ -46,7 +46,7 @@ nb::list RowsList(const magneton::Table& table) {
   return list;
 }
 
-nb::object TableObject(const magneton::Table& table, bool as_rows) {
+nb::object TableObject(const magneton::report::Table& table, bool as_rows) {
   return as_rows ? nb::object(RowsList(table)) : nb::object(ColumnsDict(table));
 }
 
@@ -64,7 +64,7 @@ nb::dict MetaDict(const magneton::RunMetadata& m) {
   return out;
 }
 
-nb::dict EnergyInfoDict(const magneton::EnergyInfo& e) {
+nb::dict EnergyInfoDict(const magneton::report::EnergyInfo& e) {
   nb::dict out;
   out["domain"] = e.domain.empty() ? nb::none() : nb::cast(e.domain);
   out["provenance"] = e.provenance.empty() ? nb::none() : nb::cast(e.provenance);
@@ -82,7 +82,7 @@ nb::dict EnergyInfoDict(const magneton::EnergyInfo& e) {
 nb::dict ReadTables(const std::string& path, const std::string& domain, bool as_rows) {
   auto trace = magneton::ReadTrace(path);
   ThrowIfError(trace.status());
-  auto tables = magneton::TraceAsTables(*trace, domain);
+  auto tables = magneton::report::TraceAsTables(*trace, domain);
   ThrowIfError(tables.status());
   nb::dict out;
   out["path"] = path;

@@ -11,7 +11,7 @@
 #include "energy/attribution.h"
 #include "trace/op_times.h"
 
-namespace magneton {
+namespace magneton::report {
 namespace {
 
 template <typename T>
@@ -207,4 +207,4 @@ StatusOr<TraceTables> TraceAsTables(const Trace& trace, const std::string& domai
   return out;
 }
 
-}  // namespace magneton
+}  // namespace magneton::report

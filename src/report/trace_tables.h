@@ -13,7 +13,7 @@
 #include "magneton/status.h"
 #include "magneton/trace.h"
 
-namespace magneton {
+namespace magneton::report {
 
 using ColumnValues = std::variant<std::vector<int64_t>, std::vector<double>, std::vector<std::string>,
                                   std::vector<std::vector<int64_t>>>;
@@ -65,4 +65,4 @@ struct TraceTables {
 // error naming the ones it has.
 StatusOr<TraceTables> TraceAsTables(const Trace& trace, const std::string& domain);
 
-}  // namespace magneton
+}  // namespace magneton::report

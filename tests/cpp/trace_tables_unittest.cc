@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace magneton {
+namespace magneton::report {
 namespace {
 
 int64_t Str(Trace& t, const std::string& s) {
@@ -155,4 +155,4 @@ TEST(TraceTablesTest, ATraceWithoutSamplesHasAnEmptyEnergyTableAndSaysWhy) {
 }
 
 }  // namespace
-}  // namespace magneton
+}  // namespace magneton::report
