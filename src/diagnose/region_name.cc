@@ -180,7 +180,51 @@ std::string SourceName(const Trace& t, const Finding& f, bool side_a) {
   return ShortPath(line) + (api.empty() ? "" : " → " + api);
 }
 
+// "transformer.h.0.attn (GPT2Attention)" of one scope; "" for none.
+std::string ScopeLabel(const Trace& t, int64_t scope_id) {
+  const std::vector<int64_t> chain = ScopeChain(t, scope_id);
+  if (chain.empty()) return "";
+  const std::string& type = t.str(t.scopes[chain.back()].type_id);
+  if (chain.size() == 1) return type + std::string(kWholeModel);
+  std::string path;
+  for (size_t d = 1; d < chain.size(); ++d) path += (path.empty() ? "" : ".") + t.str(t.scopes[chain[d]].name_id);
+  return fmt::format("{} ({})", path, type);
+}
+
+// The user's line that issued op `id` ("" when every frame is library code).
+std::string UserLine(const Trace& t, int64_t id, std::map<int64_t, std::vector<std::string>>& paths) {
+  const int64_t path_id = t.ops[id].call_path_id;
+  auto it = paths.find(path_id);
+  if (it == paths.end()) it = paths.emplace(path_id, t.CallPathFrames(path_id)).first;
+  for (auto f = it->second.rbegin(); f != it->second.rend(); ++f) {
+    if (!IsLibraryFrame(ParseFrame(*f))) return ShortPath(FileLine(*f));
+  }
+  return "";
+}
+
 }  // namespace
+
+std::vector<RegionPart> TopParts(const Trace& t, const std::vector<int64_t>& ops, size_t max_parts) {
+  std::map<std::string, RegionPart> parts;
+  std::map<int64_t, std::vector<std::string>> paths;
+  for (int64_t id : ops) {
+    if (!ValidOp(t, id)) continue;
+    const OpEvent& op = t.ops[id];
+    std::string name = ValidScope(t, op.scope_id) ? ScopeLabel(t, op.scope_id) : UserLine(t, id, paths);
+    if (name.empty()) name = t.str(op.name_id);
+    RegionPart& p = parts[name];
+    p.name = name;
+    ++p.ops;
+    p.time_ns += std::max<int64_t>(0, op.end_ns - op.start_ns);
+  }
+  std::vector<RegionPart> out;
+  for (auto& [name, p] : parts) out.push_back(std::move(p));
+  std::stable_sort(out.begin(), out.end(), [](const RegionPart& x, const RegionPart& y) {
+    return x.time_ns != y.time_ns ? x.time_ns > y.time_ns : x.ops > y.ops;
+  });
+  if (out.size() > max_parts) out.resize(max_parts);
+  return out;
+}
 
 std::string ShortPath(const std::string& frame_or_file) {
   for (const char* marker : {"site-packages/", "dist-packages/"}) {

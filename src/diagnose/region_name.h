@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "detect/detect.h"
 #include "magneton/trace.h"
@@ -22,6 +23,18 @@ struct RegionName {
 // Names finding `f` of a diff of `a` and `b` from the costlier side's ops
 // (the other side's where that has none).
 RegionName NameRegion(const Trace& a, const Trace& b, const detect::Finding& f);
+
+// What a set of ops holds, by what the ops are: the ops grouped by their
+// module scope path with its class (`transformer.h.0.attn (GPT2Attention)`),
+// else by the user's line that issued them, else by op name; the groups with
+// the most op time first (time, not energy: per-op energy is the
+// attribution's, and the reader wants where the ops are).
+struct RegionPart {
+  std::string name;
+  size_t ops = 0;
+  int64_t time_ns = 0;
+};
+std::vector<RegionPart> TopParts(const Trace& t, const std::vector<int64_t>& ops, size_t max_parts);
 
 // A frame or file as a reader wants it: an installed package's file from the
 // package down ("transformers/models/gpt2/modeling_gpt2.py:272:forward"), a

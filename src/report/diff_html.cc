@@ -146,6 +146,19 @@ std::string RenderDiffHtml(const DiffReportInput& in) {
     }
     if (!f.uncertainty_note.empty()) h += "<p class=\"interval\">" + Esc(f.uncertainty_note) + "</p>";
     h += RootCauseHtml(d->root_cause);
+    if (f.kind == detect::RegionKind::kUnmatched && !f.instances.empty()) {
+      for (const bool side_a : {true, false}) {
+        const Trace* t = side_a ? in.a : in.b;
+        const auto& ops = side_a ? f.instances.front().ops_a : f.instances.front().ops_b;
+        if (!t || ops.empty()) continue;
+        h += fmt::format("<p class=\"parts\">Unmatched in {}:", side_a ? 'A' : 'B');
+        for (const auto& part : diagnose::TopParts(*t, ops, 5)) {
+          h += fmt::format(" <code>{}</code> ({} op(s), {});", Esc(part.name), part.ops,
+                           Esc(magneton::FormatDuration(part.time_ns)));
+        }
+        h += "</p>";
+      }
+    }
     h += "<p class=\"sentence\">" + Esc(d->sentence) + "</p>";
     if (d->kind == diagnose::Kind::kSameApiDifferentKernel) {
       h += "<p>Nested in <code>" + Esc(d->kernel.op) + "</code>:</p><div class=\"ops\"><div><b>A</b>\n" +

@@ -127,12 +127,28 @@ json DiffToJson(const DiffReportInput& in) {
     const detect::Finding& f = r.findings[i];
     const diagnose::Diagnosis* d = DiagnosisFor(in, i);
     const diagnose::RegionName name = RegionNameOf(in, f);
+    // What an unmatched region holds, by module scope or the user's line (TopParts).
+    json parts = nullptr;
+    if (f.kind == detect::RegionKind::kUnmatched && !f.instances.empty()) {
+      parts = json::object();
+      for (const bool side_a : {true, false}) {
+        const Trace* t = side_a ? in.a : in.b;
+        json list = json::array();
+        if (t) {
+          for (const auto& part : diagnose::TopParts(*t, side_a ? f.instances.front().ops_a : f.instances.front().ops_b, 5)) {
+            list.push_back({{"name", part.name}, {"ops", part.ops}, {"time_ns", part.time_ns}});
+          }
+        }
+        parts[side_a ? "a" : "b"] = std::move(list);
+      }
+    }
     findings.push_back({{"rank", i + 1},
                         {"kind", detect::RegionKindName(f.kind)},
                         {"name", name.text},
                         {"name_basis", name.basis},
                         {"verdict", detect::VerdictName(f.verdict)},
                         {"below_noise_floor", BelowNoiseFloor(f, r.options.tau)},
+                        {"parts", parts},
                         {"instances", f.instances.size()},
                         {"a", {{"energy_uj", f.a.energy_uj}, {"issue_uj", f.a.issue_uj}, {"time_ns", f.a.time_ns},
                                {"ops", f.names_a}}},

@@ -134,6 +134,20 @@ std::string RenderDiffTerminal(const DiffReportInput& in) {
     if (f.verdict == detect::Verdict::kInconclusive && !f.uncertainty_note.empty()) {
       out += "    inconclusive: " + f.uncertainty_note + "\n";
     }
+    // What an unmatched region holds, on each side that has ops there.
+    if (f.kind == detect::RegionKind::kUnmatched && !f.instances.empty()) {
+      for (const bool side_a : {true, false}) {
+        const Trace* t = side_a ? in.a : in.b;
+        const auto& ops = side_a ? f.instances.front().ops_a : f.instances.front().ops_b;
+        if (!t || ops.empty()) continue;
+        std::string parts;
+        for (const diagnose::RegionPart& part : diagnose::TopParts(*t, ops, 3)) {
+          parts += fmt::format("{}{} ({} op(s), {})", parts.empty() ? "" : "; ", part.name, part.ops,
+                               magneton::FormatDuration(part.time_ns));
+        }
+        out += fmt::format("    unmatched in {}: {}\n", side_a ? 'A' : 'B', parts);
+      }
+    }
     if (!d) continue;
     for (const auto& st : d->states) {
       out += fmt::format("    runtime state: {} = {} (A) / {} (B){}\n", st.key, st.value_a, st.value_b,

@@ -176,6 +176,29 @@ TEST(RegionName, TheCostlierSideNamesTheRegion) {
   EXPECT_EQ(NameRegion(a.t, b.t, f).text, "transformer.h.2.mlp (GPT2MLP)");
 }
 
+TEST(TopParts, GroupsByScopeThenUserLineThenOpNameByTime) {
+  Builder b;
+  Model m(b);
+  const int64_t user = b.Path({"/home/u/gen.py:13:<module>"});
+  const int64_t lib = b.Path({"/py/site-packages/transformers/masking_utils.py:757:find_packed_sequence_indices"});
+  std::vector<int64_t> ops;
+  auto add = [&](const char* name, int64_t scope, int64_t path, int64_t ns) {
+    ops.push_back(b.Op(name, scope, path));
+    b.t.ops.back().end_ns = ns;
+  };
+  add("aten::bmm", m.attn[1], kNoId, 500);
+  add("aten::softmax", m.attn[1], kNoId, 300);
+  add("aten::cumsum", kNoId, user, 200);
+  add("aten::diff", kNoId, lib, 50);
+  const std::vector<RegionPart> parts = TopParts(b.t, ops, 2);
+  ASSERT_EQ(parts.size(), 2u);  // the 50 ns library-only op is past the limit
+  EXPECT_EQ(parts[0].name, "transformer.h.1.attn (GPT2Attention)");
+  EXPECT_EQ(parts[0].ops, 2u);
+  EXPECT_EQ(parts[0].time_ns, 800);
+  EXPECT_EQ(parts[1].name, "/home/u/gen.py:13");
+  EXPECT_EQ(TopParts(b.t, ops, 5).back().name, "aten::diff");  // no scope, no user line: the op's name
+}
+
 TEST(ShortPath, InstalledPackagesFromThePackageDown) {
   EXPECT_EQ(ShortPath("/usr/lib/python3/site-packages/transformers/models/gpt2/modeling_gpt2.py:272"),
             "transformers/models/gpt2/modeling_gpt2.py:272");
