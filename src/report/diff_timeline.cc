@@ -81,19 +81,6 @@ Job JobOf(const Trace& t) {
   return job;
 }
 
-// The time span of graph-node ops (each op's interval covers its nested ops).
-bool Extent(const Trace& trace, const std::vector<int64_t>& op_ids, int64_t* start_ns, int64_t* end_ns) {
-  bool any = false;
-  for (int64_t id : op_ids) {
-    if (id < 0 || static_cast<size_t>(id) >= trace.ops.size()) continue;
-    const OpEvent& op = trace.ops[static_cast<size_t>(id)];
-    *start_ns = any ? std::min(*start_ns, op.start_ns) : op.start_ns;
-    *end_ns = any ? std::max(*end_ns, op.end_ns) : op.end_ns;
-    any = true;
-  }
-  return any;
-}
-
 // One side's time axis: nanoseconds from its job start to plot units.
 struct Scale {
   int64_t origin_ns = 0;
@@ -312,7 +299,7 @@ Timeline RenderDiffTimeline(const DiffReportInput& in, const TimelineOptions& op
     for (size_t k = 0; k < f.instances.size(); ++k) {
       const detect::RegionInstance& inst = f.instances[k];
       int64_t a0 = 0, a1 = 0, b0 = 0, b1 = 0;
-      const bool has_a = Extent(*in.a, inst.ops_a, &a0, &a1), has_b = Extent(*in.b, inst.ops_b, &b0, &b1);
+      const bool has_a = OpsExtent(*in.a, inst.ops_a, &a0, &a1), has_b = OpsExtent(*in.b, inst.ops_b, &b0, &b1);
       if (has_a && has_b) {
         candidates.push_back({sa.X(a0), sa.X(a1), sb.X(b0), sb.X(b1), cat, i, k});
       } else if (has_a) {
@@ -530,6 +517,18 @@ Timeline RenderDiffTimeline(const DiffReportInput& in, const TimelineOptions& op
   if (without_ops > 0) h += fmt::format(" {} region instance(s) have no ops in the traces and are not drawn.", without_ops);
   h += "</figcaption></figure>";
   return out;
+}
+
+bool OpsExtent(const Trace& trace, const std::vector<int64_t>& op_ids, int64_t* start_ns, int64_t* end_ns) {
+  bool any = false;
+  for (int64_t id : op_ids) {
+    if (id < 0 || static_cast<size_t>(id) >= trace.ops.size()) continue;
+    const OpEvent& op = trace.ops[static_cast<size_t>(id)];
+    *start_ns = any ? std::min(*start_ns, op.start_ns) : op.start_ns;
+    *end_ns = any ? std::max(*end_ns, op.end_ns) : op.end_ns;
+    any = true;
+  }
+  return any;
 }
 
 }  // namespace magneton::report

@@ -117,20 +117,6 @@ json RegionArgs(const DiffReportInput& in, size_t index, size_t instance, char s
   return args;
 }
 
-// The time span of a region instance's ops on one side (graph-node ops: each
-// op's interval covers its nested ops). False when it has none.
-bool Extent(const Trace& trace, const std::vector<int64_t>& op_ids, int64_t* start_ns, int64_t* end_ns) {
-  bool any = false;
-  for (int64_t id : op_ids) {
-    if (id < 0 || static_cast<size_t>(id) >= trace.ops.size()) continue;
-    const OpEvent& op = trace.ops[static_cast<size_t>(id)];
-    *start_ns = any ? std::min(*start_ns, op.start_ns) : op.start_ns;
-    *end_ns = any ? std::max(*end_ns, op.end_ns) : op.end_ns;
-    any = true;
-  }
-  return any;
-}
-
 // Trace-event slices on one track must nest; region instances of different
 // findings can overlap in part (regions span threads). Each slice goes to the
 // first lane whose last slice ended before it starts; a lane is one track.
@@ -212,7 +198,7 @@ Status WritePerfettoDiff(const DiffReportInput& in, std::ostream& out) {
     for (size_t k = 0; k < f.instances.size(); ++k) {
       const detect::RegionInstance& inst = f.instances[k];
       RegionSlice a, b;
-      if (!Extent(*in.a, inst.ops_a, &a.start_ns, &a.end_ns) || !Extent(*in.b, inst.ops_b, &b.start_ns, &b.end_ns)) {
+      if (!OpsExtent(*in.a, inst.ops_a, &a.start_ns, &a.end_ns) || !OpsExtent(*in.b, inst.ops_b, &b.start_ns, &b.end_ns)) {
         ++instances_without_ops;
         continue;
       }
