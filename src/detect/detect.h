@@ -73,6 +73,10 @@ struct Uncertainty {
 
 struct Finding {
   RegionKind kind = RegionKind::kMatched;
+  // Set-up (setup_phase.cc): the ops ran before the program's first forward
+  // pass — model construction, weight init, input preparation. A region that
+  // spans both is split; set-up parts are findings of their own.
+  bool setup = false;
   Verdict verdict = Verdict::kEqual;
   std::vector<std::string> names_a;  // op-name sequence of one instance
   std::vector<std::string> names_b;
@@ -205,6 +209,13 @@ void BootstrapRatio(const std::vector<std::pair<double, double>>& units, bool a_
                     uint64_t seed, Interval* ratio, Interval* saving);
 // The two-sided Student t quantile for `confidence` and `df` degrees of freedom.
 double StudentT(double confidence, size_t df);
+// Set-up (setup_phase.cc, docs/DIFF.md "Set-up"): the start of the first op
+// that runs inside a module scope; ops starting before it are set-up.
+// INT64_MIN (no set-up) when no op has a module scope.
+int64_t SetupEndNs(const Trace& trace);
+// The ops of `ops` that are set-up (setup = true) or job (false), in order.
+std::vector<int64_t> SetupOps(const Trace& trace, const std::vector<int64_t>& ops, int64_t setup_end_ns, bool setup);
+
 // The ranking of DetectResult::findings.
 void RankFindings(std::vector<Finding>& findings);
 // Re-derives a finding's verdict from its summed cost (Classify, min_share,

@@ -154,31 +154,58 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
   r.b = Summarize(b, eb);
   r.matched_region_pairs = match.regions.size();
 
+  // Set-up and job never share a region (setup_phase.cc): a region that
+  // spans the first forward pass is split there. A part with ops on one side
+  // only is work that side does and the other does not: unmatched, in its phase.
+  const int64_t setup_end_a = SetupEndNs(a), setup_end_b = SetupEndNs(b);
+  std::vector<int64_t> unmatched_a[2], unmatched_b[2];  // [0] job, [1] set-up
   std::map<std::string, size_t> by_key;
   for (const RegionPair& rp : match.regions) {
-    RegionInstance in{rp.ops_a, rp.ops_b, rp.outputs, CostOf(a, ea, rp.ops_a), CostOf(b, eb, rp.ops_b)};
-    in.same_work = SameWork(a, rp.ops_a, b, rp.ops_b);
-    if (in.same_work) in.pair_ratios = PairRatios(ea, rp.ops_a, eb, rp.ops_b);
     std::string note;
     const bool agree = OutputsAgree(rp.outputs, fa, fb, options.output_epsilon, &note);
-    auto names_a = NamesOf(a, rp.ops_a);
-    auto names_b = NamesOf(b, rp.ops_b);
-    auto [it, inserted] = by_key.try_emplace(RepeatKey(names_a, names_b), r.findings.size());
-    if (inserted) {
-      Finding f;
-      f.kind = RegionKind::kMatched;
-      f.names_a = std::move(names_a);
-      f.names_b = std::move(names_b);
-      f.outputs_agree = agree;
-      f.outputs_note = note;
-      r.findings.push_back(std::move(f));
+    std::vector<int64_t> part_a[2], part_b[2];
+    for (int phase : {0, 1}) {
+      part_a[phase] = SetupOps(a, rp.ops_a, setup_end_a, phase == 1);
+      part_b[phase] = SetupOps(b, rp.ops_b, setup_end_b, phase == 1);
     }
-    Finding& f = r.findings[it->second];
-    if (f.outputs_agree && !agree) {
-      f.outputs_agree = false;
-      f.outputs_note = note;  // one disagreeing repeat spoils the aggregate
+    const bool split = !(part_a[0].empty() && part_b[0].empty()) && !(part_a[1].empty() && part_b[1].empty());
+    for (int phase : {0, 1}) {
+      std::vector<int64_t>& ops_a = part_a[phase];
+      std::vector<int64_t>& ops_b = part_b[phase];
+      if (ops_a.empty() && ops_b.empty()) continue;
+      if (ops_a.empty() || ops_b.empty()) {
+        unmatched_a[phase].insert(unmatched_a[phase].end(), ops_a.begin(), ops_a.end());
+        unmatched_b[phase].insert(unmatched_b[phase].end(), ops_b.begin(), ops_b.end());
+        continue;
+      }
+      // The exit cut belongs to the job's part: set-up only feeds it.
+      const bool has_exit = !split || phase == 0;
+      RegionInstance in{ops_a, ops_b, has_exit ? rp.outputs : std::vector<TensorPair>{}, CostOf(a, ea, ops_a),
+                        CostOf(b, eb, ops_b)};
+      in.same_work = SameWork(a, ops_a, b, ops_b);
+      if (in.same_work) in.pair_ratios = PairRatios(ea, ops_a, eb, ops_b);
+      const std::string part_note = has_exit ? note : "the set-up part of a region whose exit " + note;
+      auto names_a = NamesOf(a, ops_a);
+      auto names_b = NamesOf(b, ops_b);
+      auto [it, inserted] =
+          by_key.try_emplace((phase == 1 ? "setup\x1d" : "") + RepeatKey(names_a, names_b), r.findings.size());
+      if (inserted) {
+        Finding f;
+        f.kind = RegionKind::kMatched;
+        f.setup = phase == 1;
+        f.names_a = std::move(names_a);
+        f.names_b = std::move(names_b);
+        f.outputs_agree = agree;
+        f.outputs_note = part_note;
+        r.findings.push_back(std::move(f));
+      }
+      Finding& f = r.findings[it->second];
+      if (f.outputs_agree && !agree) {
+        f.outputs_agree = false;
+        f.outputs_note = part_note;  // one disagreeing repeat spoils the aggregate
+      }
+      f.instances.push_back(std::move(in));
     }
-    f.instances.push_back(std::move(in));
   }
 
   Finding outside;
@@ -197,19 +224,26 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
   outside.outputs_note = "energy inside the job while no op ran and no thread was issuing one";
   r.findings.push_back(std::move(outside));
 
-  if (!match.unmatched_ops_a.empty() || !match.unmatched_ops_b.empty()) {
+  for (int phase : {0, 1}) {
+    std::vector<int64_t> un_a = SetupOps(a, match.unmatched_ops_a, setup_end_a, phase == 1);
+    std::vector<int64_t> un_b = SetupOps(b, match.unmatched_ops_b, setup_end_b, phase == 1);
+    un_a.insert(un_a.end(), unmatched_a[phase].begin(), unmatched_a[phase].end());
+    un_b.insert(un_b.end(), unmatched_b[phase].begin(), unmatched_b[phase].end());
+    if (un_a.empty() && un_b.empty()) continue;
+    std::sort(un_a.begin(), un_a.end());
+    std::sort(un_b.begin(), un_b.end());
     Finding un;
     un.kind = RegionKind::kUnmatched;
-    un.names_a = NamesOf(a, match.unmatched_ops_a);
-    un.names_b = NamesOf(b, match.unmatched_ops_b);
-    un.instances.push_back({match.unmatched_ops_a, match.unmatched_ops_b, {}, CostOf(a, ea, match.unmatched_ops_a),
-                            CostOf(b, eb, match.unmatched_ops_b)});
+    un.setup = phase == 1;
+    un.names_a = NamesOf(a, un_a);
+    un.names_b = NamesOf(b, un_b);
     // Work one side does and the other does without, while every matched
     // output still agrees, is redundant; unmatched work on both sides cannot
     // be verified to compute the same thing.
-    un.outputs_agree = match.unmatched_ops_a.empty() || match.unmatched_ops_b.empty();
+    un.outputs_agree = un_a.empty() || un_b.empty();
     un.outputs_note = un.outputs_agree ? "only one side runs these ops; the other reaches the same matched outputs"
                                        : "unmatched on both sides: outputs not verified";
+    un.instances.push_back({un_a, un_b, {}, CostOf(a, ea, un_a), CostOf(b, eb, un_b)});
     r.findings.push_back(std::move(un));
   }
 

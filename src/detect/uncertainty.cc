@@ -39,6 +39,7 @@ uint64_t SeedOf(const Finding& f) {
     h = (h ^ 0x1f) * 1099511628211ull;
   };
   mix(RegionKindName(f.kind));
+  if (f.setup) mix("setup");
   for (const std::string& n : f.names_a) mix(n);
   mix(">");
   for (const std::string& n : f.names_b) mix(n);
@@ -49,6 +50,7 @@ uint64_t SeedOf(const Finding& f) {
 // region; outside_ops and unmatched are one finding per run whatever they hold.
 std::string KeyOf(const Finding& f) {
   std::string key = RegionKindName(f.kind);
+  if (f.setup) key += "\x1dsetup";
   if (f.kind != RegionKind::kMatched) return key;
   for (const std::string& n : f.names_a) key += '\x1f' + n;
   key += '\x1e';

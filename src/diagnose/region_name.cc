@@ -261,11 +261,15 @@ std::string ShortPathsIn(const std::string& text) {
   return out;
 }
 
-RegionName NameRegion(const Trace& a, const Trace& b, const Finding& f) {
+namespace {
+
+RegionName NameJobRegion(const Trace& a, const Trace& b, const Finding& f) {
   switch (f.kind) {
     case detect::RegionKind::kOutsideOps: return {"(outside every op)", "kind"};
     case detect::RegionKind::kUnmatched:
-      return {fmt::format("(unmatched: {} op(s) only in A, {} only in B)", f.names_a.size(), f.names_b.size()), "kind"};
+      return {fmt::format("(unmatched{}: {} op(s) only in A, {} only in B)", f.setup ? " set-up" : "",
+                          f.names_a.size(), f.names_b.size()),
+              "kind"};
     case detect::RegionKind::kMatched: break;
   }
   // The costlier side first: it is the one the reader will change.
@@ -290,6 +294,15 @@ RegionName NameRegion(const Trace& a, const Trace& b, const Finding& f) {
   const auto& names = f.names_a.empty() ? f.names_b : f.names_a;
   if (names.empty()) return {"(no ops)", "ops"};
   return {names.front() + (names.size() > 1 ? " …" : ""), "ops"};
+}
+
+}  // namespace
+
+RegionName NameRegion(const Trace& a, const Trace& b, const Finding& f) {
+  RegionName name = NameJobRegion(a, b, f);
+  // Set-up is named as such first: what it constructs comes after.
+  if (f.setup && f.kind == detect::RegionKind::kMatched) name.text = "set-up: " + name.text;
+  return name;
 }
 
 }  // namespace magneton::diagnose

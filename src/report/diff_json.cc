@@ -144,6 +144,7 @@ json DiffToJson(const DiffReportInput& in) {
     }
     findings.push_back({{"rank", i + 1},
                         {"kind", detect::RegionKindName(f.kind)},
+                        {"setup", f.setup},
                         {"name", name.text},
                         {"name_basis", name.basis},
                         {"verdict", detect::VerdictName(f.verdict)},

@@ -183,5 +183,95 @@ TEST_F(DetectRegions, RefusesMixedProvenance) {
   EXPECT_FALSE(r.ok());
 }
 
+// Set-up (setup_phase.cc): ops before the first op inside a module scope.
+// Each side: two weight inits (no scope), then the forward (scoped), then one
+// more op in the forward that only A runs.
+class DetectSetup : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    a_ = MakeSide({"aten::normal_", "aten::normal_", "aten::linear", "aten::relu", "aten::copy_"},
+                  {50, 50, 300, 100, 40}, 10);
+    b_ = MakeSide({"aten::normal_", "aten::normal_", "aten::mm", "aten::relu"}, {50, 50, 100, 100}, 10);
+    for (Side* s : {&a_, &b_}) {
+      s->trace.scopes.push_back(Scope{});
+      for (size_t i = 2; i < s->trace.ops.size(); ++i) s->trace.ops[i].scope_id = 0;
+    }
+    for (int64_t t = 0; t < 3; ++t) fa_[t] = fb_[t + 10] = Fp(static_cast<float>(t + 1));
+    // The matcher puts a weight's init in its first consumer's region: the
+    // linear's region starts with both inits.
+    match_.regions.push_back(Region({0, 1, 2}, {0, 1, 2}, 0, 10));
+    match_.regions.push_back(Region({3}, {3}, 1, 11));
+    match_.unmatched_ops_a = {4};
+  }
+  const Finding* Find(const DetectResult& r, RegionKind kind, bool setup) {
+    for (const Finding& f : r.findings) {
+      if (f.kind == kind && f.setup == setup) return &f;
+    }
+    return nullptr;
+  }
+  Side a_, b_;
+  FingerprintMap fa_, fb_;
+  MatchResult match_;
+};
+
+TEST_F(DetectSetup, FirstScopedOpEndsSetUp) {
+  EXPECT_EQ(SetupEndNs(a_.trace), 2000);  // the linear starts at 2000 ns
+  EXPECT_EQ(SetupOps(a_.trace, {0, 1, 2, 3}, 2000, true), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(SetupOps(a_.trace, {0, 1, 2, 3}, 2000, false), (std::vector<int64_t>{2, 3}));
+}
+
+TEST_F(DetectSetup, ARegionSpanningTheFirstForwardIsSplitThere) {
+  auto r = DetectFromMatch(a_.trace, fa_, a_.energy, b_.trace, fb_, b_.energy, match_, {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const Finding* setup = Find(*r, RegionKind::kMatched, true);
+  ASSERT_NE(setup, nullptr);
+  EXPECT_EQ(setup->names_a, (std::vector<std::string>{"aten::normal_", "aten::normal_"}));
+  EXPECT_DOUBLE_EQ(setup->a.energy_uj, 100);
+  EXPECT_TRUE(setup->instances.front().outputs.empty());  // the exit cut is the job's
+  EXPECT_EQ(setup->verdict, Verdict::kEqual);
+  // The forward's finding holds the forward's ops only, with the region's exit.
+  const Finding& top = r->findings.front();
+  EXPECT_FALSE(top.setup);
+  EXPECT_EQ(top.names_a, std::vector<std::string>{"aten::linear"});
+  EXPECT_EQ(top.names_b, std::vector<std::string>{"aten::mm"});
+  EXPECT_DOUBLE_EQ(top.saving_uj, 200);
+  EXPECT_EQ(top.verdict, Verdict::kWaste);
+  EXPECT_EQ(top.instances.front().outputs.size(), 1u);
+  // Unmatched ops of the forward stay the job's.
+  const Finding* unmatched = Find(*r, RegionKind::kUnmatched, false);
+  ASSERT_NE(unmatched, nullptr);
+  EXPECT_EQ(unmatched->names_a, std::vector<std::string>{"aten::copy_"});
+  EXPECT_EQ(Find(*r, RegionKind::kUnmatched, true), nullptr);
+}
+
+TEST_F(DetectSetup, SetUpOnOneSideOnlyIsUnmatchedSetUp) {
+  // B initialises nothing in this region (its weights came from elsewhere).
+  match_.regions[0].ops_b = {2};
+  match_.unmatched_ops_b = {0, 1};
+  auto r = DetectFromMatch(a_.trace, fa_, a_.energy, b_.trace, fb_, b_.energy, match_, {});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(Find(*r, RegionKind::kMatched, true), nullptr);
+  const Finding* setup = Find(*r, RegionKind::kUnmatched, true);
+  ASSERT_NE(setup, nullptr);
+  EXPECT_EQ(setup->names_a, (std::vector<std::string>{"aten::normal_", "aten::normal_"}));
+  EXPECT_EQ(setup->names_b, (std::vector<std::string>{"aten::normal_", "aten::normal_"}));
+  for (const Finding& f : r->findings) {
+    if (f.setup) continue;
+    for (const std::string& n : f.names_a) EXPECT_NE(n, "aten::normal_");
+    for (const std::string& n : f.names_b) EXPECT_NE(n, "aten::normal_");
+  }
+}
+
+TEST_F(DetectSetup, WithoutModuleScopesNothingIsSetUp) {
+  for (Side* s : {&a_, &b_}) {
+    for (OpEvent& op : s->trace.ops) op.scope_id = kNoId;
+  }
+  auto r = DetectFromMatch(a_.trace, fa_, a_.energy, b_.trace, fb_, b_.energy, match_, {});
+  ASSERT_TRUE(r.ok());
+  for (const Finding& f : r->findings) EXPECT_FALSE(f.setup);
+  EXPECT_EQ(r->findings.front().names_a,
+            (std::vector<std::string>{"aten::normal_", "aten::normal_", "aten::linear"}));
+}
+
 }  // namespace
 }  // namespace magneton::detect

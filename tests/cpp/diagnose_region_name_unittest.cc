@@ -167,6 +167,21 @@ TEST(RegionName, WithoutScopesOrUserFramesTheFirstOpNamesIt) {
   EXPECT_EQ(name.text, "aten::linear …");
 }
 
+TEST(RegionName, SetUpIsNamedAsSuchThenByTheLineThatBuiltIt) {
+  Builder b;
+  const int64_t path = b.Path({"/home/u/gen.py:9:<module>", "/py/site-packages/torch/nn/parameter.py:40:"
+                                                            "Parameter.__new__"});
+  std::vector<int64_t> ops;
+  for (int i = 0; i < 3; ++i) ops.push_back(b.Op("aten::normal_", kNoId, path));
+  detect::Finding f = Matched({ops}, {ops});
+  f.setup = true;
+  const RegionName name = NameRegion(b.t, b.t, f);
+  EXPECT_EQ(name.basis, "source_line");
+  EXPECT_EQ(name.text, "set-up: /home/u/gen.py:9 → Parameter.__new__");
+  f.setup = false;
+  EXPECT_EQ(NameRegion(b.t, b.t, f).text, "/home/u/gen.py:9 → Parameter.__new__");
+}
+
 TEST(RegionName, TheCostlierSideNamesTheRegion) {
   Builder a, b;
   Model ma(a), mb(b);
