@@ -90,6 +90,8 @@ class AnalysisSession {
   void SetProgress(std::function<void(const std::string&)> progress);
 
   const std::string& domain() const;
+  // What loading changed about the runs compared (windows trimmed to equal step counts), for the reader.
+  const std::vector<std::string>& notes() const;
   const AnalysisOptions& options() const;
   const analysis::SessionData& data() const { return *data_; }
   analysis::SessionData& mutable_data() { return *data_; }

@@ -49,6 +49,10 @@ int magneton_start(const char* path, const char* label, const char* engine, int 
 int magneton_stop(void);
 /* 1 while a recording is active, else 0. */
 int magneton_is_recording(void);
+// Whether a recording is active and its window open (windowed recording):
+// an engine asks this once per unit of work (a graph) and records all or none
+// of its ops, so that every begin has its end.
+int magneton_recording_open(void);
 /* Why the last failing call on this thread failed ("" if none). */
 const char* magneton_last_error(void);
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -67,6 +68,7 @@ struct RecorderOptions {
 };
 
 struct TensorBuffer;  // fingerprint/fingerprint.h
+class RecordWindow;  // record/window.h
 
 // The recorder op that covers --values fingerprinting on the traced thread
 // (an IsRecorderOp name): its time and energy are the recorder's, not the
@@ -182,6 +184,24 @@ class Recorder {
   // ("file:line:function"); t_ns and thread_id are filled when zero.
   void AddStateSetter(StateSetter setter);
 
+  // Windowed recording (record/window.h, docs/ARCHITECTURE.md "Windowed
+  // recording"). Hooks begin no op while the window is closed (WindowOpen;
+  // torch's callback is switched off as well, so an op outside the window
+  // costs a flag check). The closed time becomes one recorder op,
+  // `magneton::unrecorded` ({"from_step", "to_step"}), which keeps it out of
+  // the job's energy and time; the values seen before it are forgotten, since
+  // nothing watches them being written meanwhile. Each step boundary while
+  // the window is open is a zero-length `magneton::step` op ({"step": the
+  // step that ended}).
+  // schedule: "wait,warmup,active[,repeat]" in steps, or "" (every step).
+  Status ConfigureWindow(const std::string& schedule, bool time_gate_open);
+  // A step boundary (explicit: magneton.step(); else a framework's step).
+  // Returns whether the window is open after it.
+  bool Step(bool explicit_call);
+  // The time gate (--start-after, --duration); returns whether the window is open.
+  bool SetTimeGate(bool open);
+  bool WindowOpen() const { return window_open_.load(std::memory_order_relaxed); }
+
   void SetConfig(std::string key, std::string value, std::string source);
   void SetMeta(const std::string& key, const std::string& value);
   void AppendEnergySample(EnergySample sample);
@@ -211,7 +231,20 @@ class Recorder {
   // Waits until no thread is inside a Ref taken before active_ was cleared.
   static void WaitForRefs();
 
+  // Opens or closes the window as window_ says (window_mu_ held).
+  void ApplyWindowLocked(int64_t now_ns);
+  void WriteRecorderOp(std::string_view name, int64_t start_ns, int64_t end_ns, std::string args);
+  void ForgetAllValues();
+  void WriteWindowMeta();  // at Stop
+
   static std::atomic<Recorder*> active_;
+  std::mutex window_mu_;
+  std::unique_ptr<RecordWindow> window_;  // created by ConfigureWindow or the first Step
+  std::atomic<bool> window_open_{true};
+  int64_t window_closed_since_ns_ = 0;
+  int64_t window_closed_at_step_ = 0;
+  int64_t window_steps_recorded_ = 0;
+  int64_t window_gaps_ = 0;
   std::unique_ptr<TraceWriter> writer_;
   std::unique_ptr<class EnergySession> energy_;
   std::unique_ptr<State> state_;

@@ -7,7 +7,7 @@ a traced process imports this package and must not map the analysis.
 """
 
 from magneton.analysis import diff, open  # noqa: A004 (magneton.open reads a trace)
-from magneton.recording import record, start, stop
+from magneton.recording import record, start, step, stop
 
-__all__ = ["diff", "open", "record", "start", "stop"]
+__all__ = ["diff", "open", "record", "start", "step", "stop"]
 __version__ = "0.1.0"

@@ -12,6 +12,7 @@ import threading
 from magneton import _core
 from magneton import config_snapshot
 from magneton import env_snapshot
+from magneton import window as _window
 
 _lock = threading.Lock()
 _recorders: list = []
@@ -48,10 +49,17 @@ def _import_paths(extra=()) -> list[str]:
 
 
 def start(path: str | os.PathLike, label: str | None = None, command_line: str | None = None,
-          energy: bool = True, values: bool = False) -> None:
+          energy: bool = True, values: bool = False, window: str | None = None,
+          start_after: float | None = None, duration: float | None = None) -> None:
     """Starts recording every supported framework's ops into ``path``; with
     ``energy``, also samples the meters ``magneton meters`` reports; with
-    ``values``, fingerprints every tensor value (for matching), never stores it."""
+    ``values``, fingerprints every tensor value (for matching), never stores it.
+
+    window: ``"wait,warmup,active[,repeat]"`` in steps (``magneton.step()``,
+    else optimizer and decode steps): only active steps are recorded, as with
+    torch.profiler's schedule. start_after / duration: seconds from now before
+    the window opens / for which it stays open. Outside the window an op costs
+    a flag check (docs/ARCHITECTURE.md, "Windowed recording")."""
     from magneton.recorders import jax_recorder, llama_recorder, ort_recorder, torch_recorder
 
     path = os.fspath(path)
@@ -73,9 +81,18 @@ def start(path: str | os.PathLike, label: str | None = None, command_line: str |
                         jax_recorder.JaxRecorder(), llama_recorder.LlamaRecorder()):
                 rec.install()
                 _recorders.append(rec)
+            _window.configure(window, start_after, duration)
         except BaseException:
+            while _recorders:
+                _recorders.pop().uninstall()
+            _window.reset()
             _core.stop_recording()
             raise
+
+
+def step() -> None:
+    """Marks the end of one step of the job; see ``magneton.window.step``."""
+    _window.step()
 
 
 def stop() -> None:
@@ -85,6 +102,7 @@ def stop() -> None:
             return
         # Uninstall first: some engines (ONNX Runtime) write their ops only then.
         stopped = list(_recorders)
+        _window.reset()
         while _recorders:
             _recorders.pop().uninstall()
         env_snapshot.stop()
@@ -98,9 +116,12 @@ def stop() -> None:
 
 
 @contextlib.contextmanager
-def record(path: str | os.PathLike, label: str | None = None, energy: bool = True, values: bool = False):
-    """Records the ops run inside the block into the trace file ``path``."""
-    start(path, label=label, energy=energy, values=values)
+def record(path: str | os.PathLike, label: str | None = None, energy: bool = True, values: bool = False,
+           window: str | None = None, start_after: float | None = None, duration: float | None = None):
+    """Records the ops run inside the block into the trace file ``path``
+    (the options are ``start``'s)."""
+    start(path, label=label, energy=energy, values=values, window=window, start_after=start_after,
+          duration=duration)
     try:
         yield
     finally:

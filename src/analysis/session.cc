@@ -8,6 +8,7 @@
 #include "analysis/line_rerun.h"
 #include "analysis/rerun_authority.h"
 #include "analysis/session_data.h"
+#include "analysis/step_window.h"
 #include "diagnose/counterfactual.h"
 #include "diagnose/line_diagnosis.h"
 #include "magneton/trace_reader.h"
@@ -156,6 +157,16 @@ StatusOr<std::unique_ptr<AnalysisSession>> AnalysisSession::FromData(std::unique
   if (data->a.empty() || data->a.size() != data->b.size()) {
     return InvalidArgument("give the same number of traces on each side (one per model input)");
   }
+  // Windows of equal step counts: each pair compares the same number of recorded steps.
+  for (size_t i = 0; i < data->a.size(); ++i) {
+    std::string note = analysis::EqualizeSteps(data->a[i].trace, data->a[i].fingerprints, data->b[i].trace,
+                                               data->b[i].fingerprints);
+    if (!note.empty()) data->notes.push_back(std::move(note));
+  }
+  for (analysis::RepeatPair& p : data->repeats) {
+    std::string note = analysis::EqualizeSteps(p.a.trace, p.a.fingerprints, p.b.trace, p.b.fingerprints);
+    if (!note.empty()) data->notes.push_back(p.a.path + " vs " + p.b.path + ": " + std::move(note));
+  }
   // Matching needs no energy; a pair without a common domain fails only the
   // steps that compare energy.
   data->energy_status = [&]() -> Status {
@@ -177,6 +188,7 @@ StatusOr<std::unique_ptr<AnalysisSession>> AnalysisSession::FromData(std::unique
 }
 
 const std::string& AnalysisSession::domain() const { return data_->domain; }
+const std::vector<std::string>& AnalysisSession::notes() const { return data_->notes; }
 const AnalysisOptions& AnalysisSession::options() const { return data_->options; }
 
 void AnalysisSession::SetProgress(std::function<void(const std::string&)> progress) {

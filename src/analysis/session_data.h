@@ -45,6 +45,8 @@ struct SessionData {
   std::vector<MatchResult> repeat_matches;  // one per repeats entry, with match
   std::optional<detect::DetectResult> detection;
   std::vector<diagnose::Diagnosis> diagnoses;
+  // What loading changed about the runs compared (step_window.h), for the reader.
+  std::vector<std::string> notes;
 
   const Trace& trace_a() const { return a.front().trace; }
   const Trace& trace_b() const { return b.front().trace; }

@@ -57,6 +57,29 @@ NB_MODULE(_core, m) {
   m.def("stop_recording", [] { ThrowIfError(magneton::Recorder::Stop()); },
         nb::call_guard<nb::gil_scoped_release>());
   m.def("is_recording", [] { return magneton::Recorder::IsRecording(); });
+  // Windowed recording (include/magneton/recorder.h, ConfigureWindow).
+  m.def("configure_window",
+        [](const std::string& schedule, bool time_gate_open) {
+          ThrowIfError(WithActive([&](magneton::Recorder& r) { return r.ConfigureWindow(schedule, time_gate_open); }));
+        },
+        "schedule"_a, "time_gate_open"_a = true,
+        "schedule: 'wait,warmup,active[,repeat]' in steps, or '' for every step.");
+  m.def("window_step",
+        [](bool explicit_call) -> bool {
+          magneton::Recorder::Ref rec;
+          return rec ? rec->Step(explicit_call) : false;
+        },
+        "explicit_call"_a = true, "A step boundary; returns whether the window is open after it.");
+  m.def("set_time_gate",
+        [](bool open) -> bool {
+          magneton::Recorder::Ref rec;
+          return rec ? rec->SetTimeGate(open) : false;
+        },
+        "open"_a);
+  m.def("recording_open", [] {
+    magneton::Recorder::Ref rec;
+    return rec && rec->WindowOpen();
+  }, "Whether a recording is active and its window open.");
   m.def("flush", [] { ThrowIfError(WithActive([](magneton::Recorder& r) { return r.Flush(); })); },
         nb::call_guard<nb::gil_scoped_release>());
   m.def("ops_recorded", [] { return WithActive([](magneton::Recorder& r) { return r.ops_recorded(); }); });

@@ -97,6 +97,11 @@ int magneton_stop(void) { return Report(magneton::Recorder::Stop()); }
 
 int magneton_is_recording(void) { return magneton::Recorder::IsRecording(); }
 
+int magneton_recording_open(void) {
+  magneton::Recorder::Ref rec;
+  return rec && rec->WindowOpen();
+}
+
 const char* magneton_last_error(void) { return t_last_error.c_str(); }
 
 // Each call holds the recorder for its own duration only: a stop between an

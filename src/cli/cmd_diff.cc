@@ -87,6 +87,7 @@ class DiffCommand : public Command {
       st = (*session)->TraceLines(processes, rerun_policy_);
       if (!st.ok()) return Fail(st.message());
     }
+    for (const std::string& note : (*session)->notes()) std::printf("note: %s\n", note.c_str());
     std::fputs((*session)->TerminalReport(verbose_).c_str(), stdout);
     if (!json_path_.empty()) {
       st = WriteTextFile(json_path_, (*session)->JsonReport());

@@ -178,7 +178,7 @@ bool magneton_ggml_eval_callback(struct ggml_tensor* t, bool ask, void* user_dat
     if (p.node != nullptr) magneton_end_op_at(R"({"aborted":true})", p.start_ns, magneton_now_ns());  // never answered
     p.node = nullptr;
     p.previous_asked = previous;
-    const bool ours = g_bound.load(std::memory_order_acquire) && magneton_is_recording();
+    const bool ours = g_bound.load(std::memory_order_acquire) && magneton_recording_open();
     if (ours) {
       BeginNode(t);
       p.node = t;

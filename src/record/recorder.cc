@@ -1,4 +1,5 @@
 #include "magneton/recorder.h"
+#include "record/window.h"
 
 #include "fingerprint/fingerprint.h"
 #include "record/energy_session.h"
@@ -329,6 +330,7 @@ Status Recorder::Stop() {
   // Removing an engine's callback (torch's removeCallback) does not wait for
   // callbacks already running: they may still be using rec inside a Ref.
   WaitForRefs();
+  rec->WriteWindowMeta();
   Status st = rec->energy_ ? rec->energy_->Stop() : Status::Ok();
   {
     std::lock_guard<std::mutex> state_lock(rec->state_->mu);
@@ -528,6 +530,18 @@ StatusOr<std::string> Recorder::EncodeValueFingerprint(const TensorBuffer& buffe
   options.exact_max_elements = 1 << 13;
   MAGNETON_ASSIGN_OR_RETURN(Fingerprint fp, ComputeFingerprint(buffer, options));
   return EncodeFingerprint(fp);
+}
+
+void Recorder::ForgetAllValues() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->tensors_forgotten += static_cast<int64_t>(state_->tensors.size());
+  state_->tensors.clear();
+  state_->keys_by_storage.clear();
+  state_->uninitialized_ids.clear();
+  state_->sweep_at = State::kSweepFloor;
+  std::lock_guard<std::mutex> fp_lock(state_->fingerprint_mu);
+  state_->fingerprints.clear();
+  state_->fingerprints_cached = 0;
 }
 
 void Recorder::ForgetStorages(const std::vector<uint64_t>& storage_uids) {

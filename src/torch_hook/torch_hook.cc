@@ -390,7 +390,9 @@ std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
   // removeCallback does not wait for running callbacks: this Ref is what
   // keeps the recorder alive until the callback returns.
   Recorder::Ref rec;
-  if (!rec) return nullptr;
+  // Outside the recording window (set_enabled also switches this callback
+  // off; the check covers an op that starts while that is under way).
+  if (!rec || !rec->WindowOpen()) return nullptr;
   int64_t name_id = OpNameId(*rec, fn);
   // Only the outermost op of a thread walks Python; nested ops inherit.
   PythonContext py{kNoId, kNoId};
@@ -450,6 +452,20 @@ void Install() {
                                        .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
 }
 
+// Windowed recording: outside the window torch does not call us at all (a
+// disabled callback is dropped from the callbacks torch gathers for an op), so
+// an op costs torch's own check. Ops already under way keep their callbacks
+// and end normally.
+void SetEnabled(bool enabled) {
+  std::lock_guard<std::mutex> lock(g_install_mu);
+  if (!g_handle) return;
+  if (enabled) {
+    at::reenableCallback(*g_handle);
+  } else {
+    at::disableCallback(*g_handle);
+  }
+}
+
 void Uninstall() {
   std::lock_guard<std::mutex> lock(g_install_mu);
   if (!g_handle) return;
@@ -466,6 +482,8 @@ NB_MODULE(_torch_hook, m) {
   m.def("install", &magneton::Install, nb::call_guard<nb::gil_scoped_release>(),
         "Start forwarding every ATen op to the active recording.");
   m.def("uninstall", &magneton::Uninstall, nb::call_guard<nb::gil_scoped_release>());
+  m.def("set_enabled", &magneton::SetEnabled, nb::call_guard<nb::gil_scoped_release>(), nb::arg("enabled"),
+        "Switches the op callback on or off (windowed recording), without uninstalling it.");
   m.def("is_installed", [] {
     std::lock_guard<std::mutex> lock(magneton::g_install_mu);
     return magneton::g_handle.has_value();

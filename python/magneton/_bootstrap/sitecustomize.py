@@ -75,7 +75,14 @@ def _start():
     from magneton._bootstrap import job
 
     overrides.activate()  # set only by `magneton diff --confirm` re-runs
-    magneton.start(path, label=label, command_line=command_line, values=values)
+    def seconds(name):
+        text = os.environ.get(name)
+        return float(text) if text else None
+
+    # Not popped: the ranks of a distributed job record the same window.
+    magneton.start(path, label=label, command_line=command_line, values=values,
+                   window=os.environ.get("MAGNETON_RECORD_WINDOW") or None,
+                   start_after=seconds("MAGNETON_RECORD_START_AFTER"), duration=seconds("MAGNETON_RECORD_DURATION"))
     atexit.register(magneton.stop)
     if rank_of_job or job.rank_from_env() is not None:
         job.note_rank_meta(_core.set_meta)

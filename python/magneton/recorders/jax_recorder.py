@@ -184,7 +184,8 @@ def _make_state_stamper(jax_config):
 def _make_process_primitive(orig, core, source_info_util, jax_config):
     local = threading.local()
     names: dict[str, str] = {}
-    begin, end, recording = _core.begin_array_op, _core.end_array_op, _core.is_recording
+    # recording_open: a recording is active and its window (magneton.window) open.
+    begin, end, recording = _core.begin_array_op, _core.end_array_op, _core.recording_open
     current_name_stack = source_info_util.current_name_stack
     scope_names: dict = {}
 

@@ -11,6 +11,7 @@ from magneton import _core
 from magneton import config_snapshot
 from magneton import env_snapshot
 from magneton import overrides
+from magneton import window
 
 
 def _load_hook():
@@ -71,6 +72,7 @@ class TorchRecorder:
         self._roots_seen: set[int] = set()
         self._orig_generate = None
         self._ops_recorded = 0
+        self._optimizer_hook = None
 
     # -- lifecycle -----------------------------------------------------------
     def install(self) -> None:
@@ -93,10 +95,14 @@ class TorchRecorder:
             if finder in sys.meta_path:
                 sys.meta_path.remove(finder)
         self._finders.clear()
+        if self._optimizer_hook is not None:
+            self._optimizer_hook.remove()
+            self._optimizer_hook = None
         if self._hook is not None:
             from magneton.recorders import torch_state_setters
 
             torch_state_setters.uninstall()
+            self._hook.set_enabled(True)
             self._hook.uninstall()
             self._hook = None
             _core.clear_module_scopes()
@@ -128,6 +134,12 @@ class TorchRecorder:
                 break
         _core.set_scope_namer(self._scope_name)
         self._hook.install()
+        hook = self._hook
+        window.add_listener(lambda open_now: hook.set_enabled(open_now))
+        # A training loop's steps, for --window, until the program calls magneton.step() itself.
+        register = getattr(getattr(torch.optim, "optimizer", None), "register_optimizer_step_post_hook", None)
+        if register is not None:
+            self._optimizer_hook = register(lambda _opt, _args, _kwargs: window.auto_step())
 
     # -- module scopes ---------------------------------------------------------
     # The C++ frame walk finds module calls (frames of Module._wrapped_call_impl)
@@ -167,7 +179,20 @@ class TorchRecorder:
                     # the write: nothing to record into, and not the caller's error.
                     if _core.is_recording():
                         raise
-            return original(model, *args, **kwargs)
+            # Decode steps, for --window: each forward of the model after the first (the prompt's).
+            forwards = [0]
+
+            def decode_step(_module, _args):
+                forwards[0] += 1
+                if forwards[0] > 1:
+                    window.auto_step()
+
+            handle = model.register_forward_pre_hook(decode_step) if _core.is_recording() else None
+            try:
+                return original(model, *args, **kwargs)
+            finally:
+                if handle is not None:
+                    handle.remove()
 
         generate.__wrapped__ = original
         GenerationMixin.generate = generate
