@@ -245,6 +245,7 @@ class Recorder {
   int64_t window_closed_at_step_ = 0;
   int64_t window_steps_recorded_ = 0;
   int64_t window_gaps_ = 0;
+  bool window_configured_ = false;  // ConfigureWindow was called (--window, --start-after, --duration)
   std::unique_ptr<TraceWriter> writer_;
   std::unique_ptr<class EnergySession> energy_;
   std::unique_ptr<State> state_;

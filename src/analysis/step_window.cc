@@ -46,6 +46,13 @@ size_t KeepRecordedSteps(Trace& trace, FingerprintMap& fingerprints, int64_t ste
 }
 
 std::string EqualizeSteps(Trace& a, FingerprintMap& fa, Trace& b, FingerprintMap& fb) {
+  // Only windows: a whole run's steps are its work (a run with 4 optimizer
+  // steps per batch against one with 1 does more steps, which is the finding).
+  auto windowed = [](const Trace& t) {
+    auto it = t.meta.extra.find("window.configured");
+    return it != t.meta.extra.end() && it->second == "1";
+  };
+  if (!windowed(a) || !windowed(b)) return "";
   const int64_t steps_a = RecordedSteps(a), steps_b = RecordedSteps(b);
   if (steps_a == 0 || steps_b == 0 || steps_a == steps_b) return "";
   const bool trim_a = steps_a > steps_b;

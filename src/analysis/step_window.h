@@ -20,8 +20,9 @@ int64_t RecordedSteps(const Trace& trace);
 // in start order: a suffix), the links to them, and the fingerprints of
 // values only they touched. Returns how many ops it dropped.
 size_t KeepRecordedSteps(Trace& trace, FingerprintMap& fingerprints, int64_t steps);
-// Trims the side with more recorded steps to the other's count; "" when both
-// mark the same count or either marks none, else what it did, for the report.
+// Trims the side with more recorded steps to the other's count, when both are
+// windowed recordings (meta window.configured); "" when it did nothing, else
+// what it did, for the report.
 std::string EqualizeSteps(Trace& a, FingerprintMap& fa, Trace& b, FingerprintMap& fb);
 
 }  // namespace magneton::analysis

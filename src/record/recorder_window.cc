@@ -19,6 +19,7 @@ Status Recorder::ConfigureWindow(const std::string& schedule_text, bool time_gat
   }
   std::lock_guard<std::mutex> lock(window_mu_);
   window_ = std::make_unique<RecordWindow>(schedule, time_gate_open);
+  window_configured_ = true;
   ApplyWindowLocked(MonotonicNowNs());
   return Status::Ok();
 }
@@ -83,6 +84,9 @@ void Recorder::WriteWindowMeta() {
                     fmt::format("{{\"from_step\":{},\"to_step\":{}}}", window_closed_at_step_, window_->step()));
     ++window_gaps_;
   }
+  // Steps are marked in every recording that has them; only a configured
+  // window makes the trace a part of its run (diff trims only such traces).
+  writer_->SetMeta("window.configured", window_configured_ ? "1" : "0");
   writer_->SetMeta("window.schedule", window_->schedule() ? FormatWindowSchedule(*window_->schedule()) : "");
   writer_->SetMeta("window.steps", std::to_string(window_->step()));
   writer_->SetMeta("window.steps_recorded", std::to_string(window_steps_recorded_));

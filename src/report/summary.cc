@@ -67,6 +67,17 @@ std::string FormatSummary(const Trace& trace, int top) {
     out += fmt::format("warning    {} of {} top-level ops have no tensors: match and diff cannot follow their dataflow\n",
                        no_tensors, top_level);
   }
+  // A windowed recording holds part of the run: say which part.
+  if (auto steps = m.extra.find("window.steps_recorded"); steps != m.extra.end()) {
+    auto get = [&](const char* key) {
+      auto it = m.extra.find(key);
+      return it == m.extra.end() ? std::string() : it->second;
+    };
+    const std::string schedule = get("window.schedule");
+    out += fmt::format("window     {} of {} steps recorded ({}; steps from {}), {} unrecorded span(s)\n", steps->second,
+                       get("window.steps"), schedule.empty() ? "every step" : schedule, get("window.step_source"),
+                       get("window.unrecorded_spans"));
+  }
   for (const auto& [key, value] : m.extra) {
     // ort.session[N].unknown_nodes / .ambiguous_nodes (docs/TRACE_FORMAT.md)
     if (key.starts_with("ort.session") && (key.ends_with(".unknown_nodes") || key.ends_with(".ambiguous_nodes")) &&

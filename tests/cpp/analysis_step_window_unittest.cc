@@ -14,6 +14,7 @@ namespace {
 // ended by a magneton::step marker.
 Trace Steps(int steps, FingerprintMap* fps) {
   Trace t;
+  t.meta.extra["window.configured"] = "1";
   t.strings = {"aten::mul", "magneton::step"};
   int64_t time = 0;
   for (int s = 0; s < steps; ++s) {
@@ -61,6 +62,11 @@ TEST(StepWindow, EqualOrUnmarkedWindowsAreLeftAlone) {
   Trace a = Steps(3, &fa), b = Steps(3, &fb);
   EXPECT_EQ(EqualizeSteps(a, fa, b, fb), "");
   EXPECT_EQ(a.ops.size(), 6u);
+  // A whole run (no window) is never cut: its steps are its work.
+  Trace whole = Steps(5, &fc);
+  whole.meta.extra["window.configured"] = "0";
+  EXPECT_EQ(EqualizeSteps(whole, fc, a, fa), "");
+  EXPECT_EQ(RecordedSteps(whole), 5);
   Trace unmarked = Steps(2, &fc);
   std::erase_if(unmarked.ops, [&](const OpEvent& op) { return unmarked.str(op.name_id) == "magneton::step"; });
   EXPECT_EQ(EqualizeSteps(a, fa, unmarked, fc), "");

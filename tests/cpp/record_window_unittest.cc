@@ -113,6 +113,7 @@ TEST(RecorderWindow, RecordsOnlyActiveStepsAndMarksWhatItLeftOut) {
   EXPECT_EQ(t->meta.extra.at("window.steps"), "10");
   EXPECT_EQ(t->meta.extra.at("window.steps_recorded"), "4");
   EXPECT_EQ(t->meta.extra.at("window.step_source"), "magneton.step");
+  EXPECT_EQ(t->meta.extra.at("window.configured"), "1");
 }
 
 TEST(RecorderWindow, WithoutAScheduleEveryStepIsRecordedAndMarked) {
@@ -130,6 +131,7 @@ TEST(RecorderWindow, WithoutAScheduleEveryStepIsRecordedAndMarked) {
   EXPECT_EQ(CountOps(*t, "magneton::step"), 3);
   EXPECT_EQ(CountOps(*t, "magneton::unrecorded"), 0);
   EXPECT_EQ(t->meta.extra.at("window.step_source"), "auto");
+  EXPECT_EQ(t->meta.extra.at("window.configured"), "0");
 }
 
 TEST(RecorderWindow, TheTimeGateClosesAndReopens) {
