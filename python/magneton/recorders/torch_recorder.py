@@ -137,9 +137,12 @@ class TorchRecorder:
         hook = self._hook
         window.add_listener(lambda open_now: hook.set_enabled(open_now))
         # A training loop's steps, for --window, until the program calls magneton.step() itself.
-        register = getattr(getattr(torch.optim, "optimizer", None), "register_optimizer_step_post_hook", None)
-        if register is not None:
-            self._optimizer_hook = register(lambda _opt, _args, _kwargs: window.auto_step())
+        try:
+            from torch.optim.optimizer import register_optimizer_step_post_hook
+        except ImportError:  # an older torch: steps come from magneton.step() only
+            register_optimizer_step_post_hook = None
+        if register_optimizer_step_post_hook is not None:
+            self._optimizer_hook = register_optimizer_step_post_hook(lambda _opt, _a, _kw: window.auto_step())
 
     # -- module scopes ---------------------------------------------------------
     # The C++ frame walk finds module calls (frames of Module._wrapped_call_impl)
