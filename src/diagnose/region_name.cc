@@ -288,7 +288,11 @@ RegionName NameJobRegion(const Trace& a, const Trace& b, const Finding& f) {
   }
   for (bool side_a : {a_first, !a_first}) {
     std::string name = SourceName(side_a ? a : b, f, side_a);
-    if (!name.empty()) return {std::move(name), "source_line"};
+    if (name.empty()) continue;
+    // The line says which call; the model says what ran: "gen.py:38 →
+    // GenerationMixin.generate in GPT2LMHeadModel (whole model)".
+    if (!whole_model.empty()) name += " in " + whole_model;
+    return {std::move(name), "source_line"};
   }
   if (!whole_model.empty()) return {std::move(whole_model), "module_scope"};
   const auto& names = f.names_a.empty() ? f.names_b : f.names_a;

@@ -130,7 +130,7 @@ TEST(RegionName, TheLineThatCalledTheWholeModelNamesIt) {
                                                    b.Op("aten::linear", m.root, path)}};
   const RegionName name = NameRegion(b.t, b.t, Matched(inst, inst));
   EXPECT_EQ(name.basis, "source_line");
-  EXPECT_EQ(name.text, "/home/u/train.py:40 → _call_impl");
+  EXPECT_EQ(name.text, "/home/u/train.py:40 → _call_impl in GPT2LMHeadModel (whole model)");
 }
 
 TEST(RegionName, ScopesWeighByTimeNotByCount) {
