@@ -14,9 +14,12 @@ require("torch")
 
 # One step: a 384x384 matmul and a relu; REDO matmuls per step recompute the
 # same product (waste), only the last one is used. Big enough that the job
-# (~50 ms efficient, ~200 ms wasteful) stands above this VM's run-to-run
-# noise at 3 runs: with 256x256 and 6 steps (a 35 ms job) the job's paired
-# t interval reached 0.86 in 1 of 5 runs while the region's cleared 1.9.
+# (~200 ms efficient, ~600 ms wasteful) stands above this VM's run-to-run
+# noise at 3 runs, whose paired t interval has 2 degrees of freedom (t = 4.3):
+# with 256x256 and 6 steps (a 35 ms job) the job's interval reached 0.86 in 1
+# of 5 runs while the region's cleared 1.9; with 12 steps (a 62 ms job) one
+# run pair of three came out near 1.0 on a loaded machine (A/B 2.99, interval
+# [0.98, 9.1]): one stall of a few tens of ms is then the whole difference.
 PROGRAM = """
 import sys, torch
 torch.manual_seed(0)
@@ -24,7 +27,7 @@ torch.set_num_threads(1)
 redo = int(sys.argv[1])
 x, w = torch.randn(384, 384), torch.randn(384, 384)
 h = x
-for _ in range(12):
+for _ in range(40):
     for _ in range(redo):
         y = h @ w
     h = torch.relu(y) * 0.01
