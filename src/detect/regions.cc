@@ -42,6 +42,8 @@ SideSummary Summarize(const Trace& t, const energy::Attribution& e) {
   s.job_ns = std::max<int64_t>(0, e.ops_end_ns - e.ops_start_ns - e.recorder_ns);
   s.idle_in_job_uj = e.idle_in_job_uj;
   s.issue_uj = e.issue_uj;
+  s.device_idle_in_job_uj = e.device_idle_in_job_uj;
+  s.basis = e.basis;
   return s;
 }
 
@@ -197,6 +199,21 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
   outside.outputs_note = "energy inside the job while no op ran and no thread was issuing one";
   r.findings.push_back(std::move(outside));
 
+  // A GPU idle inside the job (device attribution): its own region, since
+  // no op's launches account for it and no host pause is it.
+  if (ea.device_idle_in_job_uj > 0 || eb.device_idle_in_job_uj > 0) {
+    Finding idle;
+    idle.kind = RegionKind::kDeviceIdle;
+    idle.instances.push_back({{},
+                              {},
+                              {},
+                              {ea.device_idle_in_job_uj, ea.device_idle_in_job_ns},
+                              {eb.device_idle_in_job_uj, eb.device_idle_in_job_ns}});
+    idle.outputs_agree = true;
+    idle.outputs_note = "the GPU's energy inside the job while no kernel, copy or fill ran on it";
+    r.findings.push_back(std::move(idle));
+  }
+
   if (!match.unmatched_ops_a.empty() || !match.unmatched_ops_b.empty()) {
     Finding un;
     un.kind = RegionKind::kUnmatched;
@@ -213,6 +230,7 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
     r.findings.push_back(std::move(un));
   }
 
+  AddKernelCosts(a, ea, b, eb, &r.findings);
   for (Finding& f : r.findings) {
     SumInstances(f);
     ClassifyFinding(f, r, options);

@@ -264,6 +264,7 @@ std::string ShortPathsIn(const std::string& text) {
 RegionName NameRegion(const Trace& a, const Trace& b, const Finding& f) {
   switch (f.kind) {
     case detect::RegionKind::kOutsideOps: return {"(outside every op)", "kind"};
+    case detect::RegionKind::kDeviceIdle: return {"(GPU idle: no kernel ran)", "kind"};
     case detect::RegionKind::kUnmatched:
       return {fmt::format("(unmatched: {} op(s) only in A, {} only in B)", f.names_a.size(), f.names_b.size()), "kind"};
     case detect::RegionKind::kMatched: break;

@@ -279,7 +279,7 @@ Timeline RenderDiffTimeline(const DiffReportInput& in, const TimelineOptions& op
   for (size_t i = 0; i < r.findings.size(); ++i) {
     const Finding& f = r.findings[i];
     anchored[i] = DiagnosisFor(in, i) != nullptr;  // the HTML has #fN only for diagnosed findings
-    if (f.kind == detect::RegionKind::kOutsideOps) continue;  // no ops: time no op ran, the strip's background
+    if (detect::HoldsNoOps(f.kind)) continue;  // no ops: time nothing ran, the strip's background
     names[i] = RegionNameOf(in, f).text;
     const Category cat = CategoryOf(f);
     if (f.kind == detect::RegionKind::kUnmatched) {

@@ -11,6 +11,7 @@ from magneton import _core
 from magneton import config_snapshot
 from magneton import env_snapshot
 from magneton import overrides
+from magneton.recorders import gpu_activity
 
 
 def _load_hook():
@@ -71,6 +72,7 @@ class TorchRecorder:
         self._roots_seen: set[int] = set()
         self._orig_generate = None
         self._ops_recorded = 0
+        self._gpu = gpu_activity.GpuActivity()
 
     # -- lifecycle -----------------------------------------------------------
     def install(self) -> None:
@@ -99,6 +101,8 @@ class TorchRecorder:
             torch_state_setters.uninstall()
             self._hook.uninstall()
             self._hook = None
+            # Every op is recorded now: the device activity is linked to them.
+            self._gpu.stop()
             _core.clear_module_scopes()
         if self._orig_generate is not None:
             from transformers.generation.utils import GenerationMixin
@@ -128,6 +132,7 @@ class TorchRecorder:
                 break
         _core.set_scope_namer(self._scope_name)
         self._hook.install()
+        self._gpu.start(torch)
 
     # -- module scopes ---------------------------------------------------------
     # The C++ frame walk finds module calls (frames of Module._wrapped_call_impl)
