@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/format.h"
@@ -198,6 +200,12 @@ SideCost CostOf(const Trace& trace, const energy::Attribution& attribution, cons
 // whose node op is the op it was charged to or one of that op's ancestors.
 void AddKernelCosts(const Trace& a, const energy::Attribution& ea, const Trace& b, const energy::Attribution& eb,
                     std::vector<Finding>* findings);
+
+// The names of the device activities (kernels, copies, fills) launched by
+// each of `nodes` or by the ops nested in it, in start order: what its work
+// was on the device. Nodes without device activity are left out.
+std::unordered_map<int64_t, std::vector<std::string>> DeviceWorkOf(const Trace& trace,
+                                                                   const std::unordered_set<int64_t>& nodes);
 
 // Whether two region instances run the same work: the same op names in the
 // same order on inputs of the same shapes and dtypes (same_work.cc).

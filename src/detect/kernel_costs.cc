@@ -57,6 +57,31 @@ void Collect(const Trace& t, const energy::Attribution& e, const NodeMap& nodes,
 
 }  // namespace
 
+std::unordered_map<int64_t, std::vector<std::string>> DeviceWorkOf(const Trace& t,
+                                                                   const std::unordered_set<int64_t>& nodes) {
+  std::unordered_map<int64_t, std::vector<std::string>> out;
+  if (t.device_activities.empty() || nodes.empty()) return out;
+  std::unordered_map<int64_t, size_t> index_of;
+  for (size_t i = 0; i < t.ops.size(); ++i) index_of[t.ops[i].id] = i;
+  std::vector<const DeviceActivity*> by_start;
+  for (const DeviceActivity& a : t.device_activities) by_start.push_back(&a);
+  std::stable_sort(by_start.begin(), by_start.end(),
+                   [](const DeviceActivity* x, const DeviceActivity* y) { return x->start_ns < y->start_ns; });
+  for (const DeviceActivity* a : by_start) {
+    int64_t id = a->op_id;
+    for (int depth = 0; depth < 256 && id != kNoId; ++depth) {
+      if (nodes.count(id)) {
+        out[id].push_back(t.str(a->name_id));
+        break;
+      }
+      auto it = index_of.find(id);
+      if (it == index_of.end()) break;
+      id = t.ops[it->second].parent_id;
+    }
+  }
+  return out;
+}
+
 void AddKernelCosts(const Trace& a, const energy::Attribution& ea, const Trace& b, const energy::Attribution& eb,
                     std::vector<Finding>* findings) {
   NodeMap nodes_a, nodes_b;

@@ -156,10 +156,29 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
   r.b = Summarize(b, eb);
   r.matched_region_pairs = match.regions.size();
 
+  // What each node op ran on the device (recorded device activity only):
+  // the same host ops that ran other kernels did not do the same work, and
+  // the kernels are evidence of it, not timing.
+  std::unordered_set<int64_t> nodes_a, nodes_b;
+  for (const RegionPair& rp : match.regions) {
+    nodes_a.insert(rp.ops_a.begin(), rp.ops_a.end());
+    nodes_b.insert(rp.ops_b.begin(), rp.ops_b.end());
+  }
+  const auto device_a = DeviceWorkOf(a, nodes_a), device_b = DeviceWorkOf(b, nodes_b);
+  auto same_device_work = [&](const RegionPair& rp) {
+    static const std::vector<std::string> kNone;
+    for (size_t i = 0; i < rp.ops_a.size() && i < rp.ops_b.size(); ++i) {
+      auto x = device_a.find(rp.ops_a[i]);
+      auto y = device_b.find(rp.ops_b[i]);
+      if ((x == device_a.end() ? kNone : x->second) != (y == device_b.end() ? kNone : y->second)) return false;
+    }
+    return true;
+  };
+
   std::map<std::string, size_t> by_key;
   for (const RegionPair& rp : match.regions) {
     RegionInstance in{rp.ops_a, rp.ops_b, rp.outputs, CostOf(a, ea, rp.ops_a), CostOf(b, eb, rp.ops_b)};
-    in.same_work = SameWork(a, rp.ops_a, b, rp.ops_b);
+    in.same_work = SameWork(a, rp.ops_a, b, rp.ops_b) && same_device_work(rp);
     if (in.same_work) in.pair_ratios = PairRatios(ea, rp.ops_a, eb, rp.ops_b);
     std::string note;
     const bool agree = OutputsAgree(rp.outputs, fa, fb, options.output_epsilon, &note);

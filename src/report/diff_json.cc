@@ -19,6 +19,7 @@ json Side(const std::string& path, const Trace& t, const detect::SideSummary& s)
           {"job_uj", s.job_uj},
           {"job_ns", s.job_ns},
           {"idle_in_job_uj", s.idle_in_job_uj},
+          {"device_idle_in_job_uj", s.device_idle_in_job_uj},
           {"issue_uj", s.issue_uj}};
 }
 
