@@ -20,6 +20,7 @@ using nlohmann::json;
 // No profile is older than this epoch bound (year ~2096 in µs); past it, the
 // nanosecond arithmetic would overflow.
 constexpr double kMaxAbsUs = 4e15;
+constexpr int64_t kMaxNs = 4'000'000'000'000'000'000;
 
 enum class Category { kIgnored, kActivity, kLaunch, kHostOp };
 
@@ -128,7 +129,11 @@ class Parser {
     if (!Time(e, "ts", &ts)) return Drop(cat + ".bad_ts");
     if (!Time(e, "dur", &dur)) return Drop(cat + ".bad_dur");
     if (dur < 0) return Drop(cat + ".negative_dur");
+    // Kineto never writes a time before its base; and every time must stay
+    // far enough inside int64 for the clock arithmetic of linking.
     const int64_t start = base_ns_ + ts;
+    if (start < 0 || start > kMaxNs) return Drop(cat + ".bad_ts");
+    if (dur > kMaxNs - start) return Drop(cat + ".bad_dur");
     auto name_it = e.find("name");
     std::string name = name_it != e.end() && name_it->is_string() ? name_it->get<std::string>() : "";
     static const json kNoArgs = json::object();

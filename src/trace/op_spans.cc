@@ -2,46 +2,54 @@
 
 #include <memory>
 
+#include "trace/schema.h"
 #include "trace/sqlite_util.h"
 
 namespace magneton {
+namespace {
+
+template <typename Fn>
+Status ForEachRow(sqlite3* db, const std::string& sql, Fn&& fn) {
+  MAGNETON_ASSIGN_OR_RETURN(sqlite::Statement s, sqlite::Statement::Prepare(db, sql.c_str()));
+  while (true) {
+    MAGNETON_ASSIGN_OR_RETURN(bool row, s.Step(db));
+    if (!row) return Status::Ok();
+    fn(s);
+  }
+}
+
+}  // namespace
 
 StatusOr<std::vector<OpSpan>> ReadOpSpans(const std::string& path) {
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
   std::unique_ptr<sqlite3, decltype(&sqlite3_close)> db(raw, &sqlite3_close);
   if (rc != SQLITE_OK) return sqlite::ErrorFrom(raw, rc, "cannot open trace " + path + " to read its ops");
-  // Only the columns linking needs: the whole trace may be large and is
-  // still being written.
-  MAGNETON_ASSIGN_OR_RETURN(
-      sqlite::Statement s,
-      sqlite::Statement::Prepare(db.get(),
-                                 "SELECT o.id, s.value, o.thread_id, o.start_ns, o.end_ns, o.parent_id, "
-                                 "o.correlation_id FROM ops o LEFT JOIN strings s ON s.id = o.name_id ORDER BY o.id"));
+  std::vector<std::string> strings;
+  MAGNETON_RETURN_IF_ERROR(ForEachRow(db.get(), schema::SelectSql(schema::TableId::kStrings, " ORDER BY id"),
+                                      [&](sqlite::Statement& s) {
+                                        const int64_t id = s.ColumnInt(0);
+                                        if (id >= 0 && static_cast<size_t>(id) >= strings.size()) strings.resize(id + 1);
+                                        if (id >= 0) strings[static_cast<size_t>(id)] = s.ColumnText(1);
+                                      }));
+  std::vector<std::string> columns;
+  MAGNETON_RETURN_IF_ERROR(ForEachRow(db.get(), "PRAGMA table_info(ops)",
+                                      [&](sqlite::Statement& s) { columns.push_back(s.ColumnText(1)); }));
+  // Positions as the schema lists the ops columns (trace/schema.cc).
   std::vector<OpSpan> out;
-  while (true) {
-    MAGNETON_ASSIGN_OR_RETURN(bool row, s.Step(db.get()));
-    if (!row) break;
-    OpSpan op;
-    op.op_id = s.ColumnInt(0);
-    op.name = s.ColumnText(1);
-    op.thread_id = s.ColumnInt(2);
-    op.start_ns = s.ColumnInt(3);
-    op.end_ns = s.ColumnInt(4);
-    op.parent_id = s.ColumnNullableId(5);
-    op.correlation_id = static_cast<uint64_t>(s.ColumnInt(6));
-    out.push_back(std::move(op));
-  }
-  return out;
-}
-
-std::vector<OpSpan> OpSpansOf(const Trace& trace) {
-  std::vector<OpSpan> out;
-  out.reserve(trace.ops.size());
-  for (const OpEvent& op : trace.ops) {
-    out.push_back({op.id, trace.str(op.name_id), op.thread_id, op.start_ns, op.end_ns, op.parent_id,
-                   op.correlation_id});
-  }
+  MAGNETON_RETURN_IF_ERROR(
+      ForEachRow(db.get(), schema::SelectSql(schema::TableId::kOps, " ORDER BY id", &columns), [&](sqlite::Statement& s) {
+        OpSpan op;
+        op.op_id = s.ColumnInt(0);
+        const int64_t name_id = s.ColumnInt(1);
+        op.name = name_id >= 0 && static_cast<size_t>(name_id) < strings.size() ? strings[name_id] : "";
+        op.thread_id = s.ColumnInt(2);
+        op.start_ns = s.ColumnInt(3);
+        op.end_ns = s.ColumnInt(4);
+        op.parent_id = s.ColumnNullableId(5);
+        op.correlation_id = static_cast<uint64_t>(s.ColumnInt(8));
+        out.push_back(std::move(op));
+      }));
   return out;
 }
 

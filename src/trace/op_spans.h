@@ -26,7 +26,4 @@ struct OpSpan {
 // Every op of the trace file at `path`, by id.
 StatusOr<std::vector<OpSpan>> ReadOpSpans(const std::string& path);
 
-// The same from a trace in memory.
-std::vector<OpSpan> OpSpansOf(const Trace& trace);
-
 }  // namespace magneton

@@ -298,6 +298,12 @@ TEST(GpuDiff, NamesTheKernelsAndTheirEnergy) {
   ASSERT_NE(idle, nullptr);
   EXPECT_GT((*idle)["a"]["energy_uj"].get<double>(), 0);
 
+  // The HTML names them too, and draws the power of both domains added.
+  const std::string html = (*session)->HtmlReport();
+  EXPECT_NE(html.find("<code>sgemm_fp32_128x64_nn</code>"), std::string::npos);
+  EXPECT_EQ(html.find("no energy samples of"), std::string::npos);
+  EXPECT_NE(html.find("power, cpu-package-0+gpu-0 (measured)"), std::string::npos);
+
   const std::string text = (*session)->TerminalReport();
   EXPECT_NE(text.find("GPU work in A: sgemm_fp32_128x64_nn ×2"), std::string::npos) << text;
   EXPECT_NE(text.find("GPU work in B: cutlass_tf32_gemm_128x64_nn ×2"), std::string::npos) << text;
