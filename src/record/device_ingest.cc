@@ -30,6 +30,7 @@ void WriteStats(Recorder& rec, const gpu::LinkStats& st) {
   set("clock_host_ops", static_cast<int64_t>(st.clock.host_ops));
   set("clock_paired", static_cast<int64_t>(st.clock.paired));
   set("clock_residual_p50_ns", st.clock.residual_p50_ns);
+  set("clock_residual_p95_ns", st.clock.residual_p95_ns);
   set("clock_residual_max_ns", st.clock.residual_max_ns);
 }
 

@@ -197,7 +197,7 @@ TEST(LinkActivities, ChargesTheInnermostRecordedOpOpenAtTheLaunch) {
   EXPECT_EQ(st.clock.prior_used, "realtime_bracket");
   EXPECT_EQ(st.clock.paired, 10u);
   EXPECT_LE(std::llabs(st.clock.offset_ns - kRealtimeMinusMonotonic), 1'100);  // the median skew
-  EXPECT_GE(st.clock.error_ns, st.clock.residual_max_ns);
+  EXPECT_GE(st.clock.error_ns, st.clock.residual_max_ns);  // below 20 pairs: the largest
   EXPECT_LE(st.clock.residual_max_ns, 3'400);  // the widest skew, less the median
   // Device timestamps mapped by the same offset.
   EXPECT_EQ(gemm.row.start_ns, At(1025.0) - st.clock.offset_ns);
@@ -219,6 +219,47 @@ TEST(LinkActivities, WalksOutToTheRecordedOpWhenTheSourcesInnermostWasNotRecorde
   EXPECT_EQ(linked->stats.clock.method, "host_ops");
   EXPECT_EQ(linked->stats.clock.prior_used, "");
   EXPECT_LE(std::llabs(linked->stats.clock.offset_ns - kRealtimeMinusMonotonic), 1'100);
+}
+
+TEST(LinkActivities, PairsOpsWhoseNamesTheRecorderGivesWithTheirOverload) {
+  auto batch = ParseKinetoTrace(Fixture("linear_relu.json"));
+  ASSERT_TRUE(batch.ok());
+  std::vector<OpSpan> ops = RecordedOps(*batch);
+  for (OpSpan& op : ops) {
+    if (op.name == "aten::clamp_min" || op.name == "aten::fill_") op.name += ".Scalar";
+  }
+  auto linked = LinkActivities(*batch, ops, {});
+  ASSERT_TRUE(linked.ok()) << linked.status().message();
+  EXPECT_EQ(OpName(ops, ByName(*linked, "void at::native::vectorized").row.op_id), "aten::clamp_min.Scalar");
+  EXPECT_EQ(OpName(ops, ByName(*linked, "Memset").row.op_id), "aten::fill_.Scalar");
+  EXPECT_EQ(linked->stats.by_host_op, 4u);
+  EXPECT_EQ(linked->stats.clock.paired, 10u);
+}
+
+TEST(AlignClocks, BoundsTheMappingByMostPairsNotByAWarmUpOutlier) {
+  // 40 ops, each stamped within ±1 µs by the two callbacks, except the
+  // first: 40 µs apart, as a callback's first call is.
+  ActivityBatch batch;
+  std::vector<OpSpan> ops;
+  for (int i = 0; i < 40; ++i) {
+    const int64_t start = 1'000'000 + i * 100'000;
+    const int64_t skew = i == 0 ? 40'000 : (i % 5 - 2) * 500;
+    batch.host_ops.push_back({static_cast<uint64_t>(i + 1), "aten::op" + std::to_string(i % 4), 7,
+                              start + kRealtimeMinusMonotonic + skew, start + kRealtimeMinusMonotonic + skew + 10'000});
+    ops.push_back({i, "aten::op" + std::to_string(i % 4), 7, start, start + 10'000, kNoId, 0});
+  }
+  auto clock = AlignClocks(batch, ops, {});
+  ASSERT_TRUE(clock.ok()) << clock.status().message();
+  EXPECT_EQ(clock->paired, 40u);
+  EXPECT_LE(std::llabs(clock->offset_ns - kRealtimeMinusMonotonic), 500);
+  EXPECT_GE(clock->residual_max_ns, 39'000);
+  EXPECT_LE(clock->error_ns, 1'501);  // the 95th percentile of the ±1 µs pairs
+  // The twin: below 20 pairs the bound is the worst pair, outlier included.
+  batch.host_ops.resize(10);
+  ops.resize(10);
+  auto few = AlignClocks(batch, ops, {});
+  ASSERT_TRUE(few.ok());
+  EXPECT_GE(few->error_ns, 39'000);
 }
 
 TEST(LinkActivities, NeedsHostOpsOrAClockReading) {
