@@ -20,7 +20,9 @@
 #include "magneton/analysis.h"
 #include "magneton/recorder.h"
 #include "magneton/trace_reader.h"
+#include "energy/attribution.h"
 #include "record/device_ingest.h"
+#include "report/trace_tables.h"
 #include "test_util.h"
 
 namespace magneton::testing {
@@ -307,6 +309,48 @@ TEST(GpuDiff, NamesTheKernelsAndTheirEnergy) {
   const std::string text = (*session)->TerminalReport();
   EXPECT_NE(text.find("GPU work in A: sgemm_fp32_128x64_nn ×2"), std::string::npos) << text;
   EXPECT_NE(text.find("GPU work in B: cutlass_tf32_gemm_128x64_nn ×2"), std::string::npos) << text;
+}
+
+TEST(GpuDiff, NotebookTablesListEveryActivityWithItsEnergy) {
+  const Recorded a = Record("gpu_tables.mtrace", Fp32(), false);
+  auto trace = ReadTrace(a.path);
+  ASSERT_TRUE(trace.ok());
+  auto tables = report::TraceAsTables(*trace, "");
+  ASSERT_TRUE(tables.ok()) << tables.status().message();
+  const report::Table& t = tables->device_activities;
+  auto column = [&](const std::string& name) -> const report::ColumnValues& {
+    for (const report::Column& c : t) {
+      if (c.name == name) return c.values;
+    }
+    ADD_FAILURE() << "no column " << name;
+    static const report::ColumnValues kNone;
+    return kNone;
+  };
+  const auto& names = std::get<std::vector<std::string>>(column("name"));
+  const auto& ops = std::get<std::vector<std::string>>(column("op_name"));
+  const auto& energy_uj = std::get<std::vector<double>>(column("energy_uj"));
+  const auto& domain = std::get<std::vector<std::string>>(column("domain"));
+  ASSERT_EQ(names.size(), a.kernels.size());
+  double sum = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == "sgemm_fp32_128x64_nn") {
+      EXPECT_EQ(ops[i], "aten::linear");
+    }
+    EXPECT_TRUE(std::isfinite(energy_uj[i]));
+    EXPECT_EQ(domain[i], "gpu-0");
+    sum += energy_uj[i];
+  }
+  auto gpu = energy::AttributeEnergy(*trace, "gpu-0");
+  ASSERT_TRUE(gpu.ok());
+  EXPECT_NEAR(sum, gpu->devices.at(0).kernels_uj, 1e-6 * sum);
+  // Without samples of that GPU the activities are listed, their energy unknown.
+  std::erase_if(trace->energy_samples, [](const EnergySample& s) { return s.domain == "gpu-0"; });
+  auto without = report::TraceAsTables(*trace, "");
+  ASSERT_TRUE(without.ok());
+  for (const report::Column& c : without->device_activities) {
+    if (c.name != "energy_uj") continue;
+    for (double v : std::get<std::vector<double>>(c.values)) EXPECT_TRUE(std::isnan(v));
+  }
 }
 
 TEST(GpuDiff, TheSameKernelsOnBothSidesAreNoFinding) {

