@@ -39,8 +39,11 @@ StatusOr<std::string> ChooseDomain(const Trace& a, const Trace& b, const std::st
   for (const std::string& d : da) {
     if (!db.count(d)) continue;
     if (!energy::DeviceOfDomain(d).empty()) {
-      if (energy::HasDeviceActivity(a, d) && energy::HasDeviceActivity(b, d)) gpus.push_back(d);
-      if (!gpus.empty() && gpus.back() == d) continue;
+      const bool on_a = energy::HasDeviceActivity(a, d), on_b = energy::HasDeviceActivity(b, d);
+      if (on_a && on_b) gpus.push_back(d);
+      // Kernels on one side only: one side would be charged through its
+      // kernels, the other by host time; not a comparison.
+      if (on_a || on_b) continue;
     }
     auto e = energy::AttributeEnergy(a, d);
     if (e.ok() && e->total_uj > host_uj) {

@@ -148,6 +148,12 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
                               "; measured and estimated joules are never compared. Record both on the same kind of "
                               "meter.");
   }
+  if (ea.basis != eb.basis) {
+    return FailedPrecondition("energy domain " + ea.domain + " is attributed by " + ea.basis + " on A and by " +
+                              eb.basis + " on B: one trace has GPU device activity there and the other has none "
+                              "(docs/ENERGY.md, \"GPU attribution\"). Record both with device activity, or choose "
+                              "another domain with --domain.");
+  }
   DetectResult r;
   r.domain = ea.domain;
   r.provenance = ea.provenance;

@@ -353,6 +353,24 @@ TEST(GpuDiff, NotebookTablesListEveryActivityWithItsEnergy) {
   }
 }
 
+TEST(GpuDiff, KernelsOnOneSideOnlyAreNotComparedWithHostTime) {
+  const Recorded a = Record("gpu_one_a.mtrace", Fp32(), false);
+  const Recorded b = Record("gpu_one_b.mtrace", Tf32(), true);
+  ExecSql(b.path, "DELETE FROM device_activities");  // as if B were recorded without device activity
+  auto session = AnalysisSession::Open({a.path}, {b.path});
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  EXPECT_EQ((*session)->domain(), "cpu-package-0");  // the GPU would be kernels on A, host time on B
+  EXPECT_TRUE((*session)->Diff().ok());
+  AnalysisOptions gpu;
+  gpu.domain = "gpu-0";
+  auto asked = AnalysisSession::Open({a.path}, {b.path}, gpu);
+  ASSERT_TRUE(asked.ok()) << asked.status().message();
+  const Status st = (*asked)->Diff();
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(st.message().find("device activity"), std::string::npos) << st.message();
+}
+
 TEST(GpuDiff, TheSameKernelsOnBothSidesAreNoFinding) {
   const Recorded b1 = Record("gpu_b1.mtrace", Tf32(), true);
   const Recorded b2 = Record("gpu_b2.mtrace", Tf32(), true);
