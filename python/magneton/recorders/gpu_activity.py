@@ -53,10 +53,15 @@ class GpuActivity:
 
         # Shapes and stacks are the recorder's job; the profiler keeps only
         # what links kernels to ops.
-        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=False,
-                       with_stack=False, profile_memory=False)
-        self._start = _core.measure_realtime_offset()
-        prof.start()
+        try:
+            prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=False,
+                           with_stack=False, profile_memory=False)
+            self._start = _core.measure_realtime_offset()
+            prof.start()
+        except Exception as exc:  # CUPTI refused (permissions, another profiler): record without it
+            _core.set_meta("gpu.error", f"torch.profiler did not start: {exc}")
+            print(f"magneton: GPU kernels not recorded: torch.profiler did not start: {exc}", file=sys.stderr)
+            return
         self._prof = prof
 
     def stop(self) -> None:
