@@ -49,7 +49,13 @@ StatusOr<LinkResult> LinkActivities(const ActivityBatch& batch, const std::vecto
   st.source = batch.source;
   st.dropped = batch.dropped;
   st.activities = batch.activities.size();
-  if (batch.activities.empty()) return out;
+  if (batch.activities.empty()) {
+    // Nothing to place, but the mapping still says how well the source's
+    // clock lines up with the recorder's (a profile of CPU ops only).
+    auto clock = AlignClocks(batch, ops, options);
+    if (clock.ok()) st.clock = *clock;
+    return out;
+  }
   MAGNETON_ASSIGN_OR_RETURN(st.clock, AlignClocks(batch, ops, options));
   const int64_t offset = st.clock.offset_ns;
 

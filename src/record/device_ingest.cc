@@ -22,7 +22,7 @@ void WriteStats(Recorder& rec, const gpu::LinkStats& st) {
     dropped += n;
   }
   set("dropped", dropped);
-  if (st.activities == 0) return;  // no clock was needed
+  if (st.clock.method.empty()) return;  // no activity to place and no clock found
   rec.SetMeta("gpu.clock_method", st.clock.method);
   if (!st.clock.prior_used.empty()) rec.SetMeta("gpu.clock_prior", st.clock.prior_used);
   set("clock_offset_ns", st.clock.offset_ns);

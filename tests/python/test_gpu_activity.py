@@ -9,7 +9,7 @@ Kineto of this torch, not only against hand-written fixtures.
 
 import json
 import sys
-import textwrap
+import warnings
 
 import pytest
 
@@ -130,3 +130,30 @@ def test_malformed_profiler_trace_is_refused_and_the_recording_kept(tmp_path):
     assert db.count("aten::tanh") == 1
     (err,) = db.query("SELECT value FROM meta WHERE key = 'gpu.error'")[0]
     assert "not valid JSON" in err
+
+
+def test_the_recorders_profiler_path_runs_end_to_end_without_a_gpu(tmp_path, monkeypatch):
+    """The production hook (gpu_activity.GpuActivity) as a CUDA build runs it,
+    forced on here: torch.profiler starts with the recorder, is exported and
+    ingested at stop. A CPU build has no CUDA activity to give (torch drops
+    it with a warning), so no kernels; the profiler's host ops still put its
+    clock on the recorder's."""
+    torch = require("torch")
+    import magneton
+    from magneton.recorders import gpu_activity
+
+    monkeypatch.setattr(gpu_activity, "off_reason", lambda _torch: None)
+    trace = tmp_path / "run.mtrace"
+    model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    x = torch.randn(8, 16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a CPU build warns that it drops the CUDA activity
+        with magneton.record(trace, energy=False):
+            for _ in range(3):
+                model(x)
+    meta = dict(TraceDB(trace).query("SELECT key, value FROM meta WHERE key LIKE 'gpu.%'"))
+    assert "gpu.error" not in meta and "gpu.off" not in meta, meta
+    assert meta["gpu.source"] == "kineto"
+    assert meta["gpu.activities"] == "0"
+    assert meta["gpu.clock_method"] == "host_ops", meta
+    assert int(meta["gpu.clock_paired"]) >= 0.9 * int(meta["gpu.clock_host_ops"]) > 0, meta
