@@ -42,6 +42,10 @@ struct RecordRunResult {
   // that do not say).
   int64_t writer_waits = 0;
   int64_t writer_wait_ms = 0;
+  // What became of GPU device activity (meta gpu.*): "off: <why>",
+  // "not recorded: <error>", "<N> device activities ..."; "" when the trace
+  // does not say (no torch).
+  std::string gpu_note;
   // A distributed job (its ranks recorded traces of their own): the job
   // manifest's path (docs/TRACE_FORMAT.md "Job manifest"); "" otherwise.
   std::string job_manifest;

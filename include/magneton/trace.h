@@ -129,14 +129,21 @@ struct StateSetter {
   int64_t thread_id = 0;  // OS thread id
 };
 
-// Device work launched by an op and timed on the device (GPU kernels).
+// Device work launched by an op and timed on the device (GPU kernels, copies
+// and fills), on CLOCK_MONOTONIC like every event (the ingest maps the
+// device's clock; docs/TRACE_FORMAT.md "Device activities").
 struct DeviceActivity {
-  uint64_t correlation_id = 0;
-  std::string device;
+  uint64_t correlation_id = 0;  // the launching op's correlation_id (0: none)
+  std::string device;           // "cuda:0": energy domain gpu-0 measures it
   int64_t stream = 0;
   int64_t name_id = kNoId;
   int64_t start_ns = 0;
   int64_t end_ns = 0;
+  // The recorded op that launched it: the innermost op open on the launching
+  // thread at the launch. kNoId: not linked to any recorded op (counted in
+  // meta gpu.unlinked).
+  int64_t op_id = kNoId;
+  std::string kind = "kernel";  // "kernel", "memcpy" or "memset"
 };
 
 struct EnergySample {

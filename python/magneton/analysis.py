@@ -46,7 +46,10 @@ class Trace:
     input's ``producer_op_id``) are -1. ``energy`` holds one row per op in the
     domain ``energy_domain`` (the one with the most energy unless ``domain``
     was given), each row with its ``provenance``: ``"measured"`` or
-    ``"estimated"`` -- an estimate is never a measurement.
+    ``"estimated"`` -- an estimate is never a measurement. ``device_activities``
+    holds one row per GPU kernel, copy or fill with the op that launched it and
+    its energy in its GPU's domain (NaN without samples of that GPU;
+    docs/ENERGY.md, "GPU attribution").
     """
 
     def __init__(self, tables: dict, pandas):
@@ -61,6 +64,7 @@ class Trace:
         self.tensors = shape(tables["tensors"])
         self.energy = shape(tables["energy"])
         self.config = shape(tables["config"])
+        self.device_activities = shape(tables["device_activities"])
 
     def __repr__(self) -> str:
         energy = (f"{self.energy_info['total_uj'] / 1e6:.3f} J {self.energy_provenance} in {self.energy_domain}"

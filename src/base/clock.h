@@ -14,6 +14,16 @@ namespace magneton {
 int64_t ThreadCpuNowNs();   // CLOCK_THREAD_CPUTIME_ID: the calling thread
 int64_t ProcessCpuNowNs();  // CLOCK_PROCESS_CPUTIME_ID: all threads of the process
 
+// CLOCK_REALTIME − CLOCK_MONOTONIC: how a timestamp of a library that stamps
+// with the realtime clock (ONNX Runtime's profile, Kineto's traces) maps onto
+// the op clock. Measured as a monotonic read between two realtime reads, the
+// tightest of five tries; uncertainty_ns is half that bracket (at least 1).
+struct RealtimeOffset {
+  int64_t realtime_minus_monotonic_ns = 0;
+  int64_t uncertainty_ns = 0;
+};
+RealtimeOffset MeasureRealtimeOffset();
+
 // Production code uses SystemClock(); methods may be called from any thread.
 class Clock {
  public:

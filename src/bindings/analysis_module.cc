@@ -91,6 +91,7 @@ nb::dict ReadTables(const std::string& path, const std::string& domain, bool as_
   out["tensors"] = TableObject(tables->tensors, as_rows);
   out["energy"] = TableObject(tables->energy, as_rows);
   out["config"] = TableObject(tables->config, as_rows);
+  out["device_activities"] = TableObject(tables->device_activities, as_rows);
   out["energy_info"] = EnergyInfoDict(tables->energy_info);
   return out;
 }
@@ -134,7 +135,7 @@ NB_MODULE(_analysis, m) {
   }, "path"_a, "Reads and validates a trace; returns its op count or raises.");
   m.def("read_tables", &ReadTables, "path"_a, "domain"_a = "", "as_rows"_a = false,
         "One trace as tables (src/report/trace_tables.h): {path, meta, ops, tensors, energy, config, "
-        "energy_info}, each table a dict of equally long lists (as_rows: a list of one dict per row). "
+        "device_activities, energy_info}, each table a dict of equally long lists (as_rows: a list of one dict per row). "
         "domain: '' for the one with the most energy.");
   m.def("diff", [](const std::vector<std::string>& runs_a, const std::vector<std::string>& runs_b, double tau,
                    double epsilon, double max_slowdown, double min_share, double min_same_work_share,

@@ -8,6 +8,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include "bindings/gpu_bindings.h"
 #include "bindings/ort_bindings.h"
 #include "bindings/array_ops.h"
 #include "bindings/status_exception.h"
@@ -130,6 +131,7 @@ NB_MODULE(_core, m) {
   magneton::RegisterArrayOps(m);
 
   magneton::RegisterOrtBindings(m);
+  magneton::RegisterGpuBindings(m);
   // Line tracing for `magneton diff` re-runs (python/magneton/line_trace.py).
   using Watched = std::tuple<size_t, std::string, std::string>;
   using Call = std::tuple<int, std::vector<int64_t>, std::vector<Watched>>;

@@ -51,6 +51,7 @@ int ReportRecording(const RecordRunRequest& request, const StatusOr<RecordRunRes
   }
   std::fprintf(stderr, "magneton: recorded %zu ops and %zu tensors to %s\n", result->ops, result->tensors,
                out.c_str());
+  if (!result->gpu_note.empty()) std::fprintf(stderr, "magneton: %s\n", result->gpu_note.c_str());
   if (result->writer_waits > 0) {
     // Nothing was dropped, but the program was held up: its timing includes it.
     std::fprintf(stderr,

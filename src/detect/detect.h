@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/format.h"
@@ -18,12 +20,16 @@
 
 namespace magneton::detect {
 
-enum class RegionKind { kMatched, kOutsideOps, kUnmatched };
+// kDeviceIdle: a GPU's energy inside the job while no kernel, copy or fill
+// ran on it (device attribution only, energy/device_energy.h).
+enum class RegionKind { kMatched, kOutsideOps, kUnmatched, kDeviceIdle };
+// Regions that hold no ops: time while nothing ran (outside_ops, device_idle).
+inline bool HoldsNoOps(RegionKind kind) { return kind == RegionKind::kOutsideOps || kind == RegionKind::kDeviceIdle; }
 // kInconclusive: the point estimate would be waste or a trade-off, but its
 // confidence interval does not clear tau, or one recording per side cannot
 // tell the difference from the machine (docs/DIFF.md, "Uncertainty").
 enum class Verdict { kWaste, kTradeOff, kInconclusive, kEqual };
-const char* RegionKindName(RegionKind kind);  // "matched", "outside_ops", "unmatched"
+const char* RegionKindName(RegionKind kind);  // "matched", "outside_ops", "unmatched", "device_idle"
 const char* VerdictName(Verdict verdict);     // "waste", "trade_off", "inconclusive", "equal"
 
 struct SideCost {
@@ -32,6 +38,17 @@ struct SideCost {
   // The part of energy_uj spent issuing the region's top-level ops (host code
   // in the gaps before them; energy::OpEnergy::issue_uj).
   double issue_uj = 0;
+};
+
+// Device work a region's ops launched (device attribution only,
+// kernel_costs.cc): one entry per activity name, summed over the region's
+// instances, costliest first.
+struct KernelCost {
+  std::string name;           // the kernel's (or copy's, fill's) name
+  std::string kind;           // "kernel", "memcpy", "memset"
+  size_t count = 0;           // activities
+  double energy_uj = 0;       // their energy (energy/device_energy.h)
+  int64_t time_ns = 0;        // their time on the device
 };
 
 // One op pair of a same-work region: ln(energy A / energy B), and the
@@ -106,6 +123,9 @@ struct Finding {
   Verdict point_verdict = Verdict::kEqual;
   Uncertainty uncertainty;
   std::string uncertainty_note;  // why inconclusive, or what the interval rests on
+  // The device work the region's ops launched on each side, when the
+  // domain's attribution went through device activities; empty otherwise.
+  std::vector<KernelCost> kernels_a, kernels_b;
 };
 
 struct Options {
@@ -149,6 +169,8 @@ struct SideSummary {
   int64_t job_ns = 0;
   double idle_in_job_uj = 0;  // inside the job while no op ran
   double issue_uj = 0;        // the part of idle_in_job_uj charged to ops as issue time
+  double device_idle_in_job_uj = 0;  // a GPU's energy inside the job while it ran nothing
+  std::string basis = "host";        // energy::Attribution::basis
 };
 
 struct DetectResult {
@@ -176,6 +198,18 @@ Verdict Classify(const SideCost& a, const SideCost& b, bool outputs_agree, const
 // Energy and time of a set of graph-node ops: inclusive energy (the node's
 // whole subtree) and wall time, summed.
 SideCost CostOf(const Trace& trace, const energy::Attribution& attribution, const std::vector<int64_t>& node_ops);
+
+// Fills Finding::kernels_a / kernels_b of matched and unmatched findings from
+// the attributions' per-activity energy: an activity counts in the region
+// whose node op is the op it was charged to or one of that op's ancestors.
+void AddKernelCosts(const Trace& a, const energy::Attribution& ea, const Trace& b, const energy::Attribution& eb,
+                    std::vector<Finding>* findings);
+
+// The names of the device activities (kernels, copies, fills) launched by
+// each of `nodes` or by the ops nested in it, in start order: what its work
+// was on the device. Nodes without device activity are left out.
+std::unordered_map<int64_t, std::vector<std::string>> DeviceWorkOf(const Trace& trace,
+                                                                   const std::unordered_set<int64_t>& nodes);
 
 // Whether two region instances run the same work: the same op names in the
 // same order on inputs of the same shapes and dtypes (same_work.cc).

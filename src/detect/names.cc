@@ -8,6 +8,7 @@ const char* RegionKindName(RegionKind kind) {
     case RegionKind::kMatched: return "matched";
     case RegionKind::kOutsideOps: return "outside_ops";
     case RegionKind::kUnmatched: return "unmatched";
+    case RegionKind::kDeviceIdle: return "device_idle";
   }
   return "?";
 }

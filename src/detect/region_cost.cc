@@ -18,16 +18,20 @@ SideCost CostOf(const Trace& trace, const energy::Attribution& attribution, cons
     // wherever an engine draws its op boundaries.
     // The recorder's fingerprinting nested in it is neither its energy nor
     // its time.
-    int64_t recorder_ns = 0;
+    // On a GPU the host op may return long before the kernels it queued have
+    // run (or wait for them): the node takes the longer of its host time and
+    // its device time (device attribution; 0 otherwise).
+    int64_t recorder_ns = 0, device_ns = 0;
     if (static_cast<size_t>(id) < attribution.ops.size()) {
       const energy::OpEnergy& e = attribution.ops[id];
       cost.energy_uj += e.inclusive_uj + e.issue_uj;
       cost.time_ns += e.issue_ns;
       cost.issue_uj += e.issue_uj;
       recorder_ns = e.recorder_ns;
+      device_ns = e.inclusive_device_ns;
     }
     const OpEvent& op = trace.ops[id];
-    if (op.end_ns > op.start_ns) cost.time_ns += std::max<int64_t>(0, op.end_ns - op.start_ns - recorder_ns);
+    cost.time_ns += std::max<int64_t>({0, op.end_ns - op.start_ns - recorder_ns, device_ns});
   }
   return cost;
 }

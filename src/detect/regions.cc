@@ -42,6 +42,8 @@ SideSummary Summarize(const Trace& t, const energy::Attribution& e) {
   s.job_ns = std::max<int64_t>(0, e.ops_end_ns - e.ops_start_ns - e.recorder_ns);
   s.idle_in_job_uj = e.idle_in_job_uj;
   s.issue_uj = e.issue_uj;
+  s.device_idle_in_job_uj = e.device_idle_in_job_uj;
+  s.basis = e.basis;
   return s;
 }
 
@@ -146,6 +148,12 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
                               "; measured and estimated joules are never compared. Record both on the same kind of "
                               "meter.");
   }
+  if (ea.basis != eb.basis) {
+    return FailedPrecondition("energy domain " + ea.domain + " is attributed by " + ea.basis + " on A and by " +
+                              eb.basis + " on B: one trace has GPU device activity there and the other has none "
+                              "(docs/ENERGY.md, \"GPU attribution\"). Record both with device activity, or choose "
+                              "another domain with --domain.");
+  }
   DetectResult r;
   r.domain = ea.domain;
   r.provenance = ea.provenance;
@@ -153,6 +161,25 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
   r.a = Summarize(a, ea);
   r.b = Summarize(b, eb);
   r.matched_region_pairs = match.regions.size();
+
+  // What each node op ran on the device (recorded device activity only):
+  // the same host ops that ran other kernels did not do the same work, and
+  // the kernels are evidence of it, not timing.
+  std::unordered_set<int64_t> nodes_a, nodes_b;
+  for (const RegionPair& rp : match.regions) {
+    nodes_a.insert(rp.ops_a.begin(), rp.ops_a.end());
+    nodes_b.insert(rp.ops_b.begin(), rp.ops_b.end());
+  }
+  const auto device_a = DeviceWorkOf(a, nodes_a), device_b = DeviceWorkOf(b, nodes_b);
+  auto same_device_work = [&](const std::vector<int64_t>& ops_a, const std::vector<int64_t>& ops_b) {
+    static const std::vector<std::string> kNone;
+    for (size_t i = 0; i < ops_a.size() && i < ops_b.size(); ++i) {
+      auto x = device_a.find(ops_a[i]);
+      auto y = device_b.find(ops_b[i]);
+      if ((x == device_a.end() ? kNone : x->second) != (y == device_b.end() ? kNone : y->second)) return false;
+    }
+    return true;
+  };
 
   // Set-up and job never share a region (setup_phase.cc): a region that
   // spans the first forward pass is split there. A part with ops on one side
@@ -182,7 +209,7 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
       const bool has_exit = !split || phase == 0;
       RegionInstance in{ops_a, ops_b, has_exit ? rp.outputs : std::vector<TensorPair>{}, CostOf(a, ea, ops_a),
                         CostOf(b, eb, ops_b)};
-      in.same_work = SameWork(a, ops_a, b, ops_b);
+      in.same_work = SameWork(a, ops_a, b, ops_b) && same_device_work(ops_a, ops_b);
       if (in.same_work) in.pair_ratios = PairRatios(ea, ops_a, eb, ops_b);
       const std::string part_note = has_exit ? note : "the set-up part of a region whose exit " + note;
       auto names_a = NamesOf(a, ops_a);
@@ -224,6 +251,21 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
   outside.outputs_note = "energy inside the job while no op ran and no thread was issuing one";
   r.findings.push_back(std::move(outside));
 
+  // A GPU idle inside the job (device attribution): its own region, since
+  // no op's launches account for it and no host pause is it.
+  if (ea.device_idle_in_job_uj > 0 || eb.device_idle_in_job_uj > 0) {
+    Finding idle;
+    idle.kind = RegionKind::kDeviceIdle;
+    idle.instances.push_back({{},
+                              {},
+                              {},
+                              {ea.device_idle_in_job_uj, ea.device_idle_in_job_ns},
+                              {eb.device_idle_in_job_uj, eb.device_idle_in_job_ns}});
+    idle.outputs_agree = true;
+    idle.outputs_note = "the GPU's energy inside the job while no kernel, copy or fill ran on it";
+    r.findings.push_back(std::move(idle));
+  }
+
   for (int phase : {0, 1}) {
     std::vector<int64_t> un_a = SetupOps(a, match.unmatched_ops_a, setup_end_a, phase == 1);
     std::vector<int64_t> un_b = SetupOps(b, match.unmatched_ops_b, setup_end_b, phase == 1);
@@ -247,6 +289,7 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
     r.findings.push_back(std::move(un));
   }
 
+  AddKernelCosts(a, ea, b, eb, &r.findings);
   for (Finding& f : r.findings) {
     SumInstances(f);
     ClassifyFinding(f, r, options);

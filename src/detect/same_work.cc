@@ -2,7 +2,9 @@
 // on inputs of the same shapes and dtypes. Then the two sides do identical
 // computation and a cost difference can only come from how it ran (a kernel
 // choice, a thread count, autograd bookkeeping) or from timing noise; the
-// per-op pairs let detection tell the two apart (regions.cc).
+// per-op pairs let detection tell the two apart (regions.cc). Where device
+// activity was recorded, a kernel choice is seen, not inferred: regions.cc
+// also requires the same device kernels under each op pair.
 #include <algorithm>
 #include <cmath>
 

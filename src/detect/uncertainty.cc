@@ -166,6 +166,9 @@ std::string ShiftReason(const DetectResult& r, const Finding& f, const Options& 
 // different amounts (memory-bound ones more), so "slower than the rest of
 // the run" is no test either.
 std::string TimingOnlyReason(const DetectResult& r, const Finding& f) {
+  if (f.kind == RegionKind::kDeviceIdle) {
+    return "energy while the GPU ran nothing, one sample per side: it cannot be told from the machine";
+  }
   if (f.kind == RegionKind::kOutsideOps) {
     return "energy while no op ran, one sample per side: it cannot be told from the machine";
   }
@@ -270,7 +273,7 @@ void AssessOneRecording(DetectResult& r, const Options& options) {
     if (f.point_verdict == Verdict::kEqual) continue;
     // Same ops on the same shapes, or no op at all: timing is the only
     // evidence, and a run-wide slowdown moves it as much as code would.
-    const bool timing_only = f.kind == RegionKind::kOutsideOps || f.same_work;
+    const bool timing_only = HoldsNoOps(f.kind) || f.same_work;
     if (timing_only && options.differing_settings.empty()) {
       Demote(f, TimingOnlyReason(r, f) + ", and no recorded setting that reaches every op differs; " + kMoreRuns);
       continue;
@@ -283,7 +286,7 @@ void AssessOneRecording(DetectResult& r, const Options& options) {
         continue;
       }
     }
-    if (!f.uncertainty.ratio.known && f.kind != RegionKind::kOutsideOps) {
+    if (!f.uncertainty.ratio.known && !HoldsNoOps(f.kind)) {
       f.uncertainty_note = "no interval: the region occurs once and the two sides run different ops";
     } else if (timing_only) {
       std::string settings;

@@ -175,7 +175,9 @@ std::string Situation(const Finding& f, const Diagnosis& d, const detect::Detect
   std::string s = fmt::format("{} spends {} more than {} here ({:.1f}% of {}'s job energy{}); ", costly,
                               magneton::FormatEnergy(f.saving_uj, r.provenance), cheap, 100 * f.share_of_total, costly,
                               why_trade_off);
-  if (d.kind == Kind::kOutsideOps) {
+  if (f.kind == detect::RegionKind::kDeviceIdle) {
+    s += "this is the GPU's energy while it ran no kernel, copy or fill (waiting on the host, or idle)";
+  } else if (d.kind == Kind::kOutsideOps) {
     s += fmt::format("this energy is spent while no operator runs (Python, framework overhead, waiting)");
   } else if (d.kind == Kind::kDifferentOps) {
     const auto& mine = costly == 'A' ? f.names_a : f.names_b;
@@ -316,7 +318,7 @@ std::vector<Diagnosis> Diagnose(const Trace& a, const Trace& b, const detect::De
     if (f.verdict == detect::Verdict::kEqual && !options.include_equal) continue;
     Diagnosis d;
     d.finding_index = i;
-    d.kind = f.kind == detect::RegionKind::kOutsideOps ? Kind::kOutsideOps
+    d.kind = detect::HoldsNoOps(f.kind)                ? Kind::kOutsideOps
              : f.names_a == f.names_b                 ? Kind::kSameOpsDifferentCost
                                                       : Kind::kDifferentOps;
     const bool a_costly = f.wasteful_side != 'B';

@@ -22,9 +22,15 @@ bool Descends(const Trace& t, int64_t id, int64_t ancestor) {
 
 class Nested {
  public:
+  // Activities by the op they were charged to; traces whose activities
+  // name no op are joined on the correlation id.
   explicit Nested(const Trace& t) : t_(t) {
     for (const DeviceActivity& d : t.device_activities) {
-      if (d.correlation_id != 0) kernels_[d.correlation_id].push_back(&d);
+      if (d.op_id != kNoId) {
+        by_op_[d.op_id].push_back(&d);
+      } else if (d.correlation_id != 0) {
+        kernels_[d.correlation_id].push_back(&d);
+      }
     }
   }
   // The op's nested op names in start order, then the device kernels it and
@@ -32,6 +38,9 @@ class Nested {
   std::vector<std::string> Of(int64_t id) const {
     std::vector<std::string> names, kernels;
     auto add_kernels = [&](const OpEvent& op) {
+      if (auto it = by_op_.find(op.id); it != by_op_.end()) {
+        for (const DeviceActivity* d : it->second) kernels.push_back("kernel:" + t_.str(d->name_id));
+      }
       if (op.correlation_id == 0) return;
       auto it = kernels_.find(op.correlation_id);
       if (it == kernels_.end()) return;
@@ -55,6 +64,7 @@ class Nested {
  private:
   const Trace& t_;
   std::unordered_map<uint64_t, std::vector<const DeviceActivity*>> kernels_;
+  std::unordered_map<int64_t, std::vector<const DeviceActivity*>> by_op_;
 };
 
 // The op's inputs as shape and dtype, by slot.

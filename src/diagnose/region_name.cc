@@ -266,6 +266,7 @@ namespace {
 RegionName NameJobRegion(const Trace& a, const Trace& b, const Finding& f) {
   switch (f.kind) {
     case detect::RegionKind::kOutsideOps: return {"(outside every op)", "kind"};
+    case detect::RegionKind::kDeviceIdle: return {"(GPU idle: no kernel ran)", "kind"};
     case detect::RegionKind::kUnmatched:
       return {fmt::format("(unmatched{}: {} op(s) only in A, {} only in B)", f.setup ? " set-up" : "",
                           f.names_a.size(), f.names_b.size()),

@@ -4,72 +4,15 @@
 // time: the host code that led to it, charged only while no op runs anywhere.
 #include "energy/attribution.h"
 
+#include "base/format.h"
+#include "energy/energy_curve.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 
 namespace magneton::energy {
 namespace {
-
-// Cumulative energy E(t) through the samples; constant outside them.
-class EnergyCurve {
- public:
-  EnergyCurve(std::vector<int64_t> t_ns, std::vector<double> energy_uj)
-      : t_(std::move(t_ns)), e_(std::move(energy_uj)) {}
-
-  double At(int64_t t) const {
-    if (t <= t_.front()) return e_.front();
-    if (t >= t_.back()) return e_.back();
-    size_t hi = static_cast<size_t>(std::upper_bound(t_.begin(), t_.end(), t) - t_.begin());
-    size_t lo = hi - 1;
-    double span = static_cast<double>(t_[hi] - t_[lo]);
-    double f = span > 0 ? static_cast<double>(t - t_[lo]) / span : 1.0;
-    return e_[lo] + f * (e_[hi] - e_[lo]);
-  }
-  int64_t start() const { return t_.front(); }
-  int64_t end() const { return t_.back(); }
-  double total() const { return e_.back() - e_.front(); }
-
- private:
-  std::vector<int64_t> t_;
-  std::vector<double> e_;
-};
-
-StatusOr<EnergyCurve> BuildCurve(std::vector<EnergySample> samples, const std::string& domain) {
-  std::stable_sort(samples.begin(), samples.end(),
-                   [](const EnergySample& a, const EnergySample& b) { return a.t_ns < b.t_ns; });
-  std::vector<int64_t> t;
-  std::vector<double> e;
-  double integrated_uj = 0;
-  for (size_t i = 0; i < samples.size(); ++i) {
-    const auto& s = samples[i];
-    double value;
-    if (!std::isnan(s.energy_uj)) {
-      value = s.energy_uj;
-    } else if (!std::isnan(s.power_mw)) {
-      // Power-only: trapezoid; mW · ns = 1e-6 µJ.
-      if (i > 0 && !std::isnan(samples[i - 1].power_mw))
-        integrated_uj += (samples[i - 1].power_mw + s.power_mw) / 2 *
-                         static_cast<double>(s.t_ns - samples[i - 1].t_ns) * 1e-6;
-      value = integrated_uj;
-    } else {
-      continue;
-    }
-    if (!t.empty() && s.t_ns == t.back()) {
-      e.back() = value;  // same instant: keep the later value
-      continue;
-    }
-    if (!e.empty() && value < e.back())
-      return Corrupt("energy samples of " + domain + " decrease at t=" + std::to_string(s.t_ns) +
-                     " ns: the counter must be unwrapped before attribution");
-    t.push_back(s.t_ns);
-    e.push_back(value);
-  }
-  if (t.size() < 2)
-    return FailedPrecondition("domain " + domain + " has " + std::to_string(t.size()) +
-                              " usable energy sample(s); attribution needs at least 2");
-  return EnergyCurve(std::move(t), std::move(e));
-}
 
 // A stretch of one thread's time owned by its innermost running op.
 struct Piece {
@@ -133,10 +76,8 @@ void ExclusivePieces(const Trace& trace, const std::vector<bool>& recorder_op, s
   }
 }
 
-}  // namespace
-
-StatusOr<Attribution> AttributeEnergy(const Trace& trace, const std::vector<EnergySample>& samples,
-                                      const std::string& domain) {
+StatusOr<Attribution> AttributeHostWork(const Trace& trace, const std::vector<EnergySample>& samples,
+                                        const std::string& domain) {
   std::vector<EnergySample> mine;
   Attribution out;
   out.domain = domain;
@@ -274,6 +215,169 @@ StatusOr<Attribution> AttributeEnergy(const Trace& trace, const std::vector<Ener
   // The job is the work compared: the recorder's own ops inside it are not.
   out.job_uj -= out.recorder_uj;
   return out;
+}
+
+// A GPU domain through its device activities: an op's exclusive energy is
+// that of the activities it launched, inclusive adds its nested ops' (by
+// the recorded parent links). The job runs from the first op or activity to
+// the last: kernels finish after the host op that queued them returned.
+StatusOr<Attribution> AttributeDeviceWork(const Trace& trace, const std::vector<EnergySample>& samples,
+                                          const std::string& domain) {
+  Attribution out;
+  out.domain = domain;
+  out.basis = "device";
+  const std::string device = DeviceOfDomain(domain);
+  int64_t job_start = INT64_MAX, job_end = INT64_MIN;
+  for (const OpEvent& op : trace.ops) {
+    job_start = std::min(job_start, op.start_ns);
+    job_end = std::max(job_end, op.end_ns);
+  }
+  for (const DeviceActivity& a : trace.device_activities) {
+    if (a.device != device) continue;
+    job_start = std::min(job_start, a.start_ns);
+    job_end = std::max(job_end, a.end_ns);
+  }
+  MAGNETON_ASSIGN_OR_RETURN(DeviceEnergy dev, AttributeDeviceEnergy(trace, samples, domain, job_start, job_end));
+  out.provenance = dev.provenance;
+  out.window_start_ns = dev.window_start_ns;
+  out.window_end_ns = dev.window_end_ns;
+  out.total_uj = dev.total_uj;
+  out.ops_start_ns = dev.job_start_ns;
+  out.ops_end_ns = dev.job_end_ns;
+  out.job_uj = dev.job_uj;
+  out.idle_in_job_uj = out.device_idle_in_job_uj = dev.idle_in_job_uj;
+  out.idle_in_job_ns = out.device_idle_in_job_ns = dev.idle_in_job_ns;
+
+  std::map<int64_t, size_t> index_of;
+  for (size_t i = 0; i < trace.ops.size(); ++i) index_of[trace.ops[i].id] = i;
+  out.ops.resize(trace.ops.size());
+  for (size_t i = 0; i < trace.ops.size(); ++i) out.ops[i].op_id = trace.ops[i].id;
+  for (const KernelEnergy& k : dev.kernels) {
+    auto it = k.op_id == kNoId ? index_of.end() : index_of.find(k.op_id);
+    if (it == index_of.end()) {
+      out.unlinked_device_uj += k.energy_uj;
+      continue;
+    }
+    out.ops[it->second].exclusive_uj += k.energy_uj;
+    out.ops[it->second].device_ns += k.duration_ns;
+    out.attributed_uj += k.energy_uj;
+  }
+  out.unattributed_uj = dev.idle_uj + out.unlinked_device_uj;
+  // Inclusive sums, children before parents (a child starts no earlier than
+  // its parent and ends no later). A recorder op's activities (device-side
+  // fingerprints) are the recorder's, as on the host.
+  std::vector<size_t> order(trace.ops.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    order[i] = i;
+    out.ops[i].inclusive_uj = out.ops[i].exclusive_uj;
+    out.ops[i].inclusive_device_ns = out.ops[i].device_ns;
+  }
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const auto &x = trace.ops[a], &y = trace.ops[b];
+    if (x.start_ns != y.start_ns) return x.start_ns > y.start_ns;
+    if (x.end_ns != y.end_ns) return x.end_ns < y.end_ns;
+    return a > b;
+  });
+  for (size_t i : order) {
+    const bool recorder = IsRecorderOp(trace, trace.ops[i]);
+    if (recorder) out.recorder_uj += out.ops[i].exclusive_uj;
+    auto p = trace.ops[i].parent_id == kNoId ? index_of.end() : index_of.find(trace.ops[i].parent_id);
+    if (p == index_of.end()) continue;
+    OpEnergy& up = out.ops[p->second];
+    if (recorder) {
+      up.recorder_uj += out.ops[i].inclusive_uj;
+    } else {
+      up.inclusive_uj += out.ops[i].inclusive_uj;
+      up.inclusive_device_ns += out.ops[i].inclusive_device_ns;
+      up.recorder_uj += out.ops[i].recorder_uj;
+    }
+  }
+  out.job_uj -= out.recorder_uj;
+  out.devices.push_back(std::move(dev));
+  return out;
+}
+
+// "<a>+<b>": each part attributed on its own, then summed op by op. Only
+// joules of one provenance are added.
+StatusOr<Attribution> AttributeSum(const Trace& trace, const std::vector<EnergySample>& samples,
+                                   const std::string& domain) {
+  const std::vector<std::string> parts = DomainParts(domain);
+  if (parts.size() < 2) return InvalidArgument("energy domain '" + domain + "' is not a sum of domains");
+  Attribution out;
+  out.domain = domain;
+  out.ops.resize(trace.ops.size());
+  bool host = false, dev = false;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    MAGNETON_ASSIGN_OR_RETURN(Attribution a, AttributeEnergy(trace, samples, parts[p]));
+    if (p == 0) {
+      out.provenance = a.provenance;
+      out.window_start_ns = a.window_start_ns;
+      out.window_end_ns = a.window_end_ns;
+      out.ops_start_ns = a.ops_start_ns;
+      out.ops_end_ns = a.ops_end_ns;
+    } else if (a.provenance != out.provenance) {
+      return InvalidArgument("energy domain '" + domain + "' sums " + ProvenanceName(out.provenance) + " and " +
+                             ProvenanceName(a.provenance) + " joules (" + parts[p] +
+                             "); measured and estimated joules are never added");
+    }
+    (a.basis == "device" ? dev : host) = true;
+    out.window_start_ns = std::min(out.window_start_ns, a.window_start_ns);
+    out.window_end_ns = std::max(out.window_end_ns, a.window_end_ns);
+    out.ops_start_ns = std::min(out.ops_start_ns, a.ops_start_ns);
+    out.ops_end_ns = std::max(out.ops_end_ns, a.ops_end_ns);
+    out.total_uj += a.total_uj;
+    out.attributed_uj += a.attributed_uj;
+    out.unattributed_uj += a.unattributed_uj;
+    out.issue_uj += a.issue_uj;
+    out.job_uj += a.job_uj;
+    out.recorder_uj += a.recorder_uj;
+    out.recorder_ns += a.recorder_ns;  // host time only: device attribution counts none
+    out.idle_in_job_uj += a.idle_in_job_uj;
+    if (a.basis != "device") out.idle_in_job_ns += a.idle_in_job_ns;
+    out.unclaimed_in_job_uj += a.unclaimed_in_job_uj;
+    out.unclaimed_in_job_ns += a.unclaimed_in_job_ns;
+    out.device_idle_in_job_uj += a.device_idle_in_job_uj;
+    out.device_idle_in_job_ns += a.device_idle_in_job_ns;
+    out.unlinked_device_uj += a.unlinked_device_uj;
+    for (DeviceEnergy& d : a.devices) out.devices.push_back(std::move(d));
+    for (size_t i = 0; i < out.ops.size() && i < a.ops.size(); ++i) {
+      OpEnergy& o = out.ops[i];
+      const OpEnergy& x = a.ops[i];
+      o.op_id = x.op_id;
+      o.exclusive_uj += x.exclusive_uj;
+      o.inclusive_uj += x.inclusive_uj;
+      o.exclusive_ns += x.exclusive_ns;
+      o.issue_uj += x.issue_uj;
+      o.issue_ns += x.issue_ns;
+      o.recorder_uj += x.recorder_uj;
+      o.recorder_ns += x.recorder_ns;
+      o.device_ns += x.device_ns;
+      o.inclusive_device_ns += x.inclusive_device_ns;
+    }
+  }
+  out.basis = host && dev ? "host+device" : (dev ? "device" : "host");
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> DomainParts(const std::string& domain) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t plus = domain.find('+', start);
+    parts.push_back(domain.substr(start, plus == std::string::npos ? std::string::npos : plus - start));
+    if (plus == std::string::npos) break;
+    start = plus + 1;
+  }
+  return parts;
+}
+
+StatusOr<Attribution> AttributeEnergy(const Trace& trace, const std::vector<EnergySample>& samples,
+                                      const std::string& domain) {
+  if (domain.find('+') != std::string::npos) return AttributeSum(trace, samples, domain);
+  if (HasDeviceActivity(trace, domain)) return AttributeDeviceWork(trace, samples, domain);
+  return AttributeHostWork(trace, samples, domain);
 }
 
 StatusOr<Attribution> AttributeEnergy(const Trace& trace, const std::string& domain) {

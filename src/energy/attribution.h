@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "energy/device_energy.h"
 #include "magneton/status.h"
 #include "magneton/trace.h"
 
@@ -27,6 +28,11 @@ struct OpEnergy {
   // less recorder_ns.
   double recorder_uj = 0;
   int64_t recorder_ns = 0;
+  // Device attribution (Attribution::basis has "device"): the time of the
+  // device activities this op launched itself, and with its nested ops'.
+  // Zero on host attribution.
+  int64_t device_ns = 0;
+  int64_t inclusive_device_ns = 0;
 };
 
 struct Attribution {
@@ -55,6 +61,18 @@ struct Attribution {
   double unclaimed_in_job_uj = 0;
   int64_t unclaimed_in_job_ns = 0;
   std::vector<OpEnergy> ops;   // one per trace op, same order as trace.ops
+  // How ops were charged: "host" (their exclusive time on their threads),
+  // "device" (a GPU domain with device activities: the energy of the
+  // kernels, copies and fills each op launched, device_energy.h), or
+  // "host+device" (a sum of domains, one of each, "cpu-package-0+gpu-0").
+  std::string basis = "host";
+  // Device attribution: each device's per-activity energy and idle. Idle
+  // inside the job is also in idle_in_job_uj and in device_idle_in_job_uj
+  // (its own region in detect), never in unclaimed_in_job_uj.
+  std::vector<DeviceEnergy> devices;
+  double device_idle_in_job_uj = 0;
+  int64_t device_idle_in_job_ns = 0;
+  double unlinked_device_uj = 0;  // activities no recorded op launched: in unattributed_uj
 };
 
 // Interpolates the cumulative counter piecewise-linearly between samples
@@ -63,8 +81,17 @@ struct Attribution {
 // (the innermost op of each thread), and the rest to unattributed. Ops are
 // clipped to the window. attributed_uj + unattributed_uj == total_uj up to
 // rounding.
+// A GPU domain (gpu-<N>) of a trace with device activity on that GPU is
+// attributed through the activities instead (basis "device"): each op gets
+// the energy of what it launched. "<a>+<b>" sums the attributions of its
+// domains, which must share a provenance (basis "host+device" for a host
+// domain plus a GPU one): device energy for GPU work, host energy for host
+// work.
 StatusOr<Attribution> AttributeEnergy(const Trace& trace, const std::vector<EnergySample>& samples,
                                       const std::string& domain);
+
+// The parts of a domain name: {"cpu-package-0", "gpu-0"} for "cpu-package-0+gpu-0".
+std::vector<std::string> DomainParts(const std::string& domain);
 
 // Same, with the trace's own energy samples.
 StatusOr<Attribution> AttributeEnergy(const Trace& trace, const std::string& domain);

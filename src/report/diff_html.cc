@@ -160,6 +160,17 @@ std::string RenderDiffHtml(const DiffReportInput& in) {
       }
     }
     h += "<p class=\"sentence\">" + Esc(d->sentence) + "</p>";
+    if (!f.kernels_a.empty() || !f.kernels_b.empty()) {
+      h += "<table><tr><th>side</th><th>GPU work</th><th>kind</th><th>count</th><th>energy</th><th>device time</th></tr>";
+      for (const bool side_a : {true, false}) {
+        for (const detect::KernelCost& k : side_a ? f.kernels_a : f.kernels_b) {
+          h += fmt::format("<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                           side_a ? 'A' : 'B', Esc(k.name), Esc(k.kind), k.count, energy(k.energy_uj),
+                           Esc(magneton::FormatDuration(k.time_ns)));
+        }
+      }
+      h += "</table>";
+    }
     if (d->kind == diagnose::Kind::kSameApiDifferentKernel) {
       h += "<p>Nested in <code>" + Esc(d->kernel.op) + "</code>:</p><div class=\"ops\"><div><b>A</b>\n" +
            OpsColumn(d->kernel.nested_a) + "</div><div><b>B</b>\n" + OpsColumn(d->kernel.nested_b) + "</div></div>";

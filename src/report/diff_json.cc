@@ -19,6 +19,7 @@ json Side(const std::string& path, const Trace& t, const detect::SideSummary& s)
           {"job_uj", s.job_uj},
           {"job_ns", s.job_ns},
           {"idle_in_job_uj", s.idle_in_job_uj},
+          {"device_idle_in_job_uj", s.device_idle_in_job_uj},
           {"issue_uj", s.issue_uj}};
 }
 
@@ -99,6 +100,20 @@ json RootCauseJson(const diagnose::Diagnosis* d) {
           {"value_b", c.value_b}, {"where", c.where}, {"evidence", c.evidence}};
 }
 
+// The device work behind a finding (device attribution), else null.
+json KernelsJson(const detect::Finding& f) {
+  if (f.kernels_a.empty() && f.kernels_b.empty()) return nullptr;
+  auto side = [](const std::vector<detect::KernelCost>& list) {
+    json out = json::array();
+    for (const detect::KernelCost& k : list) {
+      out.push_back({{"name", k.name}, {"kind", k.kind}, {"count", k.count}, {"energy_uj", k.energy_uj},
+                     {"time_ns", k.time_ns}});
+    }
+    return out;
+  };
+  return {{"a", side(f.kernels_a)}, {"b", side(f.kernels_b)}};
+}
+
 json IntervalJson(const detect::Interval& i) {
   if (!i.known) return nullptr;
   return {{"low", Number(i.low)}, {"high", Number(i.high)}};
@@ -165,12 +180,14 @@ json DiffToJson(const DiffReportInput& in) {
                         {"paired_ops", f.paired_ops},
                         {"effective_pairs", Number(f.effective_pairs)},
                         {"typical_pair_ratio", Number(f.typical_pair_ratio)},
+                        {"kernels", KernelsJson(f)},
                         {"uncertainty", UncertaintyJson(f, r.options.confidence)},
                         {"root_cause", RootCauseJson(d)},
                         {"diagnosis", d ? DiagnosisJson(*d) : json(nullptr)}});
   }
   return {{"schema", "magneton.diff/2"},
-          {"energy", {{"domain", r.domain}, {"provenance", magneton::ProvenanceName(r.provenance)}}},
+          {"energy",
+           {{"domain", r.domain}, {"provenance", magneton::ProvenanceName(r.provenance)}, {"basis", r.a.basis}}},
           {"options",
            {{"tau", r.options.tau},
             {"max_slowdown", r.options.max_slowdown},

@@ -43,7 +43,7 @@ diagnose::RegionName RegionNameOf(const DiffReportInput& in, const Finding& f) {
 }
 
 bool BelowNoiseFloor(const Finding& f, double tau) {
-  if (f.verdict != detect::Verdict::kEqual || f.kind == detect::RegionKind::kOutsideOps) return false;
+  if (f.verdict != detect::Verdict::kEqual || detect::HoldsNoOps(f.kind)) return false;
   const double costly = f.energy_ratio >= 1 ? f.energy_ratio : (f.energy_ratio > 0 ? 1 / f.energy_ratio : 0);
   return costly > 1 + tau;
 }
@@ -133,6 +133,21 @@ std::string RenderDiffTerminal(const DiffReportInput& in) {
     if (d) out += "    " + diagnose::RootCauseLine(d->root_cause) + "\n";
     if (f.verdict == detect::Verdict::kInconclusive && !f.uncertainty_note.empty()) {
       out += "    inconclusive: " + f.uncertainty_note + "\n";
+    }
+    // The device work behind it (device attribution): what a GPU spent it on.
+    for (const bool side_a : {true, false}) {
+      const auto& kernels = side_a ? f.kernels_a : f.kernels_b;
+      if (kernels.empty()) continue;
+      std::string list;
+      const size_t shown = in.verbose ? kernels.size() : std::min<size_t>(3, kernels.size());
+      for (size_t k = 0; k < shown; ++k) {
+        const detect::KernelCost& c = kernels[k];
+        list += fmt::format("{}{}{} {} in {}", k ? "; " : "", Clip(c.name, 48),
+                            c.count > 1 ? fmt::format(" ×{}", c.count) : "", magneton::FormatEnergy(c.energy_uj, p),
+                            magneton::FormatDuration(c.time_ns));
+      }
+      if (shown < kernels.size()) list += fmt::format("; {} more", kernels.size() - shown);
+      out += fmt::format("    GPU work in {}: {}\n", side_a ? 'A' : 'B', list);
     }
     // What an unmatched region holds, on each side that has ops there.
     if (f.kind == detect::RegionKind::kUnmatched && !f.instances.empty()) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/format.h"
+#include "energy/attribution.h"
 #include "report/html_escape.h"
 
 namespace magneton::report {
@@ -168,7 +169,7 @@ struct PowerStrip {
   size_t intervals = 0;
   bool any_estimated = false;
 };
-PowerStrip PowerOf(const Trace& t, const std::string& domain, const Job& job, const Scale& s) {
+PowerStrip PowerOfDomain(const Trace& t, const std::string& domain, const Job& job, const Scale& s) {
   PowerStrip out;
   const size_t n = static_cast<size_t>(std::ceil(s.X(job.end_ns)));
   std::vector<double> energy(n, 0), cover(n, 0);
@@ -209,6 +210,20 @@ PowerStrip PowerOf(const Trace& t, const std::string& domain, const Job& job, co
   out.power_w.assign(n, std::nan(""));
   for (size_t c = 0; c < n; ++c) {
     if (cover[c] > 0) out.power_w[c] = energy[c] / cover[c];
+  }
+  return out;
+}
+
+// A sum of domains ("cpu-package-0+gpu-0"): the parts' power added where
+// every part has a sample.
+PowerStrip PowerOf(const Trace& t, const std::string& domain, const Job& job, const Scale& s) {
+  const std::vector<std::string> parts = energy::DomainParts(domain);
+  PowerStrip out = PowerOfDomain(t, parts.front(), job, s);
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const PowerStrip more = PowerOfDomain(t, parts[i], job, s);
+    out.intervals += more.intervals;
+    out.any_estimated = out.any_estimated || more.any_estimated;
+    for (size_t c = 0; c < out.power_w.size() && c < more.power_w.size(); ++c) out.power_w[c] += more.power_w[c];
   }
   return out;
 }
@@ -279,7 +294,7 @@ Timeline RenderDiffTimeline(const DiffReportInput& in, const TimelineOptions& op
   for (size_t i = 0; i < r.findings.size(); ++i) {
     const Finding& f = r.findings[i];
     anchored[i] = DiagnosisFor(in, i) != nullptr;  // the HTML has #fN only for diagnosed findings
-    if (f.kind == detect::RegionKind::kOutsideOps) continue;  // no ops: time no op ran, the strip's background
+    if (detect::HoldsNoOps(f.kind)) continue;  // no ops: time nothing ran, the strip's background
     names[i] = RegionNameOf(in, f).text;
     const Category cat = CategoryOf(f);
     if (f.kind == detect::RegionKind::kUnmatched) {

@@ -122,11 +122,83 @@ std::string FormatSummary(const Trace& trace, int top) {
   return out;
 }
 
+namespace {
+
+std::string Meta(const Trace& trace, const std::string& key) {
+  auto it = trace.meta.extra.find(key);
+  return it == trace.meta.extra.end() ? "" : it->second;
+}
+
+// Where the device activities came from and how well they sit on the op
+// clock (meta gpu.*, docs/TRACE_FORMAT.md), or why there are none.
+std::string DeviceActivityLines(const Trace& trace) {
+  std::string out;
+  if (!Meta(trace, "gpu.error").empty()) out += "gpu        device activity not ingested: " + Meta(trace, "gpu.error") + "\n";
+  if (trace.device_activities.empty()) {
+    if (!Meta(trace, "gpu.off").empty()) out += "gpu        device activity off: " + Meta(trace, "gpu.off") + "\n";
+    return out;
+  }
+  size_t linked = 0;
+  for (const DeviceActivity& a : trace.device_activities) linked += a.op_id != kNoId;
+  out += fmt::format("gpu        {} device activities from {} ({} linked to ops, {} not)", trace.device_activities.size(),
+                     Meta(trace, "gpu.source").empty() ? std::string("?") : Meta(trace, "gpu.source"), linked,
+                     trace.device_activities.size() - linked);
+  const std::string method = Meta(trace, "gpu.clock_method");
+  if (!method.empty()) {
+    out += fmt::format("; clock {} (error <= {} ns", method, Meta(trace, "gpu.clock_error_ns"));
+    if (method == "host_ops") out += fmt::format(" over {} paired host ops", Meta(trace, "gpu.clock_paired"));
+    out += ")";
+  }
+  const std::string dropped = Meta(trace, "gpu.dropped");
+  if (!dropped.empty() && dropped != "0") out += fmt::format("; {} malformed event(s) dropped", dropped);
+  return out + "\n";
+}
+
+// A GPU domain attributed through its activities: the energy of the work
+// and of the idle device, then the costliest kernels by name.
+std::string DeviceEnergyLines(const Trace& trace, const energy::Attribution& a, int top) {
+  std::string out;
+  const char* prov = ProvenanceHeading(a.provenance);
+  for (const energy::DeviceEnergy& d : a.devices) {
+    out += fmt::format("  {:<16} {} total {:.3f} J over {:.3f} s: device work {:.3f} J ({} activities), idle {:.3f} J "
+                       "(inside the job {:.3f} J)",
+                       d.domain, prov, d.total_uj / 1e6, (d.window_end_ns - d.window_start_ns) / 1e9,
+                       d.kernels_uj / 1e6, d.kernels.size(), d.idle_uj / 1e6, d.idle_in_job_uj / 1e6);
+    if (a.unlinked_device_uj > 0) out += fmt::format("; not linked to an op {:.3f} J", a.unlinked_device_uj / 1e6);
+    out += fmt::format("\n    samples every {} (median); {} of {} activities are shorter (their energy is the "
+                       "period's average power times their time)\n",
+                       FormatDuration(d.sample_period_ns), d.shorter_than_period, d.kernels.size());
+    std::unordered_map<int64_t, std::tuple<double, int64_t, int64_t>> by_name;  // name -> (uj, count, ns)
+    for (const energy::KernelEnergy& k : d.kernels) {
+      auto& e = by_name[trace.device_activities[k.activity].name_id];
+      std::get<0>(e) += k.energy_uj;
+      std::get<1>(e) += 1;
+      std::get<2>(e) += k.duration_ns;
+    }
+    std::vector<std::pair<int64_t, std::tuple<double, int64_t, int64_t>>> rows(by_name.begin(), by_name.end());
+    std::sort(rows.begin(), rows.end(),
+              [](const auto& x, const auto& y) { return std::get<0>(x.second) > std::get<0>(y.second); });
+    out += fmt::format("    {:<40} {:>8} {:>12} {:>12}   [{}]\n", "device work", "count", "mJ", "device ms", prov);
+    for (size_t i = 0; i < rows.size() && i < static_cast<size_t>(top); ++i) {
+      const auto& [uj, n, ns] = rows[i].second;
+      std::string name = trace.str(rows[i].first);
+      if (name.size() > 40) name = name.substr(0, 39) + "…";
+      out += fmt::format("    {:<40} {:>8} {:>12.3f} {:>12}\n", name, n, uj / 1e3, Ms(ns));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string FormatEnergySummary(const Trace& trace, int top) {
-  if (trace.energy_samples.empty()) return "\nEnergy: no samples in this trace\n";
+  const std::string gpu_lines = DeviceActivityLines(trace);
+  if (trace.energy_samples.empty()) return "\n" + gpu_lines + "Energy: no samples in this trace\n";
   std::set<std::string> domains;
   for (const EnergySample& e : trace.energy_samples) domains.insert(e.domain);
-  std::string out = "\nEnergy (per domain; attributed to ops by their exclusive time)\n";
+  std::string out = "\n" + gpu_lines +
+                    "Energy (per domain; host domains attributed to ops by their exclusive time, GPU domains with "
+                    "device activity by the kernels, copies and fills each op launched)\n";
   for (const std::string& domain : domains) {
     auto attribution = energy::AttributeEnergy(trace, domain);
     if (!attribution.ok()) {
@@ -135,13 +207,18 @@ std::string FormatEnergySummary(const Trace& trace, int top) {
     }
     const energy::Attribution& a = *attribution;
     const char* prov = ProvenanceHeading(a.provenance);
-    out += fmt::format("  {:<16} {} total {:.3f} J over {:.3f} s: ops {:.3f} J, outside ops {:.3f} J", domain, prov,
-                       a.total_uj / 1e6, (a.window_end_ns - a.window_start_ns) / 1e9, a.attributed_uj / 1e6,
-                       a.unattributed_uj / 1e6);
-    // Issue time is part of "outside ops"; recorder ops are part of "ops".
-    out += fmt::format(" (of which issuing the next op {:.3f} J)", a.issue_uj / 1e6);
-    if (a.recorder_ns > 0) out += fmt::format("; the recorder's own ops {:.3f} J, not the job's", a.recorder_uj / 1e6);
-    out += "\n";
+    if (a.basis == "device") {
+      out += DeviceEnergyLines(trace, a, top);
+      if (a.recorder_uj > 0) out += fmt::format("    the recorder's own device work {:.3f} J, not the job's\n", a.recorder_uj / 1e6);
+    } else {
+      out += fmt::format("  {:<16} {} total {:.3f} J over {:.3f} s: ops {:.3f} J, outside ops {:.3f} J", domain,
+                         prov, a.total_uj / 1e6, (a.window_end_ns - a.window_start_ns) / 1e9, a.attributed_uj / 1e6,
+                         a.unattributed_uj / 1e6);
+      // Issue time is part of "outside ops"; recorder ops are part of "ops".
+      out += fmt::format(" (of which issuing the next op {:.3f} J)", a.issue_uj / 1e6);
+      if (a.recorder_ns > 0) out += fmt::format("; the recorder's own ops {:.3f} J, not the job's", a.recorder_uj / 1e6);
+      out += "\n";
+    }
     std::unordered_map<int64_t, std::pair<double, int64_t>> by_name;  // name -> (uj, calls)
     for (size_t i = 0; i < a.ops.size() && i < trace.ops.size(); ++i) {
       auto& e = by_name[trace.ops[i].name_id];
@@ -150,7 +227,8 @@ std::string FormatEnergySummary(const Trace& trace, int top) {
     }
     std::vector<std::pair<int64_t, std::pair<double, int64_t>>> rows(by_name.begin(), by_name.end());
     std::sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.second.first > y.second.first; });
-    out += fmt::format("    {:<40} {:>8} {:>12} {:>7}   [{}]\n", "op", "calls", "self mJ", "share", prov);
+    out += fmt::format("    {:<40} {:>8} {:>12} {:>7}   [{}]\n", "op",
+                       "calls", a.basis == "device" ? "launched mJ" : "self mJ", "share", prov);
     for (size_t i = 0; i < rows.size() && i < static_cast<size_t>(top); ++i) {
       double share = a.total_uj > 0 ? 100.0 * rows[i].second.first / a.total_uj : 0.0;
       out += fmt::format("    {:<40} {:>8} {:>12.3f} {:>6.1f}%\n", trace.str(rows[i].first), rows[i].second.second,

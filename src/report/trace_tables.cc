@@ -1,6 +1,7 @@
 #include "report/trace_tables.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -157,6 +158,63 @@ Table EnergyTable(const Trace& trace, const energy::Attribution* a) {
   return t;
 }
 
+Table DeviceActivitiesTable(const Trace& trace) {
+  // Each GPU domain's per-activity energy, where the trace has its samples.
+  std::vector<const energy::KernelEnergy*> energy_of(trace.device_activities.size(), nullptr);
+  std::vector<std::pair<std::string, std::string>> domain_of(trace.device_activities.size());
+  std::vector<energy::Attribution> attributions;
+  std::set<std::string> domains;
+  for (const EnergySample& s : trace.energy_samples) domains.insert(s.domain);
+  for (const std::string& d : domains) {
+    if (!energy::HasDeviceActivity(trace, d)) continue;
+    auto a = energy::AttributeEnergy(trace, d);
+    if (a.ok()) attributions.push_back(std::move(*a));
+  }
+  for (const energy::Attribution& a : attributions) {
+    for (const energy::DeviceEnergy& dev : a.devices) {
+      for (const energy::KernelEnergy& k : dev.kernels) {
+        energy_of[k.activity] = &k;
+        domain_of[k.activity] = {dev.domain, ProvenanceName(dev.provenance)};
+      }
+    }
+  }
+  std::unordered_map<int64_t, size_t> index_of;
+  for (size_t i = 0; i < trace.ops.size(); ++i) index_of[trace.ops[i].id] = i;
+  const size_t n = trace.device_activities.size();
+  Table t;
+  auto& op_id = Add<int64_t>(t, "op_id", n);
+  auto& op_name = Add<std::string>(t, "op_name", n);
+  auto& name = Add<std::string>(t, "name", n);
+  auto& kind = Add<std::string>(t, "kind", n);
+  auto& device = Add<std::string>(t, "device", n);
+  auto& stream = Add<int64_t>(t, "stream", n);
+  auto& start = Add<int64_t>(t, "start_ns", n);
+  auto& end = Add<int64_t>(t, "end_ns", n);
+  auto& duration = Add<int64_t>(t, "duration_ns", n);
+  auto& energy_uj = Add<double>(t, "energy_uj", n);
+  auto& shared = Add<int64_t>(t, "shared_ns", n);
+  auto& domain = Add<std::string>(t, "domain", n);
+  auto& provenance = Add<std::string>(t, "provenance", n);
+  for (size_t i = 0; i < n; ++i) {
+    const DeviceActivity& a = trace.device_activities[i];
+    auto op = a.op_id == kNoId ? index_of.end() : index_of.find(a.op_id);
+    op_id.push_back(op == index_of.end() ? -1 : a.op_id);
+    op_name.push_back(op == index_of.end() ? "" : trace.str(trace.ops[op->second].name_id));
+    name.push_back(trace.str(a.name_id));
+    kind.push_back(a.kind);
+    device.push_back(a.device);
+    stream.push_back(a.stream);
+    start.push_back(a.start_ns);
+    end.push_back(a.end_ns);
+    duration.push_back(a.end_ns - a.start_ns);
+    energy_uj.push_back(energy_of[i] ? energy_of[i]->energy_uj : std::numeric_limits<double>::quiet_NaN());
+    shared.push_back(energy_of[i] ? energy_of[i]->shared_ns : 0);
+    domain.push_back(domain_of[i].first);
+    provenance.push_back(domain_of[i].second);
+  }
+  return t;
+}
+
 }  // namespace
 
 StatusOr<TraceTables> TraceAsTables(const Trace& trace, const std::string& domain) {
@@ -204,6 +262,7 @@ StatusOr<TraceTables> TraceAsTables(const Trace& trace, const std::string& domai
   out.tensors = TensorsTable(trace);
   out.energy = EnergyTable(trace, chosen ? &*chosen : nullptr);
   out.config = ConfigTable(trace);
+  out.device_activities = DeviceActivitiesTable(trace);
   return out;
 }
 

@@ -57,6 +57,13 @@ struct TraceTables {
   Table energy;
   // key, value, source.
   Table config;
+  // One row per device activity (GPU kernel, copy, fill), in trace order:
+  // op_id (the op that launched it, -1: none known), op_name, name, kind,
+  // device, stream, start_ns, end_ns, duration_ns, energy_uj (its share of
+  // its GPU domain's energy, docs/ENERGY.md "GPU attribution"; NaN when the
+  // trace has no samples of that GPU), shared_ns (time another activity ran
+  // beside it), domain, provenance.
+  Table device_activities;
   EnergyInfo energy_info;
 };
 

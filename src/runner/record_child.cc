@@ -82,6 +82,21 @@ StatusOr<RecordRunResult> RecordChild(const RecordRunRequest& req) {
   };
   result.writer_waits = meta_int("trace.backpressure_waits");
   result.writer_wait_ms = meta_int("trace.backpressure_wait_ms");
+  auto meta = [&](const char* key) {
+    auto it = trace->meta.extra.find(key);
+    return it == trace->meta.extra.end() ? std::string() : it->second;
+  };
+  if (!meta("gpu.error").empty()) {
+    result.gpu_note = "GPU kernels not recorded: " + meta("gpu.error");
+  } else if (!meta("gpu.source").empty()) {
+    size_t linked = 0;
+    for (const DeviceActivity& a : trace->device_activities) linked += a.op_id != kNoId;
+    result.gpu_note = std::to_string(trace->device_activities.size()) + " GPU activities (kernels, copies, fills), " +
+                      std::to_string(linked) + " linked to the ops that launched them; clock " +
+                      meta("gpu.clock_method") + ", error <= " + meta("gpu.clock_error_ns") + " ns";
+  } else if (!meta("gpu.off").empty()) {
+    result.gpu_note = "GPU kernels: off (" + meta("gpu.off") + ")";
+  }
   return result;
 }
 

@@ -51,7 +51,11 @@ constexpr Column kDeviceActivitiesColumns[] = {{"correlation_id", "INTEGER NOT N
                                                {"stream", "INTEGER NOT NULL"},
                                                {"name_id", "INTEGER NOT NULL"},
                                                {"start_ns", "INTEGER NOT NULL"},
-                                               {"end_ns", "INTEGER NOT NULL"}};
+                                               {"end_ns", "INTEGER NOT NULL"},
+                                               // Added with GPU ingestion (docs/TRACE_FORMAT.md): the op
+                                               // charged with the activity, and what it was.
+                                               {"op_id", "INTEGER", "NULL"},
+                                               {"kind", "TEXT", "'kernel'"}};
 constexpr Column kEnergySamplesColumns[] = {{"domain", "TEXT NOT NULL"}, {"t_ns", "INTEGER NOT NULL"},
                                             {"energy_uj", "REAL"},       {"power_mw", "REAL"},
                                             {"provenance", "TEXT NOT NULL"}, {"meter", "TEXT NOT NULL"}};

@@ -266,12 +266,15 @@ Status LoadTables(sqlite3* db, Trace* t) {
   }
   t->op_tensors = std::move(pending_links);
 
+  MAGNETON_ASSIGN_OR_RETURN(std::vector<std::string> activity_columns, ColumnsOf(db, "device_activities"));
   MAGNETON_RETURN_IF_ERROR(ForEachRow(
-      db, schema::SelectSql(schema::TableId::kDeviceActivities).c_str(),
+      db, schema::SelectSql(schema::TableId::kDeviceActivities, " ORDER BY rowid", &activity_columns).c_str(),
       [&](Statement& s) {
         DeviceActivity a{static_cast<uint64_t>(s.ColumnInt(0)), s.ColumnText(1), s.ColumnInt(2), s.ColumnInt(3),
-                         s.ColumnInt(4), s.ColumnInt(5)};
+                         s.ColumnInt(4), s.ColumnInt(5), s.ColumnNullableId(6), s.ColumnText(7)};
         if (!InRange(a.name_id, n_strings, false)) return Corrupt("device activity names a missing string");
+        if (a.op_id < kNoId) return Corrupt("device activity names a negative op id");
+        if (a.end_ns < a.start_ns) return Corrupt("device activity ends before it starts");
         t->device_activities.push_back(std::move(a));
         return Status::Ok();
       }));
@@ -316,6 +319,9 @@ Status LoadTables(sqlite3* db, Trace* t) {
     if (tm.producer_op_id != kNoId && !has_op(tm.producer_op_id)) tm.producer_op_id = kNoId;
   }
   std::erase_if(t->op_tensors, [&](const OpTensor& l) { return !has_op(l.op_id); });
+  for (auto& a : t->device_activities) {
+    if (a.op_id != kNoId && !has_op(a.op_id)) a.op_id = kNoId;
+  }
   return Status::Ok();
 }
 

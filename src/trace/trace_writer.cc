@@ -136,7 +136,7 @@ size_t Bytes(const TensorMeta& t) {
 }
 size_t Bytes(const ConfigEntry& c) { return sizeof(c) + c.key.size() + c.value.size() + c.source.size(); }
 size_t Bytes(const EnergySample& e) { return sizeof(e) + e.domain.size() + e.meter.size(); }
-size_t Bytes(const DeviceActivity& a) { return sizeof(a) + a.device.size(); }
+size_t Bytes(const DeviceActivity& a) { return sizeof(a) + a.device.size() + a.kind.size(); }
 size_t Bytes(const RuntimeState& r) {
   size_t n = sizeof(r);
   for (const auto& [k, v] : r.values) n += 64 + k.size() + v.size();  // 64: a map node
@@ -553,6 +553,8 @@ Status TraceWriter::WriteBatch(Batch& b) {
         s.BindInt(4, a.name_id);
         s.BindInt(5, a.start_ns);
         s.BindInt(6, a.end_ns);
+        s.BindNullableId(7, a.op_id);
+        s.BindText(8, a.kind);
         MAGNETON_RETURN_IF_ERROR(s.Run(db_));
       }
     }

@@ -12,6 +12,7 @@ from magneton import config_snapshot
 from magneton import env_snapshot
 from magneton import overrides
 from magneton import window
+from magneton.recorders import gpu_activity
 
 
 def _load_hook():
@@ -73,6 +74,7 @@ class TorchRecorder:
         self._orig_generate = None
         self._ops_recorded = 0
         self._optimizer_hook = None
+        self._gpu = gpu_activity.GpuActivity()
 
     # -- lifecycle -----------------------------------------------------------
     def install(self) -> None:
@@ -105,6 +107,8 @@ class TorchRecorder:
             self._hook.set_enabled(True)
             self._hook.uninstall()
             self._hook = None
+            # Every op is recorded now: the device activity is linked to them.
+            self._gpu.stop()
             _core.clear_module_scopes()
         if self._orig_generate is not None:
             from transformers.generation.utils import GenerationMixin
@@ -143,6 +147,7 @@ class TorchRecorder:
             register_optimizer_step_post_hook = None
         if register_optimizer_step_post_hook is not None:
             self._optimizer_hook = register_optimizer_step_post_hook(lambda _opt, _a, _kw: window.auto_step())
+        self._gpu.start(torch)
 
     # -- module scopes ---------------------------------------------------------
     # The C++ frame walk finds module calls (frames of Module._wrapped_call_impl)

@@ -1,0 +1,98 @@
+// The device work behind each region: which kernels its ops launched and
+// what they cost, so a GPU finding names kernels, not only host ops.
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "detect/detect.h"
+
+namespace magneton::detect {
+namespace {
+
+// finding index per region node op, of one side.
+using NodeMap = std::unordered_map<int64_t, size_t>;
+
+void Collect(const Trace& t, const energy::Attribution& e, const NodeMap& nodes, std::vector<Finding>* findings,
+             bool side_a) {
+  if (nodes.empty()) return;
+  std::unordered_map<int64_t, size_t> index_of;
+  for (size_t i = 0; i < t.ops.size(); ++i) index_of[t.ops[i].id] = i;
+  // (finding, name, kind) -> cost
+  std::map<std::tuple<size_t, std::string, std::string>, KernelCost> sums;
+  for (const energy::DeviceEnergy& dev : e.devices) {
+    for (const energy::KernelEnergy& k : dev.kernels) {
+      if (k.op_id == kNoId || k.activity >= t.device_activities.size()) continue;
+      // The nearest node op at or above the charged op (nodes are top-level
+      // ops, or leaves with --leaf-ops; depth is bounded against cycles).
+      int64_t id = k.op_id;
+      auto node = nodes.end();
+      for (int depth = 0; depth < 256 && id != kNoId; ++depth) {
+        node = nodes.find(id);
+        if (node != nodes.end()) break;
+        auto it = index_of.find(id);
+        if (it == index_of.end()) break;
+        id = t.ops[it->second].parent_id;
+      }
+      if (node == nodes.end()) continue;
+      const DeviceActivity& a = t.device_activities[k.activity];
+      KernelCost& c = sums[{node->second, t.str(a.name_id), a.kind}];
+      c.name = t.str(a.name_id);
+      c.kind = a.kind;
+      c.count += 1;
+      c.energy_uj += k.energy_uj;
+      c.time_ns += k.duration_ns;
+    }
+  }
+  for (auto& [key, cost] : sums) {
+    Finding& f = (*findings)[std::get<0>(key)];
+    (side_a ? f.kernels_a : f.kernels_b).push_back(std::move(cost));
+  }
+  for (Finding& f : *findings) {
+    auto& list = side_a ? f.kernels_a : f.kernels_b;
+    std::stable_sort(list.begin(), list.end(), [](const KernelCost& x, const KernelCost& y) {
+      return x.energy_uj != y.energy_uj ? x.energy_uj > y.energy_uj : x.name < y.name;
+    });
+  }
+}
+
+}  // namespace
+
+std::unordered_map<int64_t, std::vector<std::string>> DeviceWorkOf(const Trace& t,
+                                                                   const std::unordered_set<int64_t>& nodes) {
+  std::unordered_map<int64_t, std::vector<std::string>> out;
+  if (t.device_activities.empty() || nodes.empty()) return out;
+  std::unordered_map<int64_t, size_t> index_of;
+  for (size_t i = 0; i < t.ops.size(); ++i) index_of[t.ops[i].id] = i;
+  std::vector<const DeviceActivity*> by_start;
+  for (const DeviceActivity& a : t.device_activities) by_start.push_back(&a);
+  std::stable_sort(by_start.begin(), by_start.end(),
+                   [](const DeviceActivity* x, const DeviceActivity* y) { return x->start_ns < y->start_ns; });
+  for (const DeviceActivity* a : by_start) {
+    int64_t id = a->op_id;
+    for (int depth = 0; depth < 256 && id != kNoId; ++depth) {
+      if (nodes.count(id)) {
+        out[id].push_back(t.str(a->name_id));
+        break;
+      }
+      auto it = index_of.find(id);
+      if (it == index_of.end()) break;
+      id = t.ops[it->second].parent_id;
+    }
+  }
+  return out;
+}
+
+void AddKernelCosts(const Trace& a, const energy::Attribution& ea, const Trace& b, const energy::Attribution& eb,
+                    std::vector<Finding>* findings) {
+  NodeMap nodes_a, nodes_b;
+  for (size_t i = 0; i < findings->size(); ++i) {
+    for (const RegionInstance& in : (*findings)[i].instances) {
+      for (int64_t id : in.ops_a) nodes_a.emplace(id, i);
+      for (int64_t id : in.ops_b) nodes_b.emplace(id, i);
+    }
+  }
+  Collect(a, ea, nodes_a, findings, true);
+  Collect(b, eb, nodes_b, findings, false);
+}
+
+}  // namespace magneton::detect

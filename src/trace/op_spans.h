@@ -1,0 +1,29 @@
+// The ops of a trace as intervals on their threads, read straight from the
+// file: what device activities are linked to (gpu/link.h). A recording still
+// being written can be read this way once its writer has flushed (SQLite's
+// WAL lets this second connection read what is committed).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "magneton/status.h"
+#include "magneton/trace.h"
+
+namespace magneton {
+
+struct OpSpan {
+  int64_t op_id = kNoId;
+  std::string name;  // "aten::mm"
+  int64_t thread_id = 0;
+  int64_t start_ns = 0;  // CLOCK_MONOTONIC
+  int64_t end_ns = 0;
+  int64_t parent_id = kNoId;
+  uint64_t correlation_id = 0;
+};
+
+// Every op of the trace file at `path`, by id.
+StatusOr<std::vector<OpSpan>> ReadOpSpans(const std::string& path);
+
+}  // namespace magneton
