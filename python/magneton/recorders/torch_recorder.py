@@ -94,9 +94,10 @@ class TorchRecorder:
                 sys.meta_path.remove(finder)
         self._finders.clear()
         if self._hook is not None:
-            from magneton.recorders import torch_state_setters
+            from magneton.recorders import torch_state_setters, torch_values
 
             torch_state_setters.uninstall()
+            torch_values.uninstall_graph_capture_bracket()
             self._hook.uninstall()
             self._hook = None
             _core.clear_module_scopes()
@@ -114,13 +115,14 @@ class TorchRecorder:
     def _install_torch(self) -> None:
         import torch
 
-        from magneton.recorders import torch_state_setters
+        from magneton.recorders import torch_state_setters, torch_values
 
         self._hook = _load_hook()
         overrides.active().apply_global_flags()  # --confirm re-runs only
         config_snapshot.record_torch_flags()
         env_snapshot.snapshot("import:torch")  # what torch's native libraries read as they loaded
         torch_state_setters.install(torch, self._hook)
+        torch_values.install_graph_capture_bracket(torch, self._hook)
         for attr in ("_wrapped_call_impl", "_call_impl"):
             fn = getattr(torch.nn.Module, attr, None)
             if fn is not None:
