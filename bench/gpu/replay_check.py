@@ -4,7 +4,7 @@ against the online attribution (docs/ENERGY.md, "Replay on a GPU").
 
 Records a small GPU program (a 4096x4096 linear layer on a batch of 64, a
 2048x2048 matmul, a softmax), then
-  1. `magneton replay` of its ops: inputs regenerated on cuda:0, a CUDA graph
+  1. `magneton replay --ops` of the first linear, mm and softmax: inputs regenerated on cuda:0, a CUDA graph
      where the op allows, rounds of >= 2 s until the NVML counter moved
      100 mJ; per-call energy with its spread, next to what the recording's
      attribution charged the same ops;
@@ -12,11 +12,12 @@ Records a small GPU program (a 4096x4096 linear layer on a batch of 64, a
      NVML meter (bench/gpu/nvml_check) around 2 s rounds: the reference for 1.
 Prints SUMMARY lines."""
 
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import os
+import time
 
 import torch
 
@@ -29,8 +30,6 @@ def direct_linear_uj(probe):
 
     lin = torch.nn.Linear(4096, 4096, device="cuda")
     x = torch.randn(64, 4096, device="cuda")
-    import time
-
     with torch.no_grad():
         for _ in range(50):
             lin(x)
@@ -69,10 +68,19 @@ def main():
                 z = a @ a
                 torch.softmax(z, dim=-1)
             torch.cuda.synchronize()
-        r = subprocess.run(["magneton", "replay", path, "--top", "4", "--rounds", "3"], capture_output=True, text=True)
-        print(r.stdout, r.stderr, sep="")
         import sqlite3
 
+        db = sqlite3.connect(path)
+        op_ids = []
+        for name in ("aten::linear", "aten::mm", "aten::_softmax"):
+            row = db.execute("select o.id from ops o join strings s on s.id = o.name_id where s.value = ? "
+                             "order by o.id limit 1", (name,)).fetchone()
+            if row:
+                op_ids.append(str(row[0]))
+        db.close()
+        r = subprocess.run(["magneton", "replay", path, "--ops", ",".join(op_ids), "--rounds", "3"],
+                           capture_output=True, text=True)
+        print(r.stdout, r.stderr, sep="")
         rows = sqlite3.connect(path).execute(
             "select signature, device, method, energy_uj_mean, energy_uj_stddev, online_energy_uj, meter, error "
             "from op_replays").fetchall()
@@ -80,14 +88,18 @@ def main():
         if error:
             print(f"SUMMARY replay {sig[:50]}: not replayed: {error}")
             continue
+        if e is None:
+            print(f"SUMMARY replay {sig[:50]} on {device} ({method}): time only, no meter for its domain")
+            continue
         ratio = f"{e / online:.2f}" if online else "-"
-        spread = f"{100 * sd / e:.1f}%" if e else "-"
+        spread = f"{100 * sd / e:.1f}%" if e and sd is not None else "-"
         print(f"SUMMARY replay {sig[:50]} on {device} ({method}, {meter}): {e:.1f} µJ/call ± {spread}; "
               f"online attribution {online if online is None else round(online, 1)} µJ/call; replay/online {ratio}")
     if probe:
         mean, sd, us = direct_linear_uj(probe)
-        linear = [row for row in rows if row[0].startswith("aten::linear") or row[0].startswith("aten::addmm")]
-        replayed = f"{linear[0][3]:.1f} µJ/call (replay)" if linear and not linear[0][7] else "no replay figure"
+        linear = [row for row in rows if row[0].startswith("aten::linear")]
+        replayed = (f"{linear[0][3]:.1f} µJ/call (replay, {linear[0][2]})" if linear and not linear[0][7] and
+                    linear[0][3] is not None else "no replay figure")
         print(f"SUMMARY linear 4096x4096 batch 64, direct NVML loop: {mean:.1f} µJ/call ± {100 * sd / mean:.1f}% "
               f"({us:.1f} µs/call) vs {replayed}")
     return r.returncode
