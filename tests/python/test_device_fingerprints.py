@@ -7,10 +7,11 @@ grid values), mean and variance to fp64 summation order
 (docs/TRACE_FORMAT.md, "Device fingerprints")."""
 
 import math
+import sys
 
 import pytest
 
-from conftest import TraceDB, require
+from conftest import TraceDB, require, run_cli
 
 torch = require("torch")
 
@@ -207,3 +208,22 @@ def test_the_capture_bracket_wraps_torch_cuda_graphs(hook):
     finally:
         tv.uninstall_graph_capture_bracket()
     assert FakeGraph.capture_begin.__name__ == "capture_begin" and not hasattr(FakeGraph.capture_begin, "__wrapped__")
+
+
+def test_the_environment_variable_forces_the_device_path_in_a_recorded_child(tmp_path):
+    script = tmp_path / "mlp.py"
+    script.write_text("import torch\n"
+                      "torch.manual_seed(0)\n"
+                      "m = torch.nn.Linear(16, 8)\n"
+                      "with torch.no_grad():\n"
+                      "    m(torch.randn(4, 16)).relu().sum()\n")
+    counts = {}
+    for mode in ("all", "auto"):
+        path = str(tmp_path / f"{mode}.mtrace")
+        r = run_cli("record", "--values", "-o", path, "--", sys.executable, str(script),
+                    env={"MAGNETON_DEVICE_FINGERPRINTS": mode})
+        assert r.returncode == 0, r.stderr
+        meta = dict(TraceDB(path).query("SELECT key, value FROM meta WHERE key LIKE 'recorder.device_fingerprint%'"))
+        counts[mode] = int(meta["recorder.device_fingerprints"])
+        assert meta["recorder.device_fingerprint_errors"] == "0"
+    assert counts["all"] > 0 and counts["auto"] == 0  # auto: CPU tensors are read on the host
