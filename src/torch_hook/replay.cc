@@ -1,7 +1,5 @@
 #include "torch_hook/replay.h"
 
-#include "magneton/clock.h"
-
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/ScalarType.h>
@@ -11,7 +9,6 @@
 #include "torch_hook/torch_names.h"
 #include "trace/op_args.h"
 
-#include <chrono>
 #include <cstdlib>
 #include <optional>
 #include <string_view>
