@@ -19,6 +19,22 @@
 
 namespace magneton {
 
+struct DeviceValueRequest;  // fingerprint/value_parts.h
+struct DeviceValueParts;
+
+// Reads what a fingerprint needs of values this thread cannot read in place
+// (GPU memory), where they live: block moments and the sample grid's values,
+// a few scalars and at most a few thousand values, never the tensor
+// (docs/TRACE_FORMAT.md, "Device fingerprints"). The hook that saw the tensor
+// implements it (torch: ATen reductions issued from C++ on a side stream).
+// Unavailable: not now (a CUDA graph is being captured), counted as skipped;
+// any other error is counted as a failure. Neither is ever fatal to the op.
+class DeviceValueReader {
+ public:
+  virtual ~DeviceValueReader() = default;
+  virtual Status ReadParts(const DeviceValueRequest& request, DeviceValueParts* parts) const = 0;
+};
+
 // A tensor as a hook sees it, borrowed for the duration of the call.
 struct TensorView {
   uint64_t storage_addr = 0;
@@ -34,6 +50,11 @@ struct TensorView {
   // Address of element [0,...,0] when the values are readable from this
   // thread (host memory), else null: only then can --values fingerprint it.
   const void* host_data = nullptr;
+  // For values that are not host memory (a GPU tensor): their reader, when
+  // --values may fingerprint them where they live; null otherwise. Borrowed
+  // for the duration of the call, like the view.
+  const DeviceValueReader* device_values = nullptr;
+  bool has_readable_values() const { return host_data != nullptr || device_values != nullptr; }
   // An output that aliases an input of the same op without writing it (a
   // torch view op: t, view, select). Only such a value may take the cached
   // fingerprint of an earlier view of the same input value (--values), and
@@ -169,6 +190,10 @@ class Recorder {
   // The fingerprint --values records for a value (same options for every
   // engine, so traces of different engines compare), encoded.
   static StatusOr<std::string> EncodeValueFingerprint(const TensorBuffer& buffer);
+  // The same fingerprint from parts read where the values live (same
+  // options, same sample grid): comparable with the host one.
+  static StatusOr<std::string> EncodeDeviceValueFingerprint(const DeviceValueReader& reader, std::string_view dtype,
+                                                            const std::vector<int64_t>& shape);
   // An already encoded value fingerprint (kind kFingerprintKind) of a tensor.
   void AddFingerprint(int64_t tensor_id, std::string encoded);
 
@@ -219,6 +244,8 @@ class Recorder {
   Recorder(std::unique_ptr<TraceWriter> writer, uint64_t generation, bool record_values);
   // viewed_id: for a view output, the id of the input value it aliases, else kNoId.
   void FingerprintValue(int64_t tensor_id, const TensorView& t, int64_t viewed_id);
+  // Counts a device fingerprint's outcome (meta recorder.device_fingerprint*).
+  void NoteDeviceFingerprint(const Status& status);
   int64_t ResolveTensor(const TensorView& t, bool is_output, int64_t op_id, int64_t viewed_id = kNoId);
   // Registers a new value; state mutex held. key_ptr: the private TensorKey.
   // fingerprinted: the caller fingerprints it now (else the op that returns
@@ -253,6 +280,12 @@ class Recorder {
   bool record_values_;
   std::atomic<int64_t> next_op_id_{0};
   std::atomic<bool> storage_sweep_due_{false};
+  // --values on device tensors: fingerprints computed there, skipped (the
+  // reader said Unavailable) and failed; the first failure's message.
+  std::atomic<int64_t> device_fingerprints_{0};
+  std::atomic<int64_t> device_fingerprints_skipped_{0};
+  std::atomic<int64_t> device_fingerprint_errors_{0};
+  std::atomic<bool> device_error_noted_{false};
   int64_t fingerprint_name_id_ = kNoId;  // interned kFingerprintOpName, with --values
 };
 

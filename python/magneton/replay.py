@@ -10,7 +10,8 @@ def main(argv=None) -> int:
     ap.add_argument("trace")
     ap.add_argument("--top", type=int, default=10)
     ap.add_argument("--ops", default="", help="comma-separated op ids")
-    ap.add_argument("--min-round-s", type=float, default=0.2)
+    ap.add_argument("--min-round-s", type=float, default=0.0,
+                    help="seconds per round (default: 0.2 for host ops, 2 for GPU ops)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--no-store", action="store_true")
     args = ap.parse_args(argv)

@@ -14,7 +14,8 @@ class ReplayCommand : public Command {
     sub->add_option("trace", path_, "Trace file")->required();
     sub->add_option("--top", top_, "Replay the N op signatures with the most time")->default_val(10);
     sub->add_option("--ops", ops_, "Replay exactly these op ids (comma-separated)");
-    sub->add_option("--min-round-s", min_round_s_, "Each of the rounds runs at least this long")->default_val(0.2);
+    sub->add_option("--min-round-s", min_round_s_,
+                    "Each of the rounds runs at least this long (default: 0.2 s for host ops, 2 s for GPU ops)");
     sub->add_option("--rounds", rounds_, "Rounds per op (their spread is reported)")->default_val(5);
     sub->add_flag("--no-store", no_store_, "Do not write results into the trace");
     return sub;
@@ -39,7 +40,7 @@ class ReplayCommand : public Command {
   std::string path_;
   int top_ = 10;
   std::string ops_;
-  double min_round_s_ = 0.2;
+  double min_round_s_ = 0;  // 0: the default of the op's device
   int rounds_ = 5;
   bool no_store_ = false;
 };

@@ -104,6 +104,15 @@ void MomentAccumulator::AddBlockFloat32(const float* x, int64_t n) {
   MergeFinite(n, b.sum / static_cast<double>(n), b.m2, b.m3, b.m4, b.lo, b.hi);
 }
 
+void MomentAccumulator::AddMoments(const BlockMoments& block) {
+  total_ += block.count;
+  nan_ += block.nan_count;
+  pos_inf_ += block.pos_inf_count;
+  neg_inf_ += block.neg_inf_count;
+  const int64_t finite = block.count - block.nan_count - block.pos_inf_count - block.neg_inf_count;
+  if (finite > 0) MergeFinite(finite, block.mean, block.m2, block.m3, block.m4, block.min, block.max);
+}
+
 void MomentAccumulator::MergeFinite(int64_t nb, double mean_b, double m2b, double m3b, double m4b,
                                     double min_b, double max_b) {
   if (nb == 0) return;

@@ -5,6 +5,7 @@
 
 #include "fingerprint/strided.h"
 #include "fingerprint/fingerprint.h"
+#include "fingerprint/value_parts.h"
 
 namespace magneton::fingerprint_internal {
 
@@ -16,6 +17,9 @@ class MomentAccumulator {
   void AddBlock(const double* x, int64_t n);
   // The same for fp32 values read in place (the throughput-critical path).
   void AddBlockFloat32(const float* x, int64_t n);
+  // A block whose moments were computed elsewhere (a device reduction):
+  // merged exactly as a block of this accumulator's own.
+  void AddMoments(const BlockMoments& block);
   // Fills the moment, min/max and NaN/Inf fields of `out` (not quantiles).
   void Finish(LayoutInvariantPart* out) const;
 

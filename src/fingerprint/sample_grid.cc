@@ -40,6 +40,7 @@ std::vector<int64_t> JitteredPositions(int64_t n, int64_t m) {
 }  // namespace
 
 int64_t SampleGrid::element_count() const {
+  if (empty) return 0;
   int64_t n = 1;
   for (const auto& p : positions) n *= static_cast<int64_t>(p.size());
   return n;
@@ -70,6 +71,7 @@ SampleGrid MakeSampleGrid(const std::vector<int64_t>& shape, int64_t exact_max_e
   }
   grid.positions.resize(grid.axes.size());
   if (total == 0) {
+    grid.empty = true;
     for (auto& p : grid.positions) p.clear();
     return grid;
   }

@@ -14,6 +14,9 @@ struct SampleGrid {
   std::vector<int> axes;                          // non-trivial axes of the shape, in order
   std::vector<int64_t> full_sizes;                // shape[axes[k]]
   std::vector<std::vector<int64_t>> positions;    // per axis, ascending
+  // The tensor has no elements (a size-0 axis, which is not among `axes`):
+  // the grid is empty even when every listed axis has positions.
+  bool empty = false;
   int64_t element_count() const;
   bool exact() const;
   std::vector<int64_t> core_sizes() const;

@@ -2,6 +2,7 @@
 #include "record/window.h"
 
 #include "fingerprint/fingerprint.h"
+#include "fingerprint/value_parts.h"
 #include "record/energy_session.h"
 #include "trust/trace_trust.h"
 
@@ -340,6 +341,13 @@ Status Recorder::Stop() {
     rec->writer_->SetMeta("recorder.tensors_held_at_stop", std::to_string(rec->state_->tensors.size()));
     rec->writer_->SetMeta("recorder.unfingerprinted_nested_inputs",
                           std::to_string(rec->state_->fresh_nested_inputs));
+    if (rec->record_values_) {
+      rec->writer_->SetMeta("recorder.device_fingerprints", std::to_string(rec->device_fingerprints_.load()));
+      rec->writer_->SetMeta("recorder.device_fingerprints_skipped",
+                            std::to_string(rec->device_fingerprints_skipped_.load()));
+      rec->writer_->SetMeta("recorder.device_fingerprint_errors",
+                            std::to_string(rec->device_fingerprint_errors_.load()));
+    }
   }
   Status closed = rec->writer_->Close();
   if (st.ok()) st = closed;
@@ -455,7 +463,7 @@ int64_t Recorder::ResolveTensor(const TensorView& t, bool is_output, int64_t op_
       // (native_layer_norm's result), or copy_'s written self, gets its
       // fingerprint here, or it would have none.
       const int64_t id = it->second.id;
-      if (!record_values_ || !t.host_data || it->second.fingerprinted || t.uninitialized) return id;
+      if (!record_values_ || !t.has_readable_values() || it->second.fingerprinted || t.uninitialized) return id;
       // A view op handing back its nested view of an unwritten buffer
       // (select over as_strided inside index_select) wrote nothing either.
       if (t.is_view && state_->uninitialized_ids.count(id)) return id;
@@ -480,7 +488,7 @@ int64_t Recorder::ResolveTensor(const TensorView& t, bool is_output, int64_t op_
   // values yet: narrow(result) inside cat reads garbage as much as result.
   const bool uninitialized = fresh_nested_input || t.uninitialized ||
                              (t.is_view && viewed_id != kNoId && state_->uninitialized_ids.count(viewed_id));
-  const bool fingerprint = record_values_ && t.host_data && !uninitialized;
+  const bool fingerprint = record_values_ && t.has_readable_values() && !uninitialized;
   int64_t id = NewTensor(t, is_output, op_id, &key, fingerprint);
   if (uninitialized && record_values_) state_->uninitialized_ids.insert(id);
   lock.unlock();
@@ -522,13 +530,32 @@ int64_t Recorder::NewTensor(const TensorView& t, bool is_output, int64_t op_id, 
   return id;
 }
 
-StatusOr<std::string> Recorder::EncodeValueFingerprint(const TensorBuffer& buffer) {
+namespace {
+
+FingerprintOptions ValueFingerprintOptions() {
   // Inline, every tensor: exact quantiles only up to 8k elements (the default
   // 64k sorts cost milliseconds per activation); larger ones use the sample
   // grid, whose error the comparison already allows for.
   FingerprintOptions options;
   options.exact_max_elements = 1 << 13;
-  MAGNETON_ASSIGN_OR_RETURN(Fingerprint fp, ComputeFingerprint(buffer, options));
+  return options;
+}
+
+}  // namespace
+
+StatusOr<std::string> Recorder::EncodeValueFingerprint(const TensorBuffer& buffer) {
+  MAGNETON_ASSIGN_OR_RETURN(Fingerprint fp, ComputeFingerprint(buffer, ValueFingerprintOptions()));
+  return EncodeFingerprint(fp);
+}
+
+StatusOr<std::string> Recorder::EncodeDeviceValueFingerprint(const DeviceValueReader& reader, std::string_view dtype,
+                                                             const std::vector<int64_t>& shape) {
+  MAGNETON_ASSIGN_OR_RETURN(DType parsed, ParseDType(dtype));
+  const FingerprintOptions options = ValueFingerprintOptions();
+  const DeviceValueRequest request = MakeDeviceValueRequest(shape, options);
+  DeviceValueParts parts;
+  MAGNETON_RETURN_IF_ERROR(reader.ReadParts(request, &parts));
+  MAGNETON_ASSIGN_OR_RETURN(Fingerprint fp, FingerprintFromParts(parsed, request, parts, options));
   return EncodeFingerprint(fp);
 }
 
@@ -586,11 +613,15 @@ void Recorder::FingerprintValue(int64_t tensor_id, const TensorView& t, int64_t 
   buffer.dtype = *dtype;
   buffer.shape.assign(t.sizes, t.sizes + t.ndim);
   if (t.strides) buffer.strides.assign(t.strides, t.strides + t.ndim);
+  // On a device, the span also covers waiting for the work that produces the
+  // value (the reader synchronises with it): the recorder's time either way.
   const int64_t start_ns = MonotonicNowNs();
-  auto fp = EncodeValueFingerprint(buffer);
+  auto fp = t.host_data ? EncodeValueFingerprint(buffer)
+                        : EncodeDeviceValueFingerprint(*t.device_values, t.dtype, buffer.shape);
   const int64_t end_ns = MonotonicNowNs();
   ThreadState& ts = Local(generation_);
   if (!ts.ops.empty()) ts.ops.back().recorder_spans.push_back({start_ns, end_ns});
+  if (!t.host_data) NoteDeviceFingerprint(fp.status());
   if (!fp.ok()) return;
   auto encoded = std::make_shared<const std::string>(std::move(fp).value());
   writer_->AppendFingerprint(tensor_id, std::string(kFingerprintKind), *encoded);
@@ -606,6 +637,18 @@ void Recorder::FingerprintValue(int64_t tensor_id, const TensorView& t, int64_t 
     }
     state_->fingerprints[viewed_id].push_back({t.storage_offset, layout_hash, std::move(encoded)});
     ++state_->fingerprints_cached;
+  }
+}
+
+void Recorder::NoteDeviceFingerprint(const Status& status) {
+  if (status.ok()) {
+    device_fingerprints_.fetch_add(1, std::memory_order_relaxed);
+  } else if (status.code() == StatusCode::kUnavailable) {
+    device_fingerprints_skipped_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    device_fingerprint_errors_.fetch_add(1, std::memory_order_relaxed);
+    // The first failure says why; the count says how often.
+    if (!device_error_noted_.exchange(true)) writer_->SetMeta("recorder.device_fingerprint_error", status.message());
   }
 }
 

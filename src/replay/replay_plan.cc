@@ -48,6 +48,7 @@ StatusOr<std::vector<PlannedOp>> PlanReplay(const Trace& trace, int top, const s
       if (it == trace.ops.end() || it->id != id) return NotFound("the trace has no op " + std::to_string(id));
       PlannedOp p = Describe(trace, *it, inputs[id]);
       p.occurrences = 1;
+      p.op_ids = {id};
       p.self_ns_total = self[it - trace.ops.begin()];
       out.push_back(std::move(p));
     }
@@ -59,6 +60,7 @@ StatusOr<std::vector<PlannedOp>> PlanReplay(const Trace& trace, int top, const s
     PlannedOp p = Describe(trace, op, inputs[op.id]);
     auto [it, inserted] = by_signature.try_emplace(p.signature, std::move(p));
     it->second.occurrences += 1;
+    it->second.op_ids.push_back(op.id);
     it->second.self_ns_total += self[i];
   }
   for (auto& [_, p] : by_signature) out.push_back(std::move(p));
@@ -70,8 +72,8 @@ StatusOr<std::vector<PlannedOp>> PlanReplay(const Trace& trace, int top, const s
 }
 
 std::string FormatReplayTable(const std::vector<ReplayRecord>& records) {
-  std::string out = fmt::format("{:<60} {:>6} {:>12} {:>8} {:>14} {:>8}  {}\n", "op signature", "count", "µs/call",
-                                "±%", "µJ/call", "±%", "provenance");
+  std::string out = fmt::format("{:<60} {:>6} {:>12} {:>8} {:>14} {:>8} {:>14} {:>8}  {}\n", "op signature", "count",
+                                "µs/call", "±%", "µJ/call", "±%", "online µJ", "ratio", "provenance, method");
   for (const ReplayRecord& r : records) {
     std::string sig = r.signature.size() > 60 ? r.signature.substr(0, 57) + "..." : r.signature;
     if (!r.error.empty()) {
@@ -79,13 +81,21 @@ std::string FormatReplayTable(const std::vector<ReplayRecord>& records) {
       continue;
     }
     auto pct = [](double sd, double mean) { return mean != 0 ? 100.0 * sd / std::fabs(mean) : 0.0; };
-    std::string energy = std::isnan(r.energy_uj_mean) ? "-" : fmt::format("{:.3f}", r.energy_uj_mean);
-    std::string energy_pct = std::isnan(r.energy_uj_mean) ? "-" : fmt::format("{:.1f}", pct(r.energy_uj_stddev, r.energy_uj_mean));
+    const bool energy = !std::isnan(r.energy_uj_mean);
+    const bool online = energy && !std::isnan(r.online_energy_uj);
+    std::string energy_text = energy ? fmt::format("{:.3f}", r.energy_uj_mean) : "-";
+    std::string energy_pct = energy ? fmt::format("{:.1f}", pct(r.energy_uj_stddev, r.energy_uj_mean)) : "-";
+    // replay / online: above 1, the recording charged the op less than it
+    // costs run alone (overlap, or its energy landed on neighbours).
+    std::string online_text = online ? fmt::format("{:.3f}", r.online_energy_uj) : "-";
+    std::string ratio = online && r.online_energy_uj != 0 ? fmt::format("{:.2f}", r.energy_uj_mean / r.online_energy_uj)
+                                                          : "-";
     std::string prov = r.meter.empty() ? "time only (no meter)"
                                        : fmt::format("{} ({})", ProvenanceName(r.provenance), r.meter);
-    out += fmt::format("{:<60} {:>6} {:>12.3f} {:>8.1f} {:>14} {:>8}  {}\n", sig, r.occurrences,
-                       r.duration_ns_mean / 1000.0, pct(r.duration_ns_stddev, r.duration_ns_mean), energy, energy_pct,
-                       prov);
+    if (!r.method.empty()) prov += ", " + r.method;
+    out += fmt::format("{:<60} {:>6} {:>12.3f} {:>8.1f} {:>14} {:>8} {:>14} {:>8}  {}\n", sig, r.occurrences,
+                       r.duration_ns_mean / 1000.0, pct(r.duration_ns_stddev, r.duration_ns_mean), energy_text,
+                       energy_pct, online_text, ratio, prov);
   }
   return out;
 }

@@ -25,6 +25,7 @@ struct PlannedOp {
   std::string args;                // recorded arguments, JSON (trace/op_args.h)
   std::vector<PlannedInput> inputs;
   int64_t occurrences = 0;         // ops in the trace with this signature
+  std::vector<int64_t> op_ids;     // those ops (what the online attribution charged them is compared)
   int64_t self_ns_total = 0;       // their summed exclusive time
   std::string signature;          // "aten::addmm(%0, %1, %2, 1, 1) float32[32] ..."
 };

@@ -1,15 +1,14 @@
 #include "torch_hook/replay.h"
 
-#include "magneton/clock.h"
-
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/ScalarType.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 
+#include "torch_hook/replay_graph.h"
 #include "torch_hook/torch_names.h"
 #include "trace/op_args.h"
 
-#include <chrono>
 #include <cstdlib>
 #include <optional>
 #include <string_view>
@@ -243,36 +242,37 @@ StatusOr<ReplayResult> ReplayOp(const OpSpec& spec, const ReplayOptions& options
     }
     return Status::Ok();
   };
-  auto sync = [&] {
-    if (options.synchronize) options.synchronize();
-  };
-
-  // Warm-up, and a first estimate of the call time to size the rounds.
-  MAGNETON_RETURN_IF_ERROR(call_once());
-  sync();
-  int64_t t0 = MonotonicNowNs();
-  MAGNETON_RETURN_IF_ERROR(call_once());
-  sync();
-  int64_t one_call_ns = std::max<int64_t>(1, MonotonicNowNs() - t0);
-  int64_t calls = std::clamp<int64_t>(options.min_round_ns / one_call_ns, 1, options.max_calls_per_round);
-
-  ReplayResult result;
-  result.calls_per_round = calls;
-  for (int round = 0; round < options.rounds; ++round) {
-    double e0 = 0;
-    if (options.read_energy_uj) {
-      MAGNETON_ASSIGN_OR_RETURN(e0, options.read_energy_uj());
-    }
-    int64_t start = MonotonicNowNs();
-    for (int64_t i = 0; i < calls; ++i) MAGNETON_RETURN_IF_ERROR(call_once());
-    sync();
-    int64_t elapsed = MonotonicNowNs() - start;
-    result.duration_ns_per_call.push_back(static_cast<double>(elapsed) / calls);
-    if (options.read_energy_uj) {
-      MAGNETON_ASSIGN_OR_RETURN(double e1, options.read_energy_uj());
-      result.energy_uj_per_call.push_back((e1 - e0) / calls);
-    }
+  LoopHooks hooks;
+  hooks.read_energy_uj = options.read_energy_uj;
+  if (options.target.on_device) {
+    const c10::Device device(options.target.device);
+    hooks.synchronize = [device]() -> Status {
+      try {
+        c10::impl::VirtualGuardImpl(device.type()).synchronizeDevice(device.index() < 0 ? 0 : device.index());
+      } catch (const std::exception& e) {
+        std::string what = e.what();
+        return Internal("cannot synchronise " + device.str() + ": " + what.substr(0, what.find('\n')));
+      }
+      return Status::Ok();
+    };
   }
+  CallIssuer plain{"loop", [&](int64_t calls) -> StatusOr<int64_t> {
+                     for (int64_t i = 0; i < calls; ++i) MAGNETON_RETURN_IF_ERROR(call_once());
+                     return calls;
+                   }};
+  // The op must run once as it is before a graph is tried: a capture hides
+  // the op's own errors behind the capture's.
+  MAGNETON_RETURN_IF_ERROR(call_once());
+  if (hooks.synchronize) MAGNETON_RETURN_IF_ERROR(hooks.synchronize());
+  std::function<StatusOr<CallIssuer>()> capture;
+  if (options.target.want_graph) {
+    capture = [&]() { return CaptureCudaGraph(call_once, c10::Device(options.target.device)); };
+  }
+  IssuerChoice choice = ChooseIssuer(options.target.want_graph, capture, std::move(plain));
+  hooks.issuer = std::move(choice.issuer);
+  ReplayResult result;
+  result.method = choice.note.empty() ? hooks.issuer.method : hooks.issuer.method + ": " + choice.note;
+  MAGNETON_ASSIGN_OR_RETURN(result.loop, RunReplayLoop(hooks, options.loop));
   return result;
 }
 

@@ -2,6 +2,9 @@
 // the same non-tensor arguments, input tensors regenerated with the recorded
 // shapes, strides, dtypes and devices, called in a loop until an energy
 // reading has moved enough, so a coarse counter gives a per-call figure.
+// On a GPU the inputs are made on the op's device, every reading waits for
+// the device, and the calls are captured in a CUDA graph where the op
+// allows it (docs/ENERGY.md, "Replay on a GPU").
 #pragma once
 
 #include <cstdint>
@@ -10,6 +13,8 @@
 #include <vector>
 
 #include "magneton/status.h"
+#include "replay/replay_loop.h"
+#include "replay/replay_target.h"
 
 namespace magneton::replay {
 
@@ -28,22 +33,20 @@ struct OpSpec {
 };
 
 struct ReplayOptions {
-  int64_t min_round_ns = 200'000'000;  // each round runs at least this long
-  int64_t max_calls_per_round = 1'000'000;
-  int rounds = 5;                      // rounds give the spread
-  // Reads the meter's total energy now (cumulative µJ); empty: time only.
+  LoopOptions loop;       // round length, counter movement, rounds (replay/replay_loop.h)
+  ReplayTarget target;    // host or device, graphs wanted (replay/replay_target.h)
+  // Reads the meter's total energy now (cumulative µJ) in the target's
+  // domains; empty: time only.
   std::function<StatusOr<double>()> read_energy_uj;
-  // Waits until the device has finished queued work (CUDA sync); may be empty.
-  std::function<void()> synchronize;
 };
 
 struct ReplayResult {
-  int64_t calls_per_round = 0;
-  std::vector<double> duration_ns_per_call;  // one per round
-  std::vector<double> energy_uj_per_call;    // one per round (empty: no meter)
+  LoopResult loop;
+  std::string method;  // "loop", "cuda-graph", or "loop: <why no graph>"
 };
 
-// Checks that the op can be rebuilt (schema found, arguments fit it) and runs it.
+// Checks that the op can be rebuilt (schema found, arguments fit it), makes
+// its inputs on the target's device, and runs the measurement loop.
 StatusOr<ReplayResult> ReplayOp(const OpSpec& spec, const ReplayOptions& options);
 
 }  // namespace magneton::replay

@@ -12,7 +12,9 @@ namespace magneton::replay {
 struct ReplayTraceOptions {
   int top = 10;
   std::vector<int64_t> op_ids;
-  double min_round_s = 0.2;
+  // Round length; <= 0: kHostMinRoundS for host ops, kDeviceMinRoundS for
+  // GPU ops (replay/replay_target.h).
+  double min_round_s = 0;
   int rounds = 5;
   bool store = true;  // write results into the trace's op_replays table
 };

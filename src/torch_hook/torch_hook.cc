@@ -14,8 +14,10 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -25,6 +27,8 @@
 #include "bindings/status_exception.h"
 #include "magneton/recorder.h"
 #include "pyhooks/python_stack.h"
+#include "torch_hook/device_values.h"
+#include "torch_hook/value_functions.h"
 #include "torch_hook/replay_trace.h"
 #include "base/format.h"
 #include "torch_hook/torch_names.h"
@@ -269,9 +273,22 @@ void AddTensor(Recorder& rec, bool output, int32_t slot, const at::Tensor& t, bo
   v.uninitialized = output && !initialized;
   v.version_tracked = !t.is_inference();
   v.version = v.version_tracked ? static_cast<int64_t>(t._version()) : 0;
-  if (initialized && rec.record_values() && t.device().is_cpu() && t.layout() == c10::kStrided && t.has_storage() &&
-      !t.is_nested() && t.storage().data() != nullptr) {
-    v.host_data = t.data_ptr();
+  // --values: host memory is read in place; a device's values through the
+  // reader, where they live (device_values.h). The reader is borrowed by
+  // the recorder only during the calls below.
+  std::optional<TorchDeviceValues> device_values;
+  if (initialized && rec.record_values()) {
+    switch (SelectValuePath(t)) {
+      case ValuePath::kHost:
+        v.host_data = t.data_ptr();
+        break;
+      case ValuePath::kDevice:
+        device_values.emplace(t);
+        v.device_values = &*device_values;
+        break;
+      case ValuePath::kNone:
+        break;
+    }
   }
   if (output) {
     rec.AddOutput(slot, v);
@@ -444,6 +461,11 @@ void OnOpEnd(const at::RecordFunction& fn, at::ObserverContext* raw) {
 void Install() {
   std::lock_guard<std::mutex> lock(g_install_mu);
   if (g_handle) return;
+  // Tests force the device path on CPU tensors this way in a child process.
+  if (const char* mode = std::getenv("MAGNETON_DEVICE_FINGERPRINTS")) {
+    auto parsed = ParseDeviceFingerprintMode(mode);
+    if (parsed.ok()) SetDeviceFingerprintMode(*parsed);
+  }
   g_ops_recorded.store(0, std::memory_order_relaxed);
   RefreshSlowTorchState();
   g_handle = at::addGlobalCallback(at::RecordFunctionCallback(&OnOpStart, &OnOpEnd)
@@ -497,6 +519,7 @@ NB_MODULE(_torch_hook, m) {
         "The torch runtime state the hook would record for an op on this thread now.");
   m.def("ops_recorded", [] { return magneton::g_ops_recorded.load(std::memory_order_relaxed); },
         "Top-level ops this hook recorded since install.");
+  magneton::DefineValueFunctions(m);
   m.def(
       "replay_trace",
       [](const std::string& path, int top, std::vector<int64_t> op_ids, double min_round_s, int rounds, bool store) {
@@ -525,11 +548,15 @@ NB_MODULE(_torch_hook, m) {
           d["energy_uj_mean"] = r.energy_uj_mean;
           d["energy_uj_stddev"] = r.energy_uj_stddev;
           d["error"] = r.error;
+          d["device"] = r.device;
+          d["method"] = r.method;
+          d["online_energy_uj"] = r.online_energy_uj;
           out.append(d);
         }
         return nb::make_tuple(out, magneton::replay::FormatReplayTable(*records));
       },
-      nb::arg("path"), nb::arg("top") = 10, nb::arg("op_ids") = std::vector<int64_t>{}, nb::arg("min_round_s") = 0.2,
+      nb::arg("path"), nb::arg("top") = 10, nb::arg("op_ids") = std::vector<int64_t>{}, nb::arg("min_round_s") = 0.0,
       nb::arg("rounds") = 5, nb::arg("store") = true,
-      "Replays recorded ops (regenerated inputs) and returns (records, table).");
+      "Replays recorded ops (regenerated inputs on the op's device) and returns (records, table). min_round_s <= 0: "
+      "0.2 s for host ops, 2 s for GPU ops.");
 }

@@ -2,6 +2,8 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
+
 #include "base/format.h"
 #include "trace/schema.h"
 #include "trace/sqlite_util.h"
@@ -12,6 +14,13 @@ Status AppendOpReplays(const std::string& trace_path, const std::vector<OpReplay
   MAGNETON_ASSIGN_OR_RETURN(sqlite::Db db,
                             sqlite::Open(trace_path, SQLITE_OPEN_READWRITE, "cannot store replay results in"));
   return sqlite::InTransaction(db.get(), [&]() -> Status {
+    // A trace recorded before a column existed gets it (with its default).
+    MAGNETON_ASSIGN_OR_RETURN(std::vector<std::string> present, sqlite::ColumnsOf(db.get(), "op_replays"));
+    for (const schema::Column& c : schema::GetTable(schema::TableId::kOpReplays).columns) {
+      if (!c.absent_default || std::find(present.begin(), present.end(), c.name) != present.end()) continue;
+      MAGNETON_RETURN_IF_ERROR(
+          sqlite::Exec(db.get(), (std::string("ALTER TABLE op_replays ADD COLUMN ") + c.name + " " + c.type).c_str()));
+    }
     MAGNETON_ASSIGN_OR_RETURN(
         sqlite::Statement s,
         sqlite::Statement::Prepare(db.get(), schema::InsertSql(schema::TableId::kOpReplays).c_str()));
@@ -28,6 +37,9 @@ Status AppendOpReplays(const std::string& trace_path, const std::vector<OpReplay
       s.BindDouble(10, r.energy_uj_mean);
       s.BindDouble(11, r.energy_uj_stddev);
       s.BindText(12, r.error);
+      s.BindText(13, r.device);
+      s.BindText(14, r.method);
+      s.BindDouble(15, r.online_energy_uj);
       MAGNETON_RETURN_IF_ERROR(s.Run(db.get()));
     }
     return Status::Ok();
@@ -36,9 +48,11 @@ Status AppendOpReplays(const std::string& trace_path, const std::vector<OpReplay
 
 StatusOr<std::vector<OpReplay>> ReadOpReplays(const std::string& trace_path) {
   MAGNETON_ASSIGN_OR_RETURN(sqlite::Db db, sqlite::Open(trace_path, SQLITE_OPEN_READONLY, "opening"));
+  MAGNETON_ASSIGN_OR_RETURN(std::vector<std::string> present, sqlite::ColumnsOf(db.get(), "op_replays"));
   MAGNETON_ASSIGN_OR_RETURN(
       sqlite::Statement s,
-      sqlite::Statement::Prepare(db.get(), schema::SelectSql(schema::TableId::kOpReplays, " ORDER BY rowid").c_str()));
+      sqlite::Statement::Prepare(
+          db.get(), schema::SelectSql(schema::TableId::kOpReplays, " ORDER BY rowid", &present).c_str()));
   std::vector<OpReplay> out;
   while (true) {
     MAGNETON_ASSIGN_OR_RETURN(bool row, s.Step(db.get()));
@@ -60,6 +74,9 @@ StatusOr<std::vector<OpReplay>> ReadOpReplays(const std::string& trace_path) {
     r.energy_uj_mean = s.ColumnDouble(9);
     r.energy_uj_stddev = s.ColumnDouble(10);
     r.error = s.ColumnText(11);
+    r.device = s.ColumnText(12);
+    r.method = s.ColumnText(13);
+    r.online_energy_uj = s.ColumnDouble(14);
     out.push_back(std::move(r));
   }
   return out;

@@ -23,6 +23,12 @@ struct OpReplay {
   double duration_ns_mean = 0, duration_ns_stddev = 0;
   double energy_uj_mean = 0, energy_uj_stddev = 0;  // NaN without a meter
   std::string error;  // why it could not be replayed
+  std::string device = "cpu";  // where it was replayed ("cuda:0")
+  // How the calls were issued: "loop", "cuda-graph", or "loop: <why no graph>".
+  std::string method;
+  // What the recording's attribution charged per occurrence, in the domains
+  // the replay measured (NaN: not comparable, e.g. the trace has no samples there).
+  double online_energy_uj = 0;
 };
 
 Status AppendOpReplays(const std::string& trace_path, const std::vector<OpReplay>& replays);

@@ -70,7 +70,11 @@ constexpr Column kOpReplaysColumns[] = {{"op_id", "INTEGER NOT NULL"},
                                         {"duration_ns_stddev", "REAL"},
                                         {"energy_uj_mean", "REAL"},
                                         {"energy_uj_stddev", "REAL"},
-                                        {"error", "TEXT NOT NULL"}};
+                                        {"error", "TEXT NOT NULL"},
+                                        // Added with device replay; AppendOpReplays adds them to older files.
+                                        {"device", "TEXT NOT NULL DEFAULT 'cpu'", "'cpu'"},
+                                        {"method", "TEXT NOT NULL DEFAULT ''", "''"},
+                                        {"online_energy_uj", "REAL", "NULL"}};
 constexpr Column kFingerprintsColumns[] = {
     {"tensor_id", "INTEGER PRIMARY KEY"}, {"kind", "TEXT NOT NULL"}, {"data", "BLOB NOT NULL"}};
 

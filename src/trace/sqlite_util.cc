@@ -134,4 +134,15 @@ bool SplitInts(std::string_view text, std::vector<int64_t>* out) {
   return true;
 }
 
+StatusOr<std::vector<std::string>> ColumnsOf(sqlite3* db, const char* table) {
+  MAGNETON_ASSIGN_OR_RETURN(Statement s, Statement::Prepare(db, (std::string("PRAGMA table_info(") + table + ")").c_str()));
+  std::vector<std::string> out;
+  while (true) {
+    MAGNETON_ASSIGN_OR_RETURN(bool row, s.Step(db));
+    if (!row) break;
+    out.push_back(s.ColumnText(1));
+  }
+  return out;
+}
+
 }  // namespace magneton::sqlite

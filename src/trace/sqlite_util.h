@@ -68,6 +68,9 @@ using Db = std::unique_ptr<sqlite3, DbCloser>;
 // Opens `path` with sqlite3_open_v2 flags and a 5 s busy timeout.
 StatusOr<Db> Open(const std::string& path, int flags, std::string_view what);
 
+// The columns `table` has in this file, in its order (PRAGMA table_info).
+StatusOr<std::vector<std::string>> ColumnsOf(sqlite3* db, const char* table);
+
 std::string JoinInts(const std::vector<int64_t>& values);
 // Parses "1,128,768" back; false on malformed text.
 bool SplitInts(std::string_view text, std::vector<int64_t>* out);

@@ -52,17 +52,6 @@ StatusOr<bool> HasTable(sqlite3* db, const char* table) {
   return s.Step(db);
 }
 
-// The columns the file's `table` has, in its order.
-StatusOr<std::vector<std::string>> ColumnsOf(sqlite3* db, const char* table) {
-  std::vector<std::string> out;
-  MAGNETON_RETURN_IF_ERROR(ForEachRow(db, (std::string("PRAGMA table_info(") + table + ")").c_str(),
-                                      [&](Statement& s) {
-                                        out.push_back(s.ColumnText(1));
-                                        return Status::Ok();
-                                      }));
-  return out;
-}
-
 bool InRange(int64_t id, size_t n, bool nullable) {
   if (id == kNoId) return nullable;
   return id >= 0 && static_cast<size_t>(id) < n;
@@ -201,7 +190,7 @@ Status LoadTables(sqlite3* db, Trace* t) {
         }));
   }
 
-  MAGNETON_ASSIGN_OR_RETURN(std::vector<std::string> op_columns, ColumnsOf(db, "ops"));
+  MAGNETON_ASSIGN_OR_RETURN(std::vector<std::string> op_columns, sqlite::ColumnsOf(db, "ops"));
   std::vector<OpTensor> pending_links;  // checked once tensors are loaded
   MAGNETON_RETURN_IF_ERROR(ForEachRow(
       db,
@@ -266,7 +255,7 @@ Status LoadTables(sqlite3* db, Trace* t) {
   }
   t->op_tensors = std::move(pending_links);
 
-  MAGNETON_ASSIGN_OR_RETURN(std::vector<std::string> activity_columns, ColumnsOf(db, "device_activities"));
+  MAGNETON_ASSIGN_OR_RETURN(std::vector<std::string> activity_columns, sqlite::ColumnsOf(db, "device_activities"));
   MAGNETON_RETURN_IF_ERROR(ForEachRow(
       db, schema::SelectSql(schema::TableId::kDeviceActivities, " ORDER BY rowid", &activity_columns).c_str(),
       [&](Statement& s) {

@@ -1,2 +1,3 @@
 magneton_test(fingerprint_invariance_unittest)
 magneton_test(fingerprint_codec_unittest)
+magneton_test(fingerprint_parts_unittest)

@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <thread>
 
 #include "fingerprint/fingerprint.h"
+#include "fingerprint/value_parts.h"
 #include "magneton/recorder.h"
 #include "magneton/trace_reader.h"
 #include "test_util.h"
@@ -466,6 +468,104 @@ TEST(Recorder, FingerprintingIsARecorderOpOfItsOwn) {
   EXPECT_GE(spans[2]->start_ns, trace->ops[timed].end_ns);
 }
 
+
+// A scripted device (the hardware fake of the --values device path): reads
+// the parts from host memory it owns, as the torch reader does on a GPU, or
+// answers with the status it is given.
+class ScriptedDeviceValues final : public DeviceValueReader {
+ public:
+  ScriptedDeviceValues(const std::vector<float>* values, Status answer = Status::Ok())
+      : values_(values), answer_(std::move(answer)) {}
+  Status ReadParts(const DeviceValueRequest& request, DeviceValueParts* parts) const override {
+    ++reads;
+    if (!answer_.ok()) return answer_;
+    // One block, two-pass; the grid by logical index (contiguous storage).
+    BlockMoments b;
+    b.count = static_cast<int64_t>(values_->size());
+    double sum = 0;
+    b.min = b.max = (*values_)[0];
+    for (float v : *values_) {
+      sum += v;
+      b.min = std::min<double>(b.min, v);
+      b.max = std::max<double>(b.max, v);
+    }
+    b.mean = sum / b.count;
+    for (float v : *values_) {
+      const double d = v - b.mean;
+      b.m2 += d * d;
+      b.m3 += d * d * d;
+      b.m4 += d * d * d * d;
+    }
+    parts->blocks = {b};
+    std::vector<int64_t> index = {0};
+    for (const auto& axis : request.axis_offsets) {
+      std::vector<int64_t> next;
+      for (int64_t base : index)
+        for (int64_t off : axis) next.push_back(base + off);
+      index = std::move(next);
+    }
+    for (int64_t i : index) parts->grid_values.push_back((*values_)[i]);
+    return Status::Ok();
+  }
+  mutable int reads = 0;
+
+ private:
+  const std::vector<float>* values_;
+  Status answer_;
+};
+
+// --values on a device tensor: the recorder asks the hook's reader for the
+// parts (never for the values) and writes a fingerprint equal to the host
+// one of the same values, timed as a recorder op; a reader that cannot read
+// now is counted as skipped, one that fails as an error with its reason.
+TEST(Recorder, DeviceValuesAreFingerprintedThroughTheirReader) {
+  std::string path = TempPath("device_values.mtrace");
+  Recorder* rec = StartRecordingValues(path);
+  ASSERT_NE(rec, nullptr);
+  std::vector<float> values(96 * 128);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = std::sin(0.37 * i) * 3 + 1;
+  ScriptedDeviceValues device(&values);
+  ScriptedDeviceValues capturing(&values, Unavailable("a CUDA graph is being captured"));
+  ScriptedDeviceValues broken(&values, Internal("device out of memory"));
+  FakeTensor on_gpu{0x9000, 0, {96, 128}, {128, 1}};
+  FakeTensor host_copy{reinterpret_cast<uintptr_t>(values.data()), 0, {96, 128}, {128, 1}};
+  FakeTensor later{0xA000, 0, {96, 128}, {128, 1}};
+  FakeTensor failing{0xB000, 0, {96, 128}, {128, 1}};
+  auto device_view = [](const FakeTensor& t, const DeviceValueReader* reader) {
+    TensorView v = t.view();
+    v.device = "cuda:0";
+    v.device_values = reader;
+    return v;
+  };
+  const int64_t op = rec->BeginOp(rec->InternString("aten::relu"), kNoId);
+  rec->AddInput(0, device_view(on_gpu, &device));
+  rec->AddInput(1, WithData(host_copy, values.data()));
+  rec->AddInput(2, device_view(later, &capturing));
+  rec->AddInput(3, device_view(failing, &broken));
+  rec->EndOp("");
+  ASSERT_TRUE(Recorder::Stop().ok());
+  EXPECT_EQ(device.reads, 1);
+  EXPECT_EQ(capturing.reads, 1);
+
+  auto trace = ReadTrace(path);
+  auto fps = LoadFingerprints(path);
+  ASSERT_TRUE(trace.ok() && fps.ok());
+  const int64_t gpu_id = Input(*trace, op, 0), host_id = Input(*trace, op, 1);
+  ASSERT_TRUE(fps->count(gpu_id)) << "the device tensor has no fingerprint";
+  ASSERT_TRUE(fps->count(host_id));
+  EXPECT_TRUE(Equivalent(fps->at(gpu_id), fps->at(host_id), 1e-9)) << CompareFingerprints(fps->at(gpu_id), fps->at(host_id), 1e-9).reason;
+  EXPECT_EQ(fps->at(gpu_id).invariant.quantiles, fps->at(host_id).invariant.quantiles);
+  EXPECT_FALSE(fps->count(Input(*trace, op, 2)));
+  EXPECT_FALSE(fps->count(Input(*trace, op, 3)));
+  int spans = 0;
+  for (const OpEvent& o : trace->ops) spans += IsRecorderOp(*trace, o) && o.parent_id == op;
+  EXPECT_EQ(spans, 4) << "every read, answered or not, is the recorder's time";
+  const auto& meta = trace->meta.extra;
+  EXPECT_EQ(meta.at("recorder.device_fingerprints"), "1");
+  EXPECT_EQ(meta.at("recorder.device_fingerprints_skipped"), "1");
+  EXPECT_EQ(meta.at("recorder.device_fingerprint_errors"), "1");
+  EXPECT_EQ(meta.at("recorder.device_fingerprint_error"), "device out of memory");
+}
 
 // The recorder's memory follows what is live (issue 15): the values of a
 // storage a hook found freed are forgotten, and so are a written storage's

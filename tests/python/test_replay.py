@@ -60,3 +60,44 @@ def test_replay_of_missing_trace_is_one_clear_line(tmp_path):
     r = run_cli("replay", str(tmp_path / "nope.mtrace"))
     assert r.returncode == 1
     assert r.stderr.strip().startswith("magneton: ") and "does not exist" in r.stderr
+
+
+def test_replay_stores_device_method_and_the_online_figure(tmp_path):
+    path = str(tmp_path / "host.mtrace")
+    a = torch.randn(96, 96)
+    with magneton.record(path):
+        for _ in range(3):
+            a = torch.tanh(a @ a)
+    db = TraceDB(path)
+    (mm_id, *_), *_ = db.ops("aten::mm")
+    r = run_cli("replay", path, "--ops", str(mm_id), "--min-round-s", "0.02", "--rounds", "2")
+    assert r.returncode == 0, r.stderr
+    (device, method, online, error), = db.query("SELECT device, method, online_energy_uj, error FROM op_replays")
+    assert error == "" and device == "cpu" and method == "loop"
+    has_samples = db.query("SELECT count(*) FROM energy_samples")[0][0] > 0
+    # The recording's attribution for the same op, in the replay's domains.
+    assert (online is not None and online >= 0) == has_samples
+    assert "online µJ" in r.stdout.splitlines()[0]
+
+
+def test_an_op_recorded_on_a_gpu_takes_the_device_path(tmp_path):
+    # A CPU recording whose tensors are moved to cuda:0 in the file: replay
+    # selects the device path (inputs made on cuda:0, GPU meter domain), and
+    # without a GPU says why it cannot run it instead of running it on the CPU.
+    path = str(tmp_path / "gpu.mtrace")
+    x = torch.randn(16, 16)
+    with magneton.record(path):
+        torch.relu(x)
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE tensors SET device = 'cuda:0'")
+    (relu_id, *_), *_ = TraceDB(path).ops("aten::relu")
+    r = run_cli("replay", path, "--ops", str(relu_id), "--rounds", "1")
+    assert r.returncode == 0, r.stderr
+    (device, error, sig), = TraceDB(path).query("SELECT device, error, signature FROM op_replays")
+    assert device == "cuda:0" and "@cuda:0" in sig
+    if torch.cuda.is_available():
+        assert error == ""
+    else:
+        assert "cannot create an input tensor" in error and "not replayed" in r.stdout

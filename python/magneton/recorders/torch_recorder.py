@@ -101,10 +101,11 @@ class TorchRecorder:
             self._optimizer_hook.remove()
             self._optimizer_hook = None
         if self._hook is not None:
-            from magneton.recorders import torch_state_setters
+            from magneton.recorders import torch_state_setters, torch_values
 
             torch_state_setters.uninstall()
             self._hook.set_enabled(True)
+            torch_values.uninstall_graph_capture_bracket()
             self._hook.uninstall()
             self._hook = None
             # Every op is recorded now: the device activity is linked to them.
@@ -124,13 +125,14 @@ class TorchRecorder:
     def _install_torch(self) -> None:
         import torch
 
-        from magneton.recorders import torch_state_setters
+        from magneton.recorders import torch_state_setters, torch_values
 
         self._hook = _load_hook()
         overrides.active().apply_global_flags()  # --confirm re-runs only
         config_snapshot.record_torch_flags()
         env_snapshot.snapshot("import:torch")  # what torch's native libraries read as they loaded
         torch_state_setters.install(torch, self._hook)
+        torch_values.install_graph_capture_bracket(torch, self._hook)
         for attr in ("_wrapped_call_impl", "_call_impl"):
             fn = getattr(torch.nn.Module, attr, None)
             if fn is not None:
