@@ -11,6 +11,7 @@ from magneton import _core
 from magneton import config_snapshot
 from magneton import env_snapshot
 from magneton import overrides
+from magneton.recorders import torch_module_origins
 
 
 def _load_hook():
@@ -94,9 +95,13 @@ class TorchRecorder:
                 sys.meta_path.remove(finder)
         self._finders.clear()
         if self._hook is not None:
-            from magneton.recorders import torch_state_setters
+            import torch
+
+            from magneton.recorders import torch_dist_groups, torch_state_setters
 
             torch_state_setters.uninstall()
+            torch_dist_groups.uninstall()
+            torch_module_origins.uninstall(torch)
             self._hook.uninstall()
             self._hook = None
             _core.clear_module_scopes()
@@ -114,26 +119,34 @@ class TorchRecorder:
     def _install_torch(self) -> None:
         import torch
 
-        from magneton.recorders import torch_state_setters
+        from magneton.recorders import torch_dist_groups, torch_state_setters
 
         self._hook = _load_hook()
         overrides.active().apply_global_flags()  # --confirm re-runs only
         config_snapshot.record_torch_flags()
         env_snapshot.snapshot("import:torch")  # what torch's native libraries read as they loaded
         torch_state_setters.install(torch, self._hook)
+        torch_module_origins.install(torch)
         for attr in ("_wrapped_call_impl", "_call_impl"):
             fn = getattr(torch.nn.Module, attr, None)
             if fn is not None:
                 _core.add_module_call_code(fn.__code__)
                 break
         _core.set_scope_namer(self._scope_name)
+        torch_dist_groups.install(self._hook)
         self._hook.install()
 
     # -- module scopes ---------------------------------------------------------
     # The C++ frame walk finds module calls (frames of Module._wrapped_call_impl)
     # on the stack of each op; this names a module the first time a stack
     # with it is seen, relative to the module whose call encloses it.
-    def _scope_name(self, parent, module) -> str:
+    # With how the module was constructed, when that was seen (torch_module_origins).
+    def _scope_name(self, parent, module):
+        name = self._plain_scope_name(parent, module)
+        made = torch_module_origins.origin(module)
+        return name if made is None else (name, made[0], made[1])
+
+    def _plain_scope_name(self, parent, module) -> str:
         if parent is None:
             name = type(module).__name__
             if id(module) not in self._roots_seen:
