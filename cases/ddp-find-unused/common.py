@@ -42,6 +42,7 @@ def worker(rank, init_file, make_ddp):
         opt.step()
     if rank == 0:
         print(f"{sum(p.detach().double().abs().sum().item() for p in net.module.parameters()):.6g}", flush=True)
+    dist.barrier()  # both ranks done with every collective before either tears its group down
     dist.destroy_process_group()
 
 
