@@ -146,7 +146,10 @@ class Recorder {
   int64_t InternCallPath(int64_t parent_path_id, int64_t frame_id);
 
   // A module scope named `name` (of class `type`) inside parent_scope_id.
-  int64_t InternScope(int64_t parent_scope_id, std::string_view name, std::string_view type);
+  // init_call_path_id / init_args: how its module was constructed
+  // (Scope::init_*), kept when the scope is new (the first module seen there).
+  int64_t InternScope(int64_t parent_scope_id, std::string_view name, std::string_view type,
+                      int64_t init_call_path_id = kNoId, std::string_view init_args = {});
   // A per-thread scope stack, for engines that announce scopes explicitly.
   void PushScope(std::string_view name, std::string_view type);
   void PopScope();

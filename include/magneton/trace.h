@@ -68,6 +68,13 @@ struct Scope {
   int64_t name_id = kNoId;  // the attribute name in the parent, e.g. "h.0"
   int64_t type_id = kNoId;  // the class name, e.g. "GPT2Block"
   int64_t parent_id = kNoId;
+  // How the scope's module was constructed, when the recorder saw it
+  // (docs/TRACE_FORMAT.md "Scope origins"): the call path of the call that
+  // constructed it (its innermost frame is the constructor call's line) and
+  // the constructor's arguments as an op-arguments params object
+  // ({"find_unused_parameters": true, ...}); kNoId / "" when not seen.
+  int64_t init_call_path_id = kNoId;
+  std::string init_args;
 };
 
 enum class TensorRole : int { kInput = 0, kOutput = 1 };

@@ -28,4 +28,12 @@ std::string FormatDuration(int64_t duration_ns) {
   return fmt::format("{} ns", duration_ns);
 }
 
+std::string FormatBytes(int64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  if (b >= 1e9) return fmt::format("{:.3g} GB", b / 1e9);
+  if (b >= 1e6) return fmt::format("{:.3g} MB", b / 1e6);
+  if (b >= 1e3) return fmt::format("{:.3g} kB", b / 1e3);
+  return fmt::format("{} B", bytes);
+}
+
 }  // namespace magneton

@@ -17,5 +17,7 @@ const char* ProvenanceHeading(Provenance provenance);
 std::string FormatEnergy(double energy_uj, Provenance provenance);
 // "12.3 ms".
 std::string FormatDuration(int64_t duration_ns);
+// "512 B", "4.1 kB", "3.2 MB", "1.5 GB" (decimal units).
+std::string FormatBytes(int64_t bytes);
 
 }  // namespace magneton

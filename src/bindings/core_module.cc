@@ -125,7 +125,9 @@ NB_MODULE(_core, m) {
   m.def("add_module_call_code", [](nb::object code) { magneton::AddModuleCallCode(code.ptr()); },
         "Frames running this code object are module calls; their first local is the module.");
   m.def("set_scope_namer", [](nb::object namer) { magneton::SetScopeNamer(namer.is_none() ? nullptr : namer.ptr()); },
-        "namer(parent_or_None, module) -> str names module scopes (called once per new stack).");
+        "namer(parent_or_None, module) -> str names module scopes (called once per new stack); or "
+        "(str, construction frames [(file, line, function), ...] outermost first, constructor args JSON) for a "
+        "module whose construction the recorder saw.");
   m.def("clear_module_scopes", [] { magneton::ClearModuleScopes(); });
 
   magneton::RegisterArrayOps(m);

@@ -256,6 +256,21 @@ void RankFindings(std::vector<Finding>& findings);
 // the same-work rule) into point_verdict and verdict.
 void ClassifyFinding(Finding& f, const DetectResult& r, const Options& options);
 
+// The unmatched ops, split where one side's are extra work: ops of kinds
+// (names) that only one side's unmatched ops have, when the other side's
+// unmatched ops have no kind of their own (kinds of their own on both sides
+// may be two ways to the same result, so that pool stays whole). Each part
+// becomes an unmatched finding of its own (docs/DIFF.md "Unmatched ops"):
+// extra_a / extra_b (one side only: redundant work, as the other side reaches
+// every matched output without it) and rest_a with rest_b (both sides, or all
+// of it when nothing splits off).
+struct UnmatchedSplit {
+  std::vector<int64_t> extra_a, extra_b, rest_a, rest_b;
+  std::vector<int64_t> none;  // always empty: the other side of an extra part
+};
+UnmatchedSplit SplitUnmatched(const Trace& a, const std::vector<int64_t>& ops_a, const Trace& b,
+                              const std::vector<int64_t>& ops_b);
+
 // Detection on given attributions and match (the analysis session,
 // src/analysis/, attributes energy in its one domain and matches first).
 // Refuses two attributions whose energy provenances differ.

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <iterator>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -99,6 +101,34 @@ void SumInstances(Finding& f) {
 }
 
 }  // namespace
+
+UnmatchedSplit SplitUnmatched(const Trace& a, const std::vector<int64_t>& ops_a, const Trace& b,
+                              const std::vector<int64_t>& ops_b) {
+  UnmatchedSplit s;
+  s.rest_a = ops_a;
+  s.rest_b = ops_b;
+  const std::vector<std::string> names_a = NamesOf(a, ops_a), names_b = NamesOf(b, ops_b);
+  const std::set<std::string> kinds_a(names_a.begin(), names_a.end()), kinds_b(names_b.begin(), names_b.end());
+  auto own_kinds = [](const std::set<std::string>& mine, const std::set<std::string>& theirs) {
+    std::set<std::string> out;
+    std::set_difference(mine.begin(), mine.end(), theirs.begin(), theirs.end(), std::inserter(out, out.end()));
+    return out;
+  };
+  const std::set<std::string> only_a = own_kinds(kinds_a, kinds_b), only_b = own_kinds(kinds_b, kinds_a);
+  // Kinds of its own on both sides may be two ways to the same result (an
+  // API choice): the pool stays whole, outputs unverified.
+  if (!only_a.empty() && !only_b.empty()) return s;
+  const bool side_a = !only_a.empty();
+  const std::set<std::string>& extra_kinds = side_a ? only_a : only_b;
+  if (extra_kinds.empty()) return s;
+  const std::vector<int64_t>& ops = side_a ? ops_a : ops_b;
+  const std::vector<std::string>& names = side_a ? names_a : names_b;
+  std::vector<int64_t>& extra = side_a ? s.extra_a : s.extra_b;
+  std::vector<int64_t>& rest = side_a ? s.rest_a : s.rest_b;
+  rest.clear();
+  for (size_t i = 0; i < ops.size(); ++i) (extra_kinds.count(names[i]) ? extra : rest).push_back(ops[i]);
+  return s;
+}
 
 void ClassifyFinding(Finding& f, const DetectResult& r, const Options& options) {
   // Classification appends its reasons to the agreement note; a second
@@ -274,19 +304,24 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
     if (un_a.empty() && un_b.empty()) continue;
     std::sort(un_a.begin(), un_a.end());
     std::sort(un_b.begin(), un_b.end());
-    Finding un;
-    un.kind = RegionKind::kUnmatched;
-    un.setup = phase == 1;
-    un.names_a = NamesOf(a, un_a);
-    un.names_b = NamesOf(b, un_b);
-    // Work one side does and the other does without, while every matched
-    // output still agrees, is redundant; unmatched work on both sides cannot
-    // be verified to compute the same thing.
-    un.outputs_agree = un_a.empty() || un_b.empty();
-    un.outputs_note = un.outputs_agree ? "only one side runs these ops; the other reaches the same matched outputs"
-                                       : "unmatched on both sides: outputs not verified";
-    un.instances.push_back({un_a, un_b, {}, CostOf(a, ea, un_a), CostOf(b, eb, un_b)});
-    r.findings.push_back(std::move(un));
+    const UnmatchedSplit split = SplitUnmatched(a, un_a, b, un_b);
+    for (const auto& [ops_a, ops_b] : {std::pair{&split.extra_a, &split.none}, std::pair{&split.none, &split.extra_b},
+                                       std::pair{&split.rest_a, &split.rest_b}}) {
+      if (ops_a->empty() && ops_b->empty()) continue;
+      Finding un;
+      un.kind = RegionKind::kUnmatched;
+      un.setup = phase == 1;
+      un.names_a = NamesOf(a, *ops_a);
+      un.names_b = NamesOf(b, *ops_b);
+      un.instances.push_back({*ops_a, *ops_b, {}, CostOf(a, ea, *ops_a), CostOf(b, eb, *ops_b)});
+      // Work one side does and the other does without, while every matched
+      // output still agrees, is redundant; unmatched work on both sides cannot
+      // be verified to compute the same thing.
+      un.outputs_agree = ops_a->empty() || ops_b->empty();
+      un.outputs_note = un.outputs_agree ? "only one side runs these ops; the other reaches the same matched outputs"
+                                         : "unmatched on both sides: outputs not verified";
+      r.findings.push_back(std::move(un));
+    }
   }
 
   AddKernelCosts(a, ea, b, eb, &r.findings);

@@ -47,10 +47,15 @@ uint64_t SeedOf(const Finding& f) {
 }
 
 // The same finding in another run: the same op-name sequences for a matched
-// region; outside_ops and unmatched are one finding per run whatever they hold.
+// region; outside_ops is one finding per run whatever it holds, and so is each
+// part of the unmatched ops (SplitUnmatched: A's extra, B's extra, the rest),
+// told apart by the sides that hold ops.
 std::string KeyOf(const Finding& f) {
   std::string key = RegionKindName(f.kind);
   if (f.setup) key += "\x1dsetup";
+  if (f.kind == RegionKind::kUnmatched) {
+    return key + (f.names_a.empty() ? "" : "|A") + (f.names_b.empty() ? "" : "|B");
+  }
   if (f.kind != RegionKind::kMatched) return key;
   for (const std::string& n : f.names_a) key += '\x1f' + n;
   key += '\x1e';

@@ -340,6 +340,7 @@ std::vector<Diagnosis> Diagnose(const Trace& a, const Trace& b, const detect::De
     // What each side ran under, compared for the region's ops only: a state
     // that differs elsewhere in the run says nothing about this region.
     d.states = DiffRuntimeStates(a, ops_a, b, ops_b, costly_side);
+    d.constructor_args = ContrastConstructorArgs(a, ops_a, b, ops_b, costly_side);
     if (d.kind == Kind::kSameOpsDifferentCost) {
       d.kernel = ContrastKernels(a, ops_a, b, ops_b, costly_side);
       if (d.kernel.found) d.kind = Kind::kSameApiDifferentKernel;

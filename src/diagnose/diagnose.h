@@ -157,6 +157,14 @@ struct CallArgDifference {
 // The differences between two source lines' calls: the k-th call of a callee
 // on one line pairs with the k-th call of the same callee on the other.
 std::vector<CallArgDifference> ContrastCallArgs(const std::string& line_a, const std::string& line_b);
+// The constructor arguments of the modules the costly side's region ops ran
+// in (Scope::init_args) against those of the module at the same scope path
+// and class anywhere in the other trace (constructor_args.cc): callee is the
+// class ("DistributedDataParallel"), where the costly side's constructing
+// line. The scope with the most region op time first.
+std::vector<CallArgDifference> ContrastConstructorArgs(const Trace& a, const std::vector<int64_t>& ops_a,
+                                                       const Trace& b, const std::vector<int64_t>& ops_b,
+                                                       char costly_side);
 
 struct KernelContrast {
   bool found = false;
@@ -222,6 +230,7 @@ struct Diagnosis {
   // Evidence for the root cause (root_cause.cc), each empty when it does not apply.
   std::vector<StateDifference> states;       // runtime state in effect for the region's ops
   std::vector<CallArgDifference> call_args;  // keyword arguments that differ on the lines issuing the region's ops
+  std::vector<CallArgDifference> constructor_args;  // arguments of the modules the region's ops ran in that differ
   std::vector<ConfigDifference> versions;    // library versions that differ, of packages the region's ops ran in
   KernelContrast kernel;                     // kind kSameApiDifferentKernel
   LayoutContrast layout;                     // same ops, another dtype / layout / device

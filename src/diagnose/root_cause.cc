@@ -156,6 +156,19 @@ RootCause ChooseRootCause(const Diagnosis& d) {
                                              : fmt::format("; {} sets it at {}", s.setter_side, s.where));
     return r;
   }
+  if (!d.constructor_args.empty()) {
+    // What the region's ops ran inside was built differently: the argument is
+    // changed at the constructor's call, which no op's call path passes.
+    const CallArgDifference& c = d.constructor_args.front();
+    r.kind = "call_arg";
+    r.name = c.callee + "." + c.name;
+    r.value_a = c.value_a;
+    r.value_b = c.value_b;
+    r.where = c.where;
+    r.evidence = fmt::format("the region's ops run inside a {} constructed with {}={} on A and {}={} on B", c.callee,
+                             c.name, c.value_a, c.name, c.value_b);
+    return r;
+  }
   if (!d.candidates.empty() && d.candidates.front().frame_distance >= 0) {
     const Candidate& c = d.candidates.front();
     const std::string where = d.deviation.found ? d.deviation.frame_a : std::string("?");
@@ -247,10 +260,32 @@ RootCause ChooseRootCause(const Diagnosis& d) {
       return r;
     }
     if (!d.only_costly.empty()) {
-      // Extra work the other side skips. Several kinds of op from one
-      // function (not the script's top level): that function is the unit of
-      // extra work; else the costliest extra op.
       r.kind = "code_path";
+      // Extra work the other side skips. Most of it issued through one
+      // library function the user's lines called (Join.__exit__ shadowing a
+      // finished rank's all-reduces): that call is the unit of extra work.
+      std::map<std::string, std::pair<int, std::string>> by_api;  // api -> (ops, a user frame calling it)
+      int site_ops = 0;
+      for (const SourceSite& s : d.sites_costly) {
+        site_ops += s.op_count;
+        if (s.api_frame.empty() || s.user_frame.empty() || IsPassThroughFrame(ParseFrame(s.api_frame))) continue;
+        auto& [n, where] = by_api[ApiOfFrame(s.api_frame)];
+        if (where.empty()) where = s.user_frame;
+        n += s.op_count;
+      }
+      for (const auto& [api, v] : by_api) {
+        if (2 * v.first <= site_ops) continue;
+        r.name = api;
+        r.where = FileLine(v.second);
+        (costly == 'A' ? r.value_a : r.value_b) = "runs " + api;
+        (costly == 'A' ? r.value_b : r.value_a) = "does not";
+        r.evidence = fmt::format("{} runs [{}] that {} does not run at all, {} of {} op(s) issued through {}", costly,
+                                 Joined(d.only_costly, 4), cheap, v.first, site_ops, api);
+        return r;
+      }
+      // Else several kinds of op from one function (not the script's top
+      // level): that function is the unit of extra work; else the costliest
+      // extra op.
       // The user function that issued most of the extra ops, and how many kinds.
       std::map<std::string, std::pair<int, std::set<std::string>>> by_function_ops;
       int total = 0;

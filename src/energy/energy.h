@@ -93,6 +93,12 @@ struct NvmlOptions {
   std::optional<std::string> library_path;
   // Unset: $CUDA_VISIBLE_DEVICES (absent: every GPU is visible).
   std::optional<std::string> cuda_visible_devices;
+  // A rank of a distributed job measures the GPU it uses, not every GPU its
+  // job shares: cuda:<local_rank>, the device torchrun's convention gives
+  // it (docs/ARCHITECTURE.md "Distributed jobs"). Unset: $LOCAL_RANK where
+  // $WORLD_SIZE is set too (torchrun sets both), else none (every visible
+  // GPU). A local rank past the visible GPUs measures every visible GPU.
+  std::optional<int> local_rank;
 };
 StatusOr<std::unique_ptr<Meter>> OpenNvmlMeter(const NvmlOptions& options = {});
 

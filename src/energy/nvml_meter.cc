@@ -156,6 +156,17 @@ StatusOr<std::vector<nvmlDevice_t>> VisibleDevices(const NvmlLibrary& lib, unsig
   return out;
 }
 
+// $LOCAL_RANK of a torchrun rank ($WORLD_SIZE set too); none otherwise.
+std::optional<int> LocalRankFromEnv() {
+  const char* local = std::getenv("LOCAL_RANK");
+  const char* world = std::getenv("WORLD_SIZE");
+  if (!local || !world || !*local) return std::nullopt;
+  char* end = nullptr;
+  const long v = std::strtol(local, &end, 10);
+  if (*end != '\0' || v < 0 || v > 1 << 20) return std::nullopt;
+  return static_cast<int>(v);
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<Meter>> OpenNvmlMeter(const NvmlOptions& options) {
@@ -199,11 +210,20 @@ StatusOr<std::unique_ptr<Meter>> OpenNvmlMeter(const NvmlOptions& options) {
   MAGNETON_ASSIGN_OR_RETURN(std::vector<nvmlDevice_t> devices, VisibleDevices(*lib, count, visible));
   if (devices.empty())
     return Unavailable(count == 0 ? "NVML sees no GPU" : "CUDA_VISIBLE_DEVICES='" + visible.value_or("") + "' hides every GPU");
+  // CUDA index of each measured device: its domain is gpu-<that index>.
+  std::vector<size_t> cuda_index;
+  const std::optional<int> rank = options.local_rank ? options.local_rank : LocalRankFromEnv();
+  if (rank && *rank >= 0 && static_cast<size_t>(*rank) < devices.size()) {
+    devices = {devices[*rank]};
+    cuda_index = {static_cast<size_t>(*rank)};
+  } else {
+    for (size_t i = 0; i < devices.size(); ++i) cuda_index.push_back(i);
+  }
 
   std::vector<Gpu> gpus;
   for (size_t i = 0; i < devices.size(); ++i) {
     Gpu g;
-    g.domain = "gpu-" + std::to_string(i);
+    g.domain = "gpu-" + std::to_string(cuda_index[i]);
     g.device = devices[i];
     unsigned int current = 0, pending = 0;
     if (lib->get_mig_mode && lib->get_mig_mode(g.device, &current, &pending) == kNvmlSuccess &&

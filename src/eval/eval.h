@@ -152,6 +152,7 @@ struct CaseResult {
   std::vector<Setting> settings;
   std::vector<CaseScore> scores;
   std::vector<int> waste_findings;
+  std::vector<double> top_saving_uj;  // the top waste finding's saving per setting (0: no waste)
   // At the headline setting, with root cause.
   CaseScore headline;
   Evidence headline_evidence;
@@ -160,6 +161,10 @@ struct CaseResult {
   // Recorded pairs behind this result (RunOptions::repeats), diffed together:
   // every finding's verdict rests on its interval over the pairs.
   int repeats = 1;
+  // A distributed case (job_case.cc): the rank pairs diffed (0: not a job)
+  // and the rank whose top waste finding stands for the job at the headline.
+  int ranks = 0;
+  int headline_rank = -1;
 };
 
 // Diffs repeated recordings of a case (paired in order) over the sweep and
@@ -169,6 +174,19 @@ CaseResult EvaluateRecordings(const Expected& expected, const std::vector<std::s
 // Same on an opened analysis session (its traces, fingerprints, domain and
 // energy); the sweep replaces the session's epsilon and tau.
 CaseResult EvaluateSession(const Expected& expected, const AnalysisSession& session, const SweepOptions& options);
+
+// Distributed cases (job_case.cc): whether `magneton record` wrote a job
+// (a manifest next to trace_path) rather than one trace.
+bool IsJobRecording(const std::string& trace_path);
+// Diffs repeated job recordings of a case (the a/b trace paths whose
+// manifests list the ranks) rank with rank over the sweep, and scores the
+// union of the ranks' findings.
+CaseResult EvaluateJobRecordings(const Expected& expected, const std::vector<std::string>& traces_a,
+                                 const std::vector<std::string>& traces_b, const SweepOptions& options);
+// One result from the ranks' (rank, result): at each setting the rank whose
+// top waste finding saves the most stands for the job; a control is a false
+// positive when any rank has waste; energies and op counts are summed.
+CaseResult MergeRankResults(const Expected& expected, const std::vector<std::pair<int, CaseResult>>& ranks);
 
 // Counts over cases at setting index `i` (failed cases count as FN / nothing;
 // skipped cases count nowhere).

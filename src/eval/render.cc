@@ -1,5 +1,6 @@
 // The results table, docs/EVALUATION.md and the JSON file.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -45,7 +46,11 @@ std::string DetectedCell(const CaseResult& c) {
   if (!c.skipped.empty()) return "skipped";
   if (!c.ok) return "FAILED";
   // With repeated pairs, over how many the verdict's interval was taken: "yes (3 pairs)".
-  const std::string votes = c.repeats > 1 ? fmt::format(" ({} pairs)", c.repeats) : std::string();
+  // A distributed case: its ranks were diffed rank with rank ("yes (3 pairs, 2 ranks)").
+  std::vector<std::string> parts;
+  if (c.repeats > 1) parts.push_back(fmt::format("{} pairs", c.repeats));
+  if (c.ranks > 0) parts.push_back(fmt::format("{} ranks", c.ranks));
+  const std::string votes = parts.empty() ? std::string() : " (" + fmt::format("{}", fmt::join(parts, ", ")) + ")";
   if (c.expected.is_control()) return (c.headline.false_positive ? "FALSE POSITIVE" : "no (correct)") + votes;
   return Yes(c.headline.detected) + votes;
 }
@@ -287,6 +292,7 @@ nlohmann::json ToJson(const Report& r) {
                       {"saving_share", c.saving_share()}};
       const Evidence& e = c.headline_evidence;
       cj["repeats"] = c.repeats;
+      if (c.ranks > 0) cj["job"] = {{"ranks", c.ranks}, {"headline_rank", c.headline_rank}};
       cj["headline"] = {{"detected", c.headline.detected},
                         {"root_cause_right", c.headline.root_cause_right},
                         {"false_positive", c.headline.false_positive},

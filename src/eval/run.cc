@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "analysis/session_data.h"
+#include "trace/job_manifest.h"
 #include "eval/eval.h"
 #include "magneton/analysis.h"
 
@@ -46,6 +47,7 @@ CaseResult EvaluateSession(const Expected& expected, const AnalysisSession& sess
       r.settings.push_back({eps, tau});
       CaseScore score;
       int waste = 0;
+      double top_uj = 0;
       if (!match.ok()) {
         score.note = "matching failed: " + match.status().message();
       } else {
@@ -62,6 +64,7 @@ CaseResult EvaluateSession(const Expected& expected, const AnalysisSession& sess
           if (headline) diagnoses = diagnose::Diagnose(a, b, *det);
           Evidence ev = ExtractEvidence(a, b, *det, headline ? &diagnoses : nullptr);
           waste = ev.waste_findings;
+          top_uj = ev.has_waste ? ev.saving_uj : 0.0;
           score = headline ? ScoreCase(expected, ev) : ScoreDetection(expected, ev);
           if (headline) {
             headline_done = true;
@@ -80,6 +83,7 @@ CaseResult EvaluateSession(const Expected& expected, const AnalysisSession& sess
       }
       r.scores.push_back(score);
       r.waste_findings.push_back(waste);
+      r.top_saving_uj.push_back(top_uj);
     }
   }
   if (!headline_done) r.headline.note = "the headline setting is not in the sweep or failed";
@@ -163,8 +167,10 @@ std::vector<CaseResult> RunSuite(const std::vector<CaseDir>& cases, const RunOpt
         const fs::path script = fs::path(c.path) / (std::string(side) + ".py");
         const fs::path trace = dir / (std::string(side) + suffix + ".mtrace");
         (side[0] == 'a' ? traces_a : traces_b).push_back(trace.string());
-        if (options.reuse && fs::exists(trace, ec) &&
-            fs::last_write_time(trace, ec) > fs::last_write_time(script, ec)) {
+        // A script that starts ranks leaves a job: its manifest stands for the trace.
+        const fs::path kept = IsJobRecording(trace.string()) ? fs::path(JobManifestPath(trace.string())) : trace;
+        if (options.reuse && fs::exists(kept, ec) &&
+            fs::last_write_time(kept, ec) > fs::last_write_time(script, ec)) {
           progress(pair_tag + "reusing " + trace.string());
           continue;
         }
@@ -182,7 +188,18 @@ std::vector<CaseResult> RunSuite(const std::vector<CaseDir>& cases, const RunOpt
                std::to_string(options.sweep.epsilons.size()) + " epsilon x " +
                std::to_string(options.sweep.taus.size()) + " tau settings");
       const auto t1 = std::chrono::steady_clock::now();
-      r = EvaluateRecordings(*expected, traces_a, traces_b, options.sweep);
+      size_t jobs = 0;
+      for (const auto* side : {&traces_a, &traces_b}) {
+        for (const std::string& t : *side) jobs += IsJobRecording(t);
+      }
+      if (jobs == 0) {
+        r = EvaluateRecordings(*expected, traces_a, traces_b, options.sweep);
+      } else if (jobs == traces_a.size() + traces_b.size()) {
+        r = EvaluateJobRecordings(*expected, traces_a, traces_b, options.sweep);
+      } else {
+        r.expected = *expected;
+        r.error = "one side started ranks (a distributed job) and the other did not: nothing to pair";
+      }
       r.record_seconds = record_s;
       r.diff_seconds = Seconds(t1);
       r.repeats = repeats;

@@ -144,12 +144,52 @@ uint64_t HashKeys(const FrameKey* keys, int depth) {
   return hash;
 }
 
-std::string ModuleName(StackCache& cache, PyObject* parent, PyObject* module) {
+// The call path of a module's construction as the namer gives it: a sequence
+// of (file, line, function), outermost first. kNoId when malformed.
+int64_t InternOriginPath(Recorder& rec, PyObject* frames) {
+  PyObject* seq = PySequence_Fast(frames, "frames");
+  if (!seq) {
+    PyErr_Clear();
+    return kNoId;
+  }
+  int64_t path = kNoId;
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* f = PySequence_Fast_GET_ITEM(seq, i);
+    const char* file = nullptr;
+    const char* func = nullptr;
+    long line = 0;
+    if (!PyTuple_Check(f) || !PyArg_ParseTuple(f, "sls", &file, &line, &func)) {
+      PyErr_Clear();
+      path = kNoId;
+      break;
+    }
+    path = rec.InternCallPath(path, rec.InternFrame(rec.InternString(file), line, rec.InternString(func)));
+  }
+  Py_DECREF(seq);
+  return path;
+}
+
+// The namer returns the scope's name, or (name, construction frames,
+// constructor arguments as JSON) for a module whose construction it saw
+// (docs/TRACE_FORMAT.md "Scope origins").
+std::string ModuleName(Recorder& rec, StackCache& cache, PyObject* parent, PyObject* module, int64_t* init_path,
+                       std::string* init_args) {
   if (cache.namer) {
     PyObject* name = PyObject_CallFunctionObjArgs(cache.namer, parent ? parent : Py_None, module, nullptr);
     if (name && PyUnicode_Check(name)) {
       std::string out = PyUnicode_AsUTF8(name);
       Py_DECREF(name);
+      return out;
+    }
+    if (name && PyTuple_Check(name) && PyTuple_GET_SIZE(name) == 3 && PyUnicode_Check(PyTuple_GET_ITEM(name, 0)) &&
+        PyUnicode_Check(PyTuple_GET_ITEM(name, 2))) {
+      std::string out = PyUnicode_AsUTF8(PyTuple_GET_ITEM(name, 0));
+      *init_path = InternOriginPath(rec, PyTuple_GET_ITEM(name, 1));
+      const char* args = PyUnicode_AsUTF8(PyTuple_GET_ITEM(name, 2));
+      if (args) *init_args = args;
+      Py_DECREF(name);
+      PyErr_Clear();
       return out;
     }
     Py_XDECREF(name);
@@ -165,10 +205,12 @@ PythonContext InternStack(Recorder& rec, StackCache& cache, const FrameKey* keys
   for (int i = depth - 1; i >= 0; --i) {
     PyCodeObject* code = keys[i].code;
     if (keys[i].module) {
-      std::string name = ModuleName(cache, parent_module, keys[i].module);
+      int64_t init_path = kNoId;
+      std::string init_args;
+      std::string name = ModuleName(rec, cache, parent_module, keys[i].module, &init_path, &init_args);
       const char* type = Py_TYPE(keys[i].module)->tp_name;
       const char* dot = std::strrchr(type, '.');
-      ctx.scope_id = rec.InternScope(ctx.scope_id, name, dot ? dot + 1 : type);
+      ctx.scope_id = rec.InternScope(ctx.scope_id, name, dot ? dot + 1 : type, init_path, init_args);
       parent_module = keys[i].module;
     }
     if (IsMagnetonCode(cache, code)) continue;

@@ -385,13 +385,16 @@ int64_t Recorder::InternCallPath(int64_t parent_path_id, int64_t frame_id) {
   return it->second;
 }
 
-int64_t Recorder::InternScope(int64_t parent, std::string_view name, std::string_view type) {
+int64_t Recorder::InternScope(int64_t parent, std::string_view name, std::string_view type,
+                              int64_t init_call_path_id, std::string_view init_args) {
   int64_t name_id = InternString(name);
   int64_t type_id = InternString(type);
   std::lock_guard<std::mutex> lock(state_->mu);
   auto [it, inserted] =
       state_->scopes.try_emplace({parent, name_id, type_id}, static_cast<int64_t>(state_->scopes.size()));
-  if (inserted) writer_->AppendScope({it->second, name_id, type_id, parent});
+  if (inserted) {
+    writer_->AppendScope({it->second, name_id, type_id, parent, init_call_path_id, std::string(init_args)});
+  }
   return it->second;
 }
 

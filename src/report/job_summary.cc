@@ -9,12 +9,22 @@
 #include "base/format.h"
 #include "energy/attribution.h"
 #include "magneton/trace_reader.h"
+#include "trace/op_args.h"
 
 namespace magneton {
 
 namespace {
 
 bool IsCollective(const std::string& name) { return name.rfind("c10d::", 0) == 0; }
+
+// The "bytes" the torch hook wrote into a collective's args; -1 when absent.
+int64_t CollectiveBytes(const std::string& args) {
+  auto parsed = ParseOpArgs(args);
+  if (!parsed.ok() || !parsed->is_object()) return -1;
+  auto it = parsed->find("bytes");
+  if (it == parsed->end() || !it->is_number_integer()) return -1;
+  return it->get<int64_t>();
+}
 
 }  // namespace
 
@@ -36,6 +46,12 @@ RankSummary SummariseRank(const RankEntry& entry, const Trace* trace) {
     if (nested) continue;
     s.collective_ops += 1;
     s.collective_ns += op.end_ns - op.start_ns;
+    const int64_t bytes = CollectiveBytes(op.args);
+    if (bytes >= 0) {
+      s.collective_bytes += bytes;
+    } else {
+      s.collective_ops_without_bytes += 1;
+    }
   }
   if (!trace->ops.empty()) s.job_ns = last - first;
   std::set<std::string> domains;
@@ -56,8 +72,8 @@ std::string FormatJobSummary(const std::string& manifest_path, const JobManifest
                                 m.world_size, m.backend.empty() ? "unknown" : m.backend);
   if (!m.command_line.empty()) out += fmt::format("Command: {}\n", m.command_line);
   if (!m.launcher_trace.empty()) out += fmt::format("The launching process's own ops: {}\n", m.launcher_trace);
-  out += fmt::format("\n  {:>4} {:>8} {:>10} {:>14} {:>10} {:>11} {:>12}  {}\n", "rank", "ops", "job ms",
-                     "collectives", "coll. ms", "coll. share", "energy J", "end");
+  out += fmt::format("\n  {:>4} {:>8} {:>10} {:>14} {:>10} {:>11} {:>11} {:>12}  {}\n", "rank", "ops", "job ms",
+                     "collectives", "coll. ms", "coll. share", "coll. bytes", "energy J", "end");
   const RankSummary* slowest = nullptr;
   const RankSummary* fastest = nullptr;
   for (const RankSummary& r : ranks) {
@@ -68,8 +84,10 @@ std::string FormatJobSummary(const std::string& manifest_path, const JobManifest
     const double share = r.job_ns > 0 ? 100.0 * r.collective_ns / r.job_ns : 0.0;
     const std::string energy =
         r.domain.empty() ? std::string("none") : fmt::format("{:.3f} {} ({})", r.job_uj / 1e6, r.provenance, r.domain);
-    out += fmt::format("  {:>4} {:>8} {:>10.1f} {:>14} {:>10.1f} {:>10.1f}% {:>12}  {}\n", r.rank, r.ops,
-                       r.job_ns / 1e6, r.collective_ops, r.collective_ns / 1e6, share, energy, r.end);
+    // Bytes of an older trace's collectives are unknown: "?" rather than a sum that leaves them out.
+    const std::string bytes = r.collective_ops_without_bytes > 0 ? std::string("?") : FormatBytes(r.collective_bytes);
+    out += fmt::format("  {:>4} {:>8} {:>10.1f} {:>14} {:>10.1f} {:>10.1f}% {:>11} {:>12}  {}\n", r.rank, r.ops,
+                       r.job_ns / 1e6, r.collective_ops, r.collective_ns / 1e6, share, bytes, energy, r.end);
     if (r.ops == 0) continue;
     if (slowest == nullptr || r.job_ns > slowest->job_ns) slowest = &r;
     if (fastest == nullptr || r.job_ns < fastest->job_ns) fastest = &r;

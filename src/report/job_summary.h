@@ -18,6 +18,8 @@ struct RankSummary {
   int64_t job_ns = 0;       // first op's start to last op's end
   int64_t collective_ops = 0;  // outermost c10d:: ops (collectives, point-to-point)
   int64_t collective_ns = 0;   // their inclusive time
+  int64_t collective_bytes = 0;  // the bytes their args say they were given (docs/TRACE_FORMAT.md "Collectives")
+  int64_t collective_ops_without_bytes = 0;  // outermost c10d:: ops whose args carry no bytes (an older trace)
   std::string domain;       // the rank's largest energy domain; "" when none
   std::string provenance;   // "MEASURED" / "ESTIMATED"
   double job_uj = 0;        // energy over the job in that domain

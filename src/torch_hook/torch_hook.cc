@@ -31,6 +31,7 @@
 #include "torch_hook/value_functions.h"
 #include "torch_hook/replay_trace.h"
 #include "base/format.h"
+#include "torch_hook/c10d_args.h"
 #include "torch_hook/torch_names.h"
 #include "torch_hook/torch_state.h"
 #include "trace/op_args.h"
@@ -371,6 +372,10 @@ void VisitValue(Recorder& rec, bool output, int32_t& slot, const c10::IValue& iv
     args->Complex(c.real(), c.imag());
   } else if (iv.isSymInt() && iv.toSymInt().maybe_as_int()) {
     WriteInt(*args, *iv.toSymInt().maybe_as_int(), kind);
+  } else if (iv.isObject()) {
+    // A torchbind object (a c10d ProcessGroup, ReduceOp, Work): its class.
+    const std::string cls = ObjectClassName(iv);
+    args->Typed(kArgUnrecorded, cls.empty() ? iv.tagKind() : cls);
   } else {
     args->Typed(kArgUnrecorded, iv.tagKind());
   }
@@ -425,6 +430,13 @@ std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
   int32_t slot = 0;
   ctx->args.reserve(64);
   OpArgsWriter args(&ctx->args);
+  // A collective or point-to-point op: the positional arguments under "args",
+  // then what it communicates (docs/TRACE_FORMAT.md "Collectives").
+  const bool collective = IsCollectiveOpName(fn.name());
+  if (collective) {
+    args.BeginParams();
+    args.Key("args");
+  }
   args.BeginList();
   const ArgSchema& schema = ArgSchemaOf(fn);
   size_t position = 0;
@@ -435,6 +447,10 @@ std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
     ++position;
   }
   args.EndList();
+  if (collective) {
+    WriteCollectiveFacts(fn, args);
+    args.EndParams();
+  }
   return ctx;
 }
 
@@ -517,6 +533,9 @@ NB_MODULE(_torch_hook, m) {
         nb::arg("on") = true, "Whether ops carry the runtime state (bench/op_overhead --state-cost turns it off to compare).");
   m.def("current_state", [] { return magneton::TorchStateValues(magneton::ReadTorchState()); },
         "The torch runtime state the hook would record for an op on this thread now.");
+  m.def("note_process_group", &magneton::NoteProcessGroupRanks, nb::arg("group_name"), nb::arg("global_ranks"),
+        "Notes a process group's global ranks: collectives in it record them as `group_ranks`.");
+  m.def("clear_process_groups", &magneton::ClearProcessGroupRanks);
   m.def("ops_recorded", [] { return magneton::g_ops_recorded.load(std::memory_order_relaxed); },
         "Top-level ops this hook recorded since install.");
   magneton::DefineValueFunctions(m);

@@ -19,7 +19,10 @@ constexpr Column kCallPathsColumns[] = {
 constexpr Column kScopesColumns[] = {{"id", "INTEGER PRIMARY KEY"},
                                      {"name_id", "INTEGER NOT NULL"},
                                      {"type_id", "INTEGER NOT NULL"},
-                                     {"parent_id", "INTEGER"}};
+                                     {"parent_id", "INTEGER"},
+                                     // Scope::init_*; absent in traces written before scope origins.
+                                     {"init_call_path_id", "INTEGER", "NULL"},
+                                     {"init_args", "TEXT", "NULL"}};
 // Op inputs/outputs are stored inline on each op (a row per link would
 // double the rows written while recording); the op_tensors view gives them
 // as rows.

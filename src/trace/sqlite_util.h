@@ -37,6 +37,7 @@ class Statement {
 
   void BindInt(int index, int64_t v) { sqlite3_bind_int64(stmt_, index, v); }
   void BindNullableId(int index, int64_t v);  // kNoId -> NULL
+  void BindNull(int index) { sqlite3_bind_null(stmt_, index); }
   void BindDouble(int index, double v);       // NaN -> NULL
   void BindText(int index, std::string_view v) {
     sqlite3_bind_text(stmt_, index, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);

@@ -151,8 +151,11 @@ Status LoadTables(sqlite3* db, Trace* t) {
   MAGNETON_RETURN_IF_ERROR(ForEachRow(db, schema::SelectSql(schema::TableId::kScopes, " ORDER BY id").c_str(),
                                       [&](Statement& s) {
                                         Scope sc{s.ColumnInt(0), s.ColumnInt(1), s.ColumnInt(2), s.ColumnNullableId(3)};
+                                        sc.init_call_path_id = s.ColumnNullableId(4);
+                                        sc.init_args = s.ColumnText(5);
                                         if (!InRange(sc.name_id, n_strings, false) ||
                                             !InRange(sc.type_id, n_strings, false) ||
+                                            !InRange(sc.init_call_path_id, t->call_paths.size(), true) ||
                                             !(sc.parent_id == kNoId || (sc.parent_id >= 0 && sc.parent_id < sc.id))) {
                                           return Corrupt("scope " + std::to_string(sc.id) + " is malformed");
                                         }

@@ -442,6 +442,12 @@ Status TraceWriter::WriteBatch(Batch& b) {
         s.BindInt(2, sc.name_id);
         s.BindInt(3, sc.type_id);
         s.BindNullableId(4, sc.parent_id);
+        s.BindNullableId(5, sc.init_call_path_id);
+        if (sc.init_args.empty()) {
+          s.BindNull(6);
+        } else {
+          s.BindText(6, sc.init_args);
+        }
         MAGNETON_RETURN_IF_ERROR(s.Run(db_));
       }
     }

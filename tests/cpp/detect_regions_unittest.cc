@@ -138,6 +138,56 @@ TEST_F(DetectRegions, OutsideOpsAndUnmatchedAreRegions) {
   EXPECT_EQ(unmatched->verdict, Verdict::kWaste);  // only A does it, and every output still agrees
 }
 
+// Extra work splits off the unmatched pool: kinds only A's unmatched ops
+// have, while B's unmatched ops have none of their own (B's are start-up
+// work both run unmatched); the pool without them is compared as before.
+TEST(SplitUnmatched, KindsOnlyOneSideRunsSplitOff) {
+  Side a = MakeSide({"c10d::allgather_", "reducer::search", "c10d::allreduce_", "reducer::search", "c10d::broadcast_"},
+                    {5000, 10, 30, 10, 100}, 0);
+  Side b = MakeSide({"c10d::allgather_", "c10d::broadcast_", "c10d::broadcast_"}, {5100, 90, 90}, 0);
+  const UnmatchedSplit s = SplitUnmatched(a.trace, {0, 1, 2, 3, 4}, b.trace, {0, 1, 2});
+  EXPECT_EQ(s.extra_a, (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_TRUE(s.extra_b.empty());
+  EXPECT_EQ(s.rest_a, (std::vector<int64_t>{0, 4}));
+  EXPECT_EQ(s.rest_b, (std::vector<int64_t>{0, 1, 2}));
+
+  // Through detection: the extra part is its own one-sided finding, waste; the pool is equal.
+  MatchResult m;
+  m.unmatched_ops_a = {0, 1, 2, 3, 4};
+  m.unmatched_ops_b = {0, 1, 2};
+  Options o;
+  o.min_share = 0;
+  auto r = DetectFromMatch(a.trace, {}, a.energy, b.trace, {}, b.energy, m, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::vector<const Finding*> unmatched;
+  for (const Finding& f : r->findings) {
+    if (f.kind == RegionKind::kUnmatched) unmatched.push_back(&f);
+  }
+  ASSERT_EQ(unmatched.size(), 2u);
+  const Finding* extra = unmatched[0]->names_b.empty() ? unmatched[0] : unmatched[1];
+  const Finding* pool = extra == unmatched[0] ? unmatched[1] : unmatched[0];
+  EXPECT_EQ(extra->names_a, (std::vector<std::string>{"reducer::search", "c10d::allreduce_", "reducer::search"}));
+  EXPECT_DOUBLE_EQ(extra->a.energy_uj, 50);
+  EXPECT_EQ(extra->verdict, Verdict::kWaste);
+  EXPECT_EQ(pool->names_a, (std::vector<std::string>{"c10d::allgather_", "c10d::broadcast_"}));
+  EXPECT_EQ(pool->verdict, Verdict::kEqual);  // 5100 vs 5280
+}
+
+// Kinds of their own on both sides may be two ways to one result: no split.
+TEST(SplitUnmatched, KindsOfTheirOwnOnBothSidesStayPooled) {
+  Side a = MakeSide({"aten::linalg_eigvals", "aten::copy_"}, {10, 1}, 0);
+  Side b = MakeSide({"aten::linalg_eigvalsh", "aten::copy_"}, {2, 1}, 0);
+  const UnmatchedSplit s = SplitUnmatched(a.trace, {0, 1}, b.trace, {0, 1});
+  EXPECT_TRUE(s.extra_a.empty() && s.extra_b.empty());
+  EXPECT_EQ(s.rest_a, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(s.rest_b, (std::vector<int64_t>{0, 1}));
+  // The same kinds on both sides (other counts): nothing splits off either.
+  Side c = MakeSide({"aten::copy_", "aten::copy_", "aten::copy_"}, {1, 1, 1}, 0);
+  const UnmatchedSplit same = SplitUnmatched(c.trace, {0, 1, 2}, b.trace, {1});
+  EXPECT_TRUE(same.extra_a.empty() && same.extra_b.empty());
+  EXPECT_EQ(same.rest_a.size(), 3u);
+}
+
 TEST_F(DetectRegions, OneSampleOfEnergyBetweenOpsIsInconclusive) {
   a_.energy.unattributed_uj = a_.energy.idle_in_job_uj = a_.energy.unclaimed_in_job_uj = 500;
   a_.energy.job_uj = a_.energy.total_uj = a_.energy.attributed_uj + 500;

@@ -74,7 +74,21 @@ class Builder {
     int64_t parent = kNoId;
     int64_t state = kNoId;
     int64_t start_ns = -1, end_ns = -1;  // -1: after the previous op, 1000 ns long
+    int64_t scope = kNoId;
   };
+  // A module scope; init_*: how its module was constructed (Scope::init_*).
+  int64_t Scope(const std::string& name, const std::string& type, int64_t parent = kNoId,
+                int64_t init_path = kNoId, const std::string& init_args = "") {
+    magneton::Scope s;
+    s.id = static_cast<int64_t>(t.scopes.size());
+    s.name_id = Str(name);
+    s.type_id = Str(type);
+    s.parent_id = parent;
+    s.init_call_path_id = init_path;
+    s.init_args = init_args;
+    t.scopes.push_back(s);
+    return s.id;
+  }
   int64_t Op(const std::string& name, OpArgs a) {
     OpEvent op;
     op.id = static_cast<int64_t>(t.ops.size());
@@ -86,6 +100,7 @@ class Builder {
     op.parent_id = a.parent;
     op.call_path_id = a.path;
     op.state_id = a.state;
+    op.scope_id = a.scope;
     t.ops.push_back(op);
     for (size_t i = 0; i < a.ins.size(); ++i) t.op_tensors.push_back({op.id, TensorRole::kInput, int32_t(i), a.ins[i]});
     for (size_t i = 0; i < a.outs.size(); ++i) {
@@ -121,6 +136,71 @@ Diagnosis DiagnoseOne(const Trace& a, const Trace& b, const detect::DetectResult
   std::vector<Diagnosis> ds = Diagnose(a, b, r);
   EXPECT_EQ(ds.size(), 1u);
   return ds.empty() ? Diagnosis{} : ds.front();
+}
+
+// ---- constructor arguments ----
+
+// DDP on both sides; A constructs it with find_unused_parameters=True at
+// train.py:17, so every forward runs the reducer's search (issued from DDP's
+// own code: no op's call path passes line 17). `same_args`: both sides
+// construct it alike (the negative twin); `other_class`: B's module at that
+// scope path is another class.
+struct DdpPair {
+  Trace a, b;
+  std::vector<int64_t> ra, rb;
+};
+DdpPair FindUnusedPair(bool same_args, bool other_class = false) {
+  DdpPair p;
+  for (int side = 0; side < 2; ++side) {
+    const bool a = side == 0;
+    Builder bld;
+    const int64_t made = bld.Path({"/src/train.py:30:<module>", "/src/train.py:17:main"});
+    const bool find_unused = a && !same_args;
+    const std::string args = std::string(R"({"module":{"unrecorded":"Sequential"},"device_ids":null,)") +
+                             R"("find_unused_parameters":)" + (find_unused ? "true" : "false") + "}";
+    const int64_t ddp = bld.Scope("DistributedDataParallel",
+                                  !a && other_class ? "FullyShardedDataParallel" : "DistributedDataParallel",
+                                  kNoId, made, args);
+    const int64_t inner = bld.Scope("module", "Sequential", ddp, made, R"({"*args":[{"unrecorded":"Linear"}]})");
+    const std::string lib = std::string(kLib) + "/torch/nn/parallel/distributed.py";
+    const int64_t fwd = bld.Path({"/src/train.py:30:<module>", "/src/train.py:22:main", lib + ":1600:forward"});
+    const int64_t x = bld.Tensor({8, 16}), w = bld.Tensor({32, 16}), y = bld.Tensor({8, 32});
+    bld.Op("aten::linear", {.ins = {x, w}, .outs = {y}, .path = fwd, .scope = inner});
+    std::vector<int64_t> region;
+    if (find_unused || (a && same_args)) {
+      region.push_back(bld.Op("torch.distributed.ddp.reducer::search_unused_parameters",
+                              {.path = fwd, .start_ns = 100000, .end_ns = 200000, .scope = ddp}));
+    }
+    (a ? p.a : p.b) = std::move(bld.t);
+    (a ? p.ra : p.rb) = region;
+  }
+  return p;
+}
+
+TEST(DiagnoseRootCause, AnArgumentOfTheModuleTheRegionRanInIsTheCause) {
+  DdpPair p = FindUnusedPair(/*same_args=*/false);
+  Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
+  ASSERT_EQ(d.constructor_args.size(), 1u);
+  EXPECT_EQ(d.constructor_args[0].callee, "DistributedDataParallel");
+  EXPECT_EQ(d.root_cause.kind, "call_arg");
+  EXPECT_EQ(d.root_cause.name, "DistributedDataParallel.find_unused_parameters");
+  EXPECT_EQ(d.root_cause.value_a, "True");
+  EXPECT_EQ(d.root_cause.value_b, "False");
+  EXPECT_EQ(d.root_cause.where, "/src/train.py:17");  // the constructor's line, not the forward's
+  EXPECT_NE(d.sentence.find("find_unused_parameters"), std::string::npos) << d.sentence;
+}
+
+TEST(DiagnoseRootCause, ModulesConstructedAlikeAreNoArgumentDifference) {
+  DdpPair p = FindUnusedPair(/*same_args=*/true);
+  Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
+  EXPECT_TRUE(d.constructor_args.empty());
+  EXPECT_NE(d.root_cause.kind, "call_arg");
+}
+
+TEST(DiagnoseRootCause, AModuleOfAnotherClassAtTheSamePathIsNotCompared) {
+  DdpPair p = FindUnusedPair(/*same_args=*/false, /*other_class=*/true);
+  Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
+  EXPECT_TRUE(d.constructor_args.empty());
 }
 
 // ---- runtime state ----
@@ -558,6 +638,39 @@ TEST(DiagnoseRootCause, ExtraWorkIsACodePath) {
   d = DiagnoseOne(ca.t, bb.t, OneWaste({r}, {}, ca.t, bb.t));
   EXPECT_EQ(d.root_cause.kind, "code_path");
   EXPECT_EQ(d.root_cause.name, "torch.repeat_interleave");
+}
+
+// Extra work issued through one library function the user's line called:
+// under `with Join([net]):` a finished rank's shadow all-reduces all come from
+// Join.__exit__ (through DDP's join hook). Twin: the same ops issued straight
+// from the user's lines name no library function.
+TEST(DiagnoseRootCause, ExtraWorkThroughOneLibraryFunctionNamesIt) {
+  for (bool through_library : {true, false}) {
+    Builder ba, bb;
+    const std::string join = std::string(kLib) + "/torch/distributed/algorithms/join.py";
+    const std::string ddp = std::string(kLib) + "/torch/nn/parallel/distributed.py";
+    const int64_t shadow =
+        through_library ? ba.Path({"/src/train.py:66:worker", join + ":265:Join.__exit__", join + ":285:_get_num"})
+                        : ba.Path({"/src/train.py:66:worker"});
+    const int64_t hook = through_library ? ba.Path({"/src/train.py:66:worker", join + ":265:Join.__exit__",
+                                                     ddp + ":1919:DistributedDataParallel._check_sync"})
+                                         : ba.Path({"/src/train.py:67:worker"});
+    const int64_t x = ba.Tensor({64});
+    std::vector<int64_t> ops;
+    for (int i = 0; i < 3; ++i) {
+      ops.push_back(ba.Op("aten::zeros", {.outs = {ba.Tensor({1})}, .path = shadow}));
+      ops.push_back(ba.Op("c10d::allreduce_", {.ins = {x}, .outs = {x}, .path = hook}));
+    }
+    Diagnosis d = DiagnoseOne(ba.t, bb.t, OneWaste(ops, {}, ba.t, bb.t));
+    EXPECT_EQ(d.root_cause.kind, "code_path");
+    if (through_library) {
+      EXPECT_EQ(d.root_cause.name, "torch.distributed.algorithms.join.Join.__exit__");
+      EXPECT_EQ(d.root_cause.where, "/src/train.py:66");
+      EXPECT_EQ(d.root_cause.value_a, "runs torch.distributed.algorithms.join.Join.__exit__");
+    } else {
+      EXPECT_EQ(d.root_cause.name.find("Join"), std::string::npos) << d.root_cause.name;
+    }
+  }
 }
 
 // A's region also holds the costly randn that made its input (the matched

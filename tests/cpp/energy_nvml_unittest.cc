@@ -15,13 +15,17 @@ class NvmlMeterTest : public ::testing::Test {
   void SetUp() override {
     unsetenv("FAKE_NVML_MODE");
     unsetenv("FAKE_NVML_DEVICE_COUNT");
+    unsetenv("LOCAL_RANK");
+    unsetenv("WORLD_SIZE");
   }
   StatusOr<std::unique_ptr<Meter>> Open(const char* mode, std::optional<std::string> visible = std::nullopt,
-                                        const char* library = FAKE_NVML_PATH) {
+                                        const char* library = FAKE_NVML_PATH,
+                                        std::optional<int> local_rank = std::nullopt) {
     setenv("FAKE_NVML_MODE", mode, 1);
     NvmlOptions options;
     options.library_path = library;
     options.cuda_visible_devices = std::move(visible);
+    options.local_rank = local_rank;
     return OpenNvmlMeter(options);
   }
 };
@@ -112,6 +116,45 @@ TEST_F(NvmlMeterTest, LibraryPathFromEnvironment) {
   auto meter = OpenNvmlMeter(NvmlOptions{.library_path = std::nullopt, .cuda_visible_devices = std::nullopt});
   unsetenv("MAGNETON_NVML_LIBRARY");
   EXPECT_TRUE(meter.ok()) << meter.status().message();
+}
+
+// A rank of a distributed job measures cuda:<LOCAL_RANK> only, under the
+// CUDA index its training code uses, not the GPUs of the other ranks.
+TEST_F(NvmlMeterTest, ARankMeasuresTheGpuOfItsLocalRank) {
+  auto rank1 = Open("normal", std::nullopt, FAKE_NVML_PATH, 1);
+  ASSERT_TRUE(rank1.ok()) << rank1.status().message();
+  ASSERT_EQ((*rank1)->domains().size(), 1u);
+  EXPECT_EQ((*rank1)->domains()[0].name, "gpu-1");
+  auto r = (*rank1)->Read();
+  ASSERT_TRUE(r.ok());
+  EXPECT_DOUBLE_EQ(r->domains[0].energy_uj, (2'000'000 + 100) * 1000.0);  // physical GPU 1
+
+  // CUDA_VISIBLE_DEVICES reorders: cuda:1 is physical GPU 0.
+  auto reordered = Open("normal", "1,0", FAKE_NVML_PATH, 1);
+  ASSERT_TRUE(reordered.ok()) << reordered.status().message();
+  ASSERT_EQ((*reordered)->domains().size(), 1u);
+  EXPECT_EQ((*reordered)->domains()[0].name, "gpu-1");
+  r = (*reordered)->Read();
+  ASSERT_TRUE(r.ok());
+  EXPECT_DOUBLE_EQ(r->domains[0].energy_uj, (1'000'000 + 100) * 1000.0);
+
+  // A local rank with no GPU of its own (more ranks than GPUs): every visible GPU.
+  auto past = Open("normal", std::nullopt, FAKE_NVML_PATH, 5);
+  ASSERT_TRUE(past.ok());
+  EXPECT_EQ((*past)->domains().size(), 2u);
+
+  // From the environment torchrun gives each rank; LOCAL_RANK alone is not a rank.
+  setenv("LOCAL_RANK", "1", 1);
+  auto alone = Open("normal");
+  ASSERT_TRUE(alone.ok());
+  EXPECT_EQ((*alone)->domains().size(), 2u);
+  setenv("WORLD_SIZE", "2", 1);
+  auto from_env = Open("normal");
+  unsetenv("LOCAL_RANK");
+  unsetenv("WORLD_SIZE");
+  ASSERT_TRUE(from_env.ok()) << from_env.status().message();
+  ASSERT_EQ((*from_env)->domains().size(), 1u);
+  EXPECT_EQ((*from_env)->domains()[0].name, "gpu-1");
 }
 
 TEST_F(NvmlMeterTest, HonoursCudaVisibleDevices) {

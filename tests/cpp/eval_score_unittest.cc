@@ -283,5 +283,77 @@ TEST(EvalReport, MarkdownAndJsonCarryProvenance) {
   EXPECT_EQ(j["sweep"][0]["tp"], 1);
 }
 
+// A distributed case (job_case.cc): the ranks' results merged, scored on the
+// union of their findings.
+CaseResult RankResult(bool detected, int waste, double top_uj, double energy_a_uj, double energy_b_uj) {
+  CaseResult r;
+  r.ok = true;
+  r.domain = "cpu-estimate";
+  r.energy_a_uj = energy_a_uj;
+  r.energy_b_uj = energy_b_uj;
+  r.ops_a = 10;
+  r.ops_b = 8;
+  r.settings = {{1e-2, 0.1}, {1e-2, 0.5}};
+  CaseScore s;
+  s.detected = detected;
+  s.false_positive = waste > 0;
+  r.scores = {s, CaseScore{}};
+  r.waste_findings = {waste, 0};
+  r.top_saving_uj = {top_uj, 0};
+  r.headline = s;
+  r.headline.note = detected ? "found" : "missed";
+  r.headline_evidence.has_waste = waste > 0;
+  r.headline_evidence.saving_uj = top_uj;
+  r.headline_sentence = detected ? "A runs the search" : "";
+  return r;
+}
+
+TEST(EvalJob, TheRankWithTheLargestTopFindingStandsForTheJob) {
+  // Rank 0 has a small unrelated waste finding; rank 1 the expected region, saving more.
+  const CaseResult merged = MergeRankResults(Positive(), {{0, RankResult(false, 1, 50, 1000, 900)},
+                                                          {1, RankResult(true, 2, 400, 3000, 1000)}});
+  ASSERT_TRUE(merged.ok) << merged.error;
+  EXPECT_EQ(merged.ranks, 2);
+  EXPECT_EQ(merged.headline_rank, 1);
+  EXPECT_TRUE(merged.headline.detected);
+  EXPECT_TRUE(merged.scores[0].detected);
+  EXPECT_EQ(merged.waste_findings[0], 3);  // the union
+  EXPECT_EQ(merged.waste_findings[1], 0);
+  EXPECT_DOUBLE_EQ(merged.energy_a_uj, 4000);
+  EXPECT_DOUBLE_EQ(merged.energy_b_uj, 1900);
+  EXPECT_EQ(merged.ops_a, 20u);
+  EXPECT_EQ(merged.headline_sentence, "rank 1: A runs the search");
+  EXPECT_NE(merged.headline.note.find("rank 1 of 2"), std::string::npos) << merged.headline.note;
+
+  // The other way round: the unrelated finding saves more, so the job's top finding is not the expected one.
+  const CaseResult missed = MergeRankResults(Positive(), {{0, RankResult(false, 1, 900, 1000, 900)},
+                                                          {1, RankResult(true, 1, 400, 3000, 1000)}});
+  EXPECT_EQ(missed.headline_rank, 0);
+  EXPECT_FALSE(missed.headline.detected);
+  EXPECT_FALSE(missed.scores[0].detected);
+}
+
+TEST(EvalJob, AControlWithWasteOnAnyRankIsAFalsePositive) {
+  auto control = ParseExpected(R"({"id": "c", "category": "control"})");
+  ASSERT_TRUE(control.ok());
+  const CaseResult clean = MergeRankResults(*control, {{0, RankResult(false, 0, 0, 1, 1)},
+                                                       {1, RankResult(false, 0, 0, 1, 1)}});
+  EXPECT_FALSE(clean.headline.false_positive);
+  EXPECT_FALSE(clean.scores[0].false_positive);
+  const CaseResult fp = MergeRankResults(*control, {{0, RankResult(false, 0, 0, 1, 1)},
+                                                    {1, RankResult(false, 1, 10, 1, 1)}});
+  EXPECT_TRUE(fp.headline.false_positive);
+  EXPECT_TRUE(fp.scores[0].false_positive);
+}
+
+TEST(EvalJob, ARankThatFailedFailsTheCase) {
+  CaseResult bad;
+  bad.error = "cannot load the recordings: x";
+  const CaseResult merged = MergeRankResults(Positive(), {{0, RankResult(true, 1, 10, 1, 1)}, {1, bad}});
+  EXPECT_FALSE(merged.ok);
+  EXPECT_NE(merged.error.find("rank 1: cannot load"), std::string::npos) << merged.error;
+  EXPECT_FALSE(MergeRankResults(Positive(), {}).ok);
+}
+
 }  // namespace
 }  // namespace magneton::eval

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "report/job_summary.h"
 #include "runner/record_job.h"
 #include "test_util.h"
 #include "trace/job_manifest.h"
@@ -159,6 +160,51 @@ TEST(CollectJob, AnUnreadableRankTraceIsListedWithWhy) {
   EXPECT_TRUE((*job)->ranks[0].trace_error.empty());
   EXPECT_FALSE((*job)->ranks[1].trace_error.empty());
   EXPECT_EQ(DescribeRankEnd((*job)->ranks[1]), "exit status unknown");
+}
+
+// `show job`'s collective columns: outermost c10d:: ops only (a collective's
+// nested ops are part of it), their bytes from the args the torch hook wrote.
+TEST(JobSummary, CountsOutermostCollectivesAndTheirBytes) {
+  Trace t;
+  t.strings = {"aten::addmm", "c10d::allreduce_", "c10d::send", "aten::copy_"};
+  auto op = [&](int64_t name_id, int64_t start, int64_t end, int64_t parent, std::string args) {
+    OpEvent e;
+    e.id = static_cast<int64_t>(t.ops.size());
+    e.name_id = name_id;
+    e.start_ns = start;
+    e.end_ns = end;
+    e.parent_id = parent;
+    e.args = std::move(args);
+    t.ops.push_back(e);
+  };
+  op(0, 0, 100, kNoId, "[]");
+  op(1, 100, 300, kNoId,
+     R"({"args":[[{"t":0}],{"unrecorded":"ProcessGroup"}],"group":"0","group_size":2,"group_rank":0,"bytes":4096,)"
+     R"("peers":[]})");
+  op(1, 120, 200, 1, R"({"args":[],"bytes":4096,"peers":[]})");  // nested: not counted again
+  op(2, 300, 400, kNoId, R"({"args":[],"group":"0","bytes":1000,"peers":[1]})");
+  op(3, 400, 1000, kNoId, "[]");
+  RankEntry entry;
+  entry.rank = 0;
+  entry.exit_code = 0;
+  RankSummary s = SummariseRank(entry, &t);
+  EXPECT_EQ(s.collective_ops, 2);
+  EXPECT_EQ(s.collective_ns, 300);
+  EXPECT_EQ(s.collective_bytes, 5096);
+  EXPECT_EQ(s.collective_ops_without_bytes, 0);
+  EXPECT_EQ(s.job_ns, 1000);
+  JobManifest m;
+  m.world_size = 1;
+  const std::string text = FormatJobSummary("job.mjob", m, {s});
+  EXPECT_NE(text.find("coll. bytes"), std::string::npos) << text;
+  EXPECT_NE(text.find("5.1 kB"), std::string::npos) << text;
+
+  // A trace recorded before collectives carried bytes: unknown, not 0.
+  t.ops[1].args = R"([[{"t":0}],{"unrecorded":"Object"}])";
+  s = SummariseRank(entry, &t);
+  EXPECT_EQ(s.collective_ops_without_bytes, 1);
+  EXPECT_EQ(s.collective_bytes, 1000);
+  EXPECT_NE(FormatJobSummary("job.mjob", m, {s}).find(" ? "), std::string::npos);
 }
 
 }  // namespace

@@ -109,6 +109,30 @@ TEST(TraceRoundTrip, InterningReturnsStableIds) {
   EXPECT_EQ(trace->call_paths.size(), 2u);
 }
 
+// How a scope's module was constructed (Scope::init_*) comes back; the
+// first construction at a scope is kept, and a scope without one reads as none.
+TEST(TraceRoundTrip, ScopeOriginsComeBack) {
+  std::string path = TempPath("scope_origins.mtrace");
+  ASSERT_TRUE(Recorder::Start(path, RunMetadata{}).ok());
+  Recorder* rec = Recorder::Active();
+  const int64_t made = rec->InternCallPath(kNoId, rec->InternFrame(rec->InternString("train.py"), 17,
+                                                                     rec->InternString("main")));
+  const int64_t ddp =
+      rec->InternScope(kNoId, "DistributedDataParallel", "DistributedDataParallel", made,
+                       R"({"find_unused_parameters":true})");
+  EXPECT_EQ(rec->InternScope(kNoId, "DistributedDataParallel", "DistributedDataParallel", kNoId, "{}"), ddp);
+  const int64_t plain = rec->InternScope(ddp, "module", "Sequential");
+  ASSERT_TRUE(Recorder::Stop().ok());
+  auto trace = ReadTrace(path);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  ASSERT_EQ(trace->scopes.size(), 2u);
+  EXPECT_EQ(trace->scopes[ddp].init_call_path_id, made);
+  EXPECT_EQ(trace->scopes[ddp].init_args, R"({"find_unused_parameters":true})");
+  EXPECT_EQ(trace->CallPathFrames(trace->scopes[ddp].init_call_path_id).back(), "train.py:17:main");
+  EXPECT_EQ(trace->scopes[plain].init_call_path_id, kNoId);
+  EXPECT_EQ(trace->scopes[plain].init_args, "");
+}
+
 TEST(TraceRoundTrip, SigkillKeepsEveryCommittedBatch) {
   std::string path = TempPath("killed.mtrace");
   pid_t pid = fork();

@@ -146,7 +146,16 @@ def test_killed_rank_is_named_and_the_other_traces_stay_readable(tmp_path):
     assert "Rank 1 did not finish: killed by SIGKILL" in show.stdout
 
 
+def _collectives(db):
+    """(op name, args) of each c10d:: op, in order."""
+    return [(name, json.loads(args)) for name, args in db.query(
+        "SELECT s.value, o.args FROM ops o JOIN strings s ON s.id = o.name_id WHERE s.value LIKE 'c10d::%' "
+        "ORDER BY o.id")]
+
+
 def test_script_spawning_its_own_ranks(tmp_path):
+    """Also: each collective and point-to-point op records its group, bytes and peers (docs/TRACE_FORMAT.md
+    "Collectives"), and `show job` sums the bytes per rank."""
     out = tmp_path / "spawn.mtrace"
     r = _record(out, [sys.executable, os.path.join(SCRIPTS, "spawn_ranks.py"), str(_free_port())], values=False)
     assert r.returncode == 0, r.stderr
@@ -154,7 +163,31 @@ def test_script_spawning_its_own_ranks(tmp_path):
     assert [rank["rank"] for rank in m["ranks"]] == [0, 1] and m["backend"] == "gloo"
     assert all(rank["exit_code"] == 0 for rank in m["ranks"]), m
     for rank in m["ranks"]:
-        assert TraceDB(tmp_path / rank["trace"]).count("c10d::allreduce_") == 3
+        db = TraceDB(tmp_path / rank["trace"])
+        assert db.count("c10d::allreduce_") == 4
+        ops = _collectives(db)
+        me = rank["rank"]
+        for name, args in ops:
+            assert args["group_size"] == 2 and args["group_rank"] == me and args["backend"] == "gloo", (name, args)
+            assert args["group_ranks"] == [0, 1], (name, args)
+            assert args["args"][1] == {"unrecorded": "ProcessGroup"}
+        default = [(n, a) for n, a in ops if a["group"] == "0"]
+        assert all(a["group_desc"] == "default_pg" for _, a in default)
+        reduces = [a for n, a in default if n == "c10d::allreduce_"]
+        assert len(reduces) == 3 and all(a["bytes"] == 64 * 4 and a["reduce_op"] == "sum" and a["peers"] == []
+                                         for a in reduces)
+        # Point to point: rank 0 sends to 1, rank 1 receives from 0; both broadcast from root 1.
+        p2p = [(n, a["peers"], a["bytes"]) for n, a in default if n in ("c10d::send", "c10d::recv_")]
+        assert p2p == ([("c10d::send", [1], 128)] if me == 0 else [("c10d::recv_", [0], 128)]), ops
+        assert [(a["peers"], a["bytes"]) for n, a in default if n == "c10d::broadcast_"] == [([1], 128)]
+        # The group made by new_group: another name, its ranks noted from Python.
+        other = [(n, a) for n, a in ops if a["group"] != "0"]
+        assert [(n, a["bytes"]) for n, a in other] == [("c10d::allreduce_", 32)], ops
+    show = run_cli("show", str(tmp_path / "spawn"))
+    assert show.returncode == 0, show.stderr
+    assert "coll. bytes" in show.stdout
+    rows = [line for line in show.stdout.splitlines() if line.split()[:1] in (["0"], ["1"])]
+    assert len(rows) == 2 and all("1.06 kB" in row for row in rows), show.stdout  # 3 x 256 + 128 + 128 + 32 B
     # The spawning process's traces were renamed after their rank; none is left by pid.
     assert not list(tmp_path.glob("spawn.pid*"))
 
@@ -199,7 +232,11 @@ def test_ddp_find_unused_parameters_without_unused_parameters(tmp_path):
     find any unused parameters ... an extra traversal of the autograd graph every
     iteration"): the extra traversal is recorded as the reducer's
     search_unused_parameters on every rank, and the rank diff places it on A's
-    side only; the control (the default, False) never runs it."""
+    side only; the control (the default, False) never runs it. Its root cause
+    is the argument itself, at the line that constructed DDP: the search runs
+    inside DDP's own forward, so no op's call path passes that line, and the
+    script computes the value from the environment, so the two lines read alike
+    (docs/DIFF.md "Root cause" 1b)."""
     traces = {}
     for unused in ("1", "0"):
         out = tmp_path / f"unused{unused}.mtrace"
@@ -211,9 +248,24 @@ def test_ddp_find_unused_parameters_without_unused_parameters(tmp_path):
         assert TraceDB(tmp_path / f"unused1.rank{rank}.mtrace").count(search) > 0
         assert TraceDB(tmp_path / f"unused0.rank{rank}.mtrace").count(search) == 0
     report = tmp_path / "rank0.json"
-    r = run_cli("diff", "--no-rerun", "--json", str(report), str(tmp_path / "unused1.rank0.mtrace"),
-                str(tmp_path / "unused0.rank0.mtrace"))
+    # --min-share 0: a few searches of a 3-layer model are far below 1% of a CPU rank's job (the default noise
+    # floor would call the region `small`, without a diagnosis); this test is about what the region holds and why.
+    r = run_cli("diff", "--no-rerun", "--min-share", "0", "--json", str(report),
+                str(tmp_path / "unused1.rank0.mtrace"), str(tmp_path / "unused0.rank0.mtrace"))
     assert r.returncode == 0, r.stderr
     findings = [f for f in json.loads(report.read_text())["findings"] if search in json.dumps(f["a"])]
     assert findings, "no region holds the reducer's search for unused parameters"
     assert all(search not in json.dumps(f["b"]) for f in findings)
+    # The extra work splits off the unmatched pool (start-up collectives both ranks run unmatched) as A's own.
+    extra = [f for f in findings if not f["b"]["ops"]]
+    assert extra and extra[0]["verdict"] == "waste", findings
+    cause = extra[0]["root_cause"]
+    assert cause["kind"] == "call_arg" and cause["name"] == "DistributedDataParallel.find_unused_parameters", cause
+    assert (cause["value_a"], cause["value_b"]) == ("True", "False"), cause
+    assert cause["where"] == os.path.join(SCRIPTS, "ddp_train.py") + ":17", cause  # the DDP(...) line
+    # The twin: the same job on both sides constructs DDP alike; no argument is blamed.
+    r = run_cli("diff", "--no-rerun", "--min-share", "0", "--json", str(report),
+                str(tmp_path / "unused1.rank0.mtrace"), str(tmp_path / "unused1.rank1.mtrace"))
+    assert r.returncode == 0, r.stderr
+    causes = [f["root_cause"] for f in json.loads(report.read_text())["findings"] if f.get("root_cause")]
+    assert all("find_unused_parameters" not in (c or {}).get("name", "") for c in causes), causes

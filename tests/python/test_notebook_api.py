@@ -44,6 +44,7 @@ with torch.no_grad():
 print(float(h.sum()))
 """
 MATMUL_LINE = PROGRAM.splitlines().index("            y = h @ self.w") + 1
+MODEL_LINE = PROGRAM.splitlines().index("model = Redo(int(sys.argv[1]))") + 1
 
 OP_COLUMNS = ["op_id", "name", "thread_id", "start_ns", "end_ns", "duration_ns", "self_ns", "parent_id", "scope",
               "user_frame", "frame", "inputs", "outputs", "args"]
@@ -157,7 +158,13 @@ def test_diff_gives_the_report_magneton_diff_json_writes(runs):
     top = d.findings[0]
     assert top.verdict == "waste" and top.costlier_side == "A"
     assert top.root_cause.name == cli["findings"][0]["root_cause"]["name"]
-    assert top.root_cause.where.endswith(f"redo.py:{MATMUL_LINE}")
+    # The matmuls run inside a Redo constructed with redo=4 on A and 1 on B: the argument, where it is given
+    # (docs/DIFF.md "Root cause" 1b); the matmul's line is where the ops were issued.
+    assert (top.root_cause.kind, top.root_cause.name) == ("call_arg", "Redo.redo"), top.root_cause
+    assert (top.root_cause.value_a, top.root_cause.value_b) == ("4", "1"), top.root_cause
+    assert top.root_cause.where.endswith(f"redo.py:{MODEL_LINE}")
+    assert any(s["user_frame"].endswith(f"redo.py:{MATMUL_LINE}:Redo.forward")
+               for s in top.diagnosis.sites_costly), top.diagnosis.sites_costly
     assert top.a.energy_uj > top.b.energy_uj
     assert top.to_dict() == cli["findings"][0]
     with pytest.raises(AttributeError, match="no field 'nope'"):

@@ -13,6 +13,7 @@ from magneton import env_snapshot
 from magneton import overrides
 from magneton import window
 from magneton.recorders import gpu_activity
+from magneton.recorders import torch_module_origins
 
 
 def _load_hook():
@@ -101,9 +102,13 @@ class TorchRecorder:
             self._optimizer_hook.remove()
             self._optimizer_hook = None
         if self._hook is not None:
-            from magneton.recorders import torch_state_setters, torch_values
+            import torch
+
+            from magneton.recorders import torch_dist_groups, torch_state_setters, torch_values
 
             torch_state_setters.uninstall()
+            torch_dist_groups.uninstall()
+            torch_module_origins.uninstall(torch)
             self._hook.set_enabled(True)
             torch_values.uninstall_graph_capture_bracket()
             self._hook.uninstall()
@@ -125,7 +130,7 @@ class TorchRecorder:
     def _install_torch(self) -> None:
         import torch
 
-        from magneton.recorders import torch_state_setters, torch_values
+        from magneton.recorders import torch_dist_groups, torch_state_setters, torch_values
 
         self._hook = _load_hook()
         overrides.active().apply_global_flags()  # --confirm re-runs only
@@ -133,12 +138,14 @@ class TorchRecorder:
         env_snapshot.snapshot("import:torch")  # what torch's native libraries read as they loaded
         torch_state_setters.install(torch, self._hook)
         torch_values.install_graph_capture_bracket(torch, self._hook)
+        torch_module_origins.install(torch)
         for attr in ("_wrapped_call_impl", "_call_impl"):
             fn = getattr(torch.nn.Module, attr, None)
             if fn is not None:
                 _core.add_module_call_code(fn.__code__)
                 break
         _core.set_scope_namer(self._scope_name)
+        torch_dist_groups.install(self._hook)
         self._hook.install()
         hook = self._hook
         window.add_listener(lambda open_now: hook.set_enabled(open_now))
@@ -155,7 +162,13 @@ class TorchRecorder:
     # The C++ frame walk finds module calls (frames of Module._wrapped_call_impl)
     # on the stack of each op; this names a module the first time a stack
     # with it is seen, relative to the module whose call encloses it.
-    def _scope_name(self, parent, module) -> str:
+    # With how the module was constructed, when that was seen (torch_module_origins).
+    def _scope_name(self, parent, module):
+        name = self._plain_scope_name(parent, module)
+        made = torch_module_origins.origin(module)
+        return name if made is None else (name, made[0], made[1])
+
+    def _plain_scope_name(self, parent, module) -> str:
         if parent is None:
             name = type(module).__name__
             if id(module) not in self._roots_seen:
