@@ -296,28 +296,33 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
     r.findings.push_back(std::move(idle));
   }
 
+  // Which unmatched kinds are one side's own is decided over the whole run
+  // (SplitUnmatched), then each part is split by phase: a kind both sides run,
+  // one in its set-up and one in its job, is no side's own.
+  std::vector<int64_t> all_a = match.unmatched_ops_a, all_b = match.unmatched_ops_b;
   for (int phase : {0, 1}) {
-    std::vector<int64_t> un_a = SetupOps(a, match.unmatched_ops_a, setup_end_a, phase == 1);
-    std::vector<int64_t> un_b = SetupOps(b, match.unmatched_ops_b, setup_end_b, phase == 1);
-    un_a.insert(un_a.end(), unmatched_a[phase].begin(), unmatched_a[phase].end());
-    un_b.insert(un_b.end(), unmatched_b[phase].begin(), unmatched_b[phase].end());
-    if (un_a.empty() && un_b.empty()) continue;
-    std::sort(un_a.begin(), un_a.end());
-    std::sort(un_b.begin(), un_b.end());
-    const UnmatchedSplit split = SplitUnmatched(a, un_a, b, un_b);
-    for (const auto& [ops_a, ops_b] : {std::pair{&split.extra_a, &split.none}, std::pair{&split.none, &split.extra_b},
-                                       std::pair{&split.rest_a, &split.rest_b}}) {
-      if (ops_a->empty() && ops_b->empty()) continue;
+    all_a.insert(all_a.end(), unmatched_a[phase].begin(), unmatched_a[phase].end());
+    all_b.insert(all_b.end(), unmatched_b[phase].begin(), unmatched_b[phase].end());
+  }
+  std::sort(all_a.begin(), all_a.end());
+  std::sort(all_b.begin(), all_b.end());
+  const UnmatchedSplit split = SplitUnmatched(a, all_a, b, all_b);
+  for (int phase : {0, 1}) {
+    for (const auto& [part_a, part_b] : {std::pair{&split.extra_a, &split.none}, std::pair{&split.none, &split.extra_b},
+                                         std::pair{&split.rest_a, &split.rest_b}}) {
+      const std::vector<int64_t> ops_a = SetupOps(a, *part_a, setup_end_a, phase == 1);
+      const std::vector<int64_t> ops_b = SetupOps(b, *part_b, setup_end_b, phase == 1);
+      if (ops_a.empty() && ops_b.empty()) continue;
       Finding un;
       un.kind = RegionKind::kUnmatched;
       un.setup = phase == 1;
-      un.names_a = NamesOf(a, *ops_a);
-      un.names_b = NamesOf(b, *ops_b);
-      un.instances.push_back({*ops_a, *ops_b, {}, CostOf(a, ea, *ops_a), CostOf(b, eb, *ops_b)});
+      un.names_a = NamesOf(a, ops_a);
+      un.names_b = NamesOf(b, ops_b);
+      un.instances.push_back({ops_a, ops_b, {}, CostOf(a, ea, ops_a), CostOf(b, eb, ops_b)});
       // Work one side does and the other does without, while every matched
       // output still agrees, is redundant; unmatched work on both sides cannot
       // be verified to compute the same thing.
-      un.outputs_agree = ops_a->empty() || ops_b->empty();
+      un.outputs_agree = ops_a.empty() || ops_b.empty();
       un.outputs_note = un.outputs_agree ? "only one side runs these ops; the other reaches the same matched outputs"
                                          : "unmatched on both sides: outputs not verified";
       r.findings.push_back(std::move(un));

@@ -86,12 +86,15 @@ def test_real_profiler_trace_is_aligned_and_linked(tmp_path):
     assert [r[0] for r in rows] == ["aten::addmm"] * 6
     # Each kernel starts 5 µs after its op ended on the profiler's clock; on
     # the op clock that is off by the two callbacks' separation at the op's
-    # end, which no timing assert can bound on a shared machine: within the
-    # pairing tolerance (50 µs), i.e. after this op and not somewhere else.
+    # end, which the mapping measures as that pair's residual: no kernel is
+    # further off than the largest residual the mapping itself reports (the
+    # first op after the profiler starts has callbacks 30-85 µs apart, so a
+    # fixed 50 µs bound failed once in a clean-clone CI run at 55 µs).
     meta = dict(db.query("SELECT key, value FROM meta WHERE key LIKE 'gpu.%'"))
     error_ns = int(meta["gpu.clock_error_ns"])
+    residual_max_ns = int(meta["gpu.clock_residual_max_ns"])
     for _, _, kernel_start, op_end in rows:
-        assert abs(kernel_start - op_end - 5_000) <= 50_000, (kernel_start - op_end, error_ns)
+        assert abs(kernel_start - op_end - 5_000) <= residual_max_ns + 1_000, (kernel_start - op_end, meta)
     assert meta["gpu.clock_method"] == "host_ops"
     paired, host_ops = int(meta["gpu.clock_paired"]), int(meta["gpu.clock_host_ops"])
     assert paired >= 0.9 * host_ops, meta
