@@ -78,19 +78,9 @@ void ExclusivePieces(const Trace& trace, const std::vector<bool>& recorder_op, s
 
 StatusOr<Attribution> AttributeHostWork(const Trace& trace, const std::vector<EnergySample>& samples,
                                         const std::string& domain) {
-  std::vector<EnergySample> mine;
   Attribution out;
   out.domain = domain;
-  bool any_measured = false, any_estimated = false;
-  for (const auto& s : samples) {
-    if (s.domain != domain) continue;
-    (s.provenance == Provenance::kMeasured ? any_measured : any_estimated) = true;
-    mine.push_back(s);
-  }
-  if (any_measured && any_estimated)
-    return InvalidArgument("domain " + domain + " mixes measured and estimated samples; they must not be summed");
-  out.provenance = any_measured ? Provenance::kMeasured : Provenance::kEstimated;
-  MAGNETON_ASSIGN_OR_RETURN(EnergyCurve curve, BuildCurve(std::move(mine), domain));
+  MAGNETON_ASSIGN_OR_RETURN(EnergyCurve curve, DomainCurve(samples, domain, &out.provenance));
   out.window_start_ns = curve.start();
   out.window_end_ns = curve.end();
   out.total_uj = curve.total();

@@ -27,17 +27,7 @@ StatusOr<DeviceEnergy> AttributeDeviceEnergy(const Trace& trace, const std::vect
   out.domain = domain;
   out.device = DeviceOfDomain(domain);
   if (out.device.empty()) return InvalidArgument("energy domain " + domain + " is not a GPU (gpu-<N>)");
-  std::vector<EnergySample> mine;
-  bool any_measured = false, any_estimated = false;
-  for (const EnergySample& s : samples) {
-    if (s.domain != domain) continue;
-    (s.provenance == Provenance::kMeasured ? any_measured : any_estimated) = true;
-    mine.push_back(s);
-  }
-  if (any_measured && any_estimated)
-    return InvalidArgument("domain " + domain + " mixes measured and estimated samples; they must not be summed");
-  out.provenance = any_measured ? Provenance::kMeasured : Provenance::kEstimated;
-  MAGNETON_ASSIGN_OR_RETURN(EnergyCurve curve, BuildCurve(std::move(mine), domain));
+  MAGNETON_ASSIGN_OR_RETURN(EnergyCurve curve, DomainCurve(samples, domain, &out.provenance));
   out.window_start_ns = curve.start();
   out.window_end_ns = curve.end();
   out.total_uj = curve.total();

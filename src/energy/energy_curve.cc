@@ -62,4 +62,19 @@ StatusOr<EnergyCurve> BuildCurve(std::vector<EnergySample> samples, const std::s
   return EnergyCurve(std::move(t), std::move(e));
 }
 
+StatusOr<EnergyCurve> DomainCurve(const std::vector<EnergySample>& samples, const std::string& domain,
+                                  Provenance* provenance) {
+  std::vector<EnergySample> mine;
+  bool any_measured = false, any_estimated = false;
+  for (const EnergySample& s : samples) {
+    if (s.domain != domain) continue;
+    (s.provenance == Provenance::kMeasured ? any_measured : any_estimated) = true;
+    mine.push_back(s);
+  }
+  if (any_measured && any_estimated)
+    return InvalidArgument("domain " + domain + " mixes measured and estimated samples; they must not be summed");
+  *provenance = any_measured ? Provenance::kMeasured : Provenance::kEstimated;
+  return BuildCurve(std::move(mine), domain);
+}
+
 }  // namespace magneton::energy

@@ -34,5 +34,10 @@ class EnergyCurve {
 // (it must be unwrapped first); fewer than two usable samples is
 // FailedPrecondition.
 StatusOr<EnergyCurve> BuildCurve(std::vector<EnergySample> samples, const std::string& domain);
+// The curve of `domain` from a trace's samples of every domain, and whether
+// they were measured or estimated; refuses a domain that mixes the two (they
+// are never summed). Shared by the host and the device attributions.
+StatusOr<EnergyCurve> DomainCurve(const std::vector<EnergySample>& samples, const std::string& domain,
+                                  Provenance* provenance);
 
 }  // namespace magneton::energy
