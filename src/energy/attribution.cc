@@ -14,6 +14,21 @@
 namespace magneton::energy {
 namespace {
 
+// Op indices with every op before the op that encloses it: by descending start,
+// then ascending end (a child starts no earlier than its parent and ends no
+// later; children are pushed after their parents).
+std::vector<size_t> ChildrenFirst(const Trace& trace) {
+  std::vector<size_t> order(trace.ops.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const auto &x = trace.ops[a], &y = trace.ops[b];
+    if (x.start_ns != y.start_ns) return x.start_ns > y.start_ns;
+    if (x.end_ns != y.end_ns) return x.end_ns < y.end_ns;
+    return a > b;
+  });
+  return order;
+}
+
 // A stretch of one thread's time owned by its innermost running op.
 struct Piece {
   int64_t start_ns, end_ns;
@@ -179,17 +194,8 @@ StatusOr<Attribution> AttributeHostWork(const Trace& trace, const std::vector<En
   }
   // Inclusive: children were pushed after their parents, so walking ops by
   // descending start (then ascending length) visits children before parents.
-  std::vector<size_t> order(trace.ops.size());
-  for (size_t i = 0; i < order.size(); ++i) {
-    order[i] = i;
-    out.ops[i].inclusive_uj = out.ops[i].exclusive_uj;
-  }
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const auto &x = trace.ops[a], &y = trace.ops[b];
-    if (x.start_ns != y.start_ns) return x.start_ns > y.start_ns;
-    if (x.end_ns != y.end_ns) return x.end_ns < y.end_ns;
-    return a > b;
-  });
+  for (OpEnergy& op : out.ops) op.inclusive_uj = op.exclusive_uj;
+  const std::vector<size_t> order = ChildrenFirst(trace);
   for (size_t i : order) {
     if (parent[i] < 0) continue;
     OpEnergy& up = out.ops[static_cast<size_t>(parent[i])];
@@ -256,18 +262,11 @@ StatusOr<Attribution> AttributeDeviceWork(const Trace& trace, const std::vector<
   // Inclusive sums, children before parents (a child starts no earlier than
   // its parent and ends no later). A recorder op's activities (device-side
   // fingerprints) are the recorder's, as on the host.
-  std::vector<size_t> order(trace.ops.size());
-  for (size_t i = 0; i < order.size(); ++i) {
-    order[i] = i;
-    out.ops[i].inclusive_uj = out.ops[i].exclusive_uj;
-    out.ops[i].inclusive_device_ns = out.ops[i].device_ns;
+  for (OpEnergy& op : out.ops) {
+    op.inclusive_uj = op.exclusive_uj;
+    op.inclusive_device_ns = op.device_ns;
   }
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const auto &x = trace.ops[a], &y = trace.ops[b];
-    if (x.start_ns != y.start_ns) return x.start_ns > y.start_ns;
-    if (x.end_ns != y.end_ns) return x.end_ns < y.end_ns;
-    return a > b;
-  });
+  const std::vector<size_t> order = ChildrenFirst(trace);
   for (size_t i : order) {
     const bool recorder = IsRecorderOp(trace, trace.ops[i]);
     if (recorder) out.recorder_uj += out.ops[i].exclusive_uj;
