@@ -23,6 +23,7 @@
 #include "energy/attribution.h"
 #include "record/device_ingest.h"
 #include "report/trace_tables.h"
+#include "synthetic_trace.h"
 #include "test_util.h"
 
 namespace magneton::testing {
@@ -40,10 +41,7 @@ std::vector<float> Random(size_t n, uint32_t seed) {
 }
 
 Fingerprint Fp(const std::vector<float>& v, std::vector<int64_t> shape) {
-  TensorBuffer buf{v.data(), DType::kFloat32, std::move(shape), {}};
-  auto fp = ComputeFingerprint(buf);
-  EXPECT_TRUE(fp.ok());
-  return fp.ok() ? std::move(fp).value() : Fingerprint{};
+  return testing::FingerprintOf(v, std::move(shape));
 }
 
 struct PlannedOp {
