@@ -215,7 +215,8 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
   // spans the first forward pass is split there. A part with ops on one side
   // only is work that side does and the other does not: unmatched, in its phase.
   const int64_t setup_end_a = SetupEndNs(a), setup_end_b = SetupEndNs(b);
-  std::vector<int64_t> unmatched_a[2], unmatched_b[2];  // [0] job, [1] set-up
+  // Unmatched: the match's, then the one-sided parts of split regions (each op's phase is re-derived below).
+  std::vector<int64_t> unmatched_a = match.unmatched_ops_a, unmatched_b = match.unmatched_ops_b;
   std::map<std::string, size_t> by_key;
   for (const RegionPair& rp : match.regions) {
     std::string note;
@@ -231,8 +232,8 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
       std::vector<int64_t>& ops_b = part_b[phase];
       if (ops_a.empty() && ops_b.empty()) continue;
       if (ops_a.empty() || ops_b.empty()) {
-        unmatched_a[phase].insert(unmatched_a[phase].end(), ops_a.begin(), ops_a.end());
-        unmatched_b[phase].insert(unmatched_b[phase].end(), ops_b.begin(), ops_b.end());
+        unmatched_a.insert(unmatched_a.end(), ops_a.begin(), ops_a.end());
+        unmatched_b.insert(unmatched_b.end(), ops_b.begin(), ops_b.end());
         continue;
       }
       // The exit cut belongs to the job's part: set-up only feeds it.
@@ -299,14 +300,9 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
   // Which unmatched kinds are one side's own is decided over the whole run
   // (SplitUnmatched), then each part is split by phase: a kind both sides run,
   // one in its set-up and one in its job, is no side's own.
-  std::vector<int64_t> all_a = match.unmatched_ops_a, all_b = match.unmatched_ops_b;
-  for (int phase : {0, 1}) {
-    all_a.insert(all_a.end(), unmatched_a[phase].begin(), unmatched_a[phase].end());
-    all_b.insert(all_b.end(), unmatched_b[phase].begin(), unmatched_b[phase].end());
-  }
-  std::sort(all_a.begin(), all_a.end());
-  std::sort(all_b.begin(), all_b.end());
-  const UnmatchedSplit split = SplitUnmatched(a, all_a, b, all_b);
+  std::sort(unmatched_a.begin(), unmatched_a.end());
+  std::sort(unmatched_b.begin(), unmatched_b.end());
+  const UnmatchedSplit split = SplitUnmatched(a, unmatched_a, b, unmatched_b);
   for (int phase : {0, 1}) {
     for (const auto& [part_a, part_b] : {std::pair{&split.extra_a, &split.none}, std::pair{&split.none, &split.extra_b},
                                          std::pair{&split.rest_a, &split.rest_b}}) {
