@@ -13,7 +13,14 @@
 namespace magneton {
 namespace {
 
-EquivalenceVerdict Differ(std::string reason) { return {false, std::move(reason)}; }
+// A failed check says why only when asked: the matcher calls Equivalent()
+// tens of millions of times on large runs, and formatting a reason for every
+// rejected candidate cost more than the comparison itself.
+template <typename Why>
+bool Differ(std::string* why, Why&& reason) {
+  if (why) *why = reason();
+  return false;
+}
 
 bool Close(double a, double b, double tolerance) { return std::fabs(a - b) <= tolerance; }
 
@@ -45,7 +52,7 @@ std::vector<std::pair<int64_t, int64_t>> DimPairs(const StrongPart& s) {
 // Axis marginals as a multiset over axes: each axis of `a` must pair with a
 // distinct axis of `b` whose chunk sums agree. Chunk sums of c values differ
 // by ~sqrt(c)*scale between unrelated data, so distances are in those units.
-EquivalenceVerdict CompareMarginals(const StrongPart& a, const StrongPart& b, double scale, double epsilon) {
+bool CompareMarginals(const StrongPart& a, const StrongPart& b, double scale, double epsilon, std::string* why) {
   std::vector<bool> used(b.marginals.size(), false);
   for (size_t i = 0; i < a.marginals.size(); ++i) {
     const AxisMarginal& ma = a.marginals[i];
@@ -67,17 +74,19 @@ EquivalenceVerdict CompareMarginals(const StrongPart& a, const StrongPart& b, do
       }
     }
     if (!found) {
-      return Differ(fmt::format("axis marginals differ (axis of size {}: best distance {:.3g} > {:.3g})",
-                                ma.axis_size, best, epsilon));
+      return Differ(why, [&] {
+        return fmt::format("axis marginals differ (axis of size {}: best distance {:.3g} > {:.3g})", ma.axis_size,
+                           best, epsilon);
+      });
     }
   }
-  return {true, ""};
+  return true;
 }
 
 // Singular values move by at most the Frobenius norm of the perturbation
 // (Weyl), i.e. ~epsilon * sqrt(n) * scale for rounding noise.
-EquivalenceVerdict CompareSpectra(const StrongPart& a, const StrongPart& b, double scale, double epsilon) {
-  if (a.spectra.size() != b.spectra.size()) return {true, ""};  // computed under other limits
+bool CompareSpectra(const StrongPart& a, const StrongPart& b, double scale, double epsilon, std::string* why) {
+  if (a.spectra.size() != b.spectra.size()) return true;  // computed under other limits
   int64_t n = 1;
   for (int64_t d : a.core_dims) n *= d;
   const double tolerance = epsilon * std::sqrt(static_cast<double>(n)) * scale;
@@ -100,60 +109,103 @@ EquivalenceVerdict CompareSpectra(const StrongPart& a, const StrongPart& b, doub
         found = true;
       }
     }
-    if (!found) return Differ(fmt::format("unfolding spectra differ ({}x{} unfolding)", sa.rows, sa.cols));
+    if (!found) {
+      return Differ(why, [&] { return fmt::format("unfolding spectra differ ({}x{} unfolding)", sa.rows, sa.cols); });
+    }
   }
-  return {true, ""};
+  return true;
 }
 
-}  // namespace
-
-EquivalenceVerdict CompareFingerprints(const Fingerprint& fa, const Fingerprint& fb, double epsilon) {
-  if (fa.dtype_class != fb.dtype_class) return Differ("dtype classes differ");
+// The checks, cheapest and most discriminating first; `why` (may be null)
+// receives the reason of the first one that fails.
+bool Compare(const Fingerprint& fa, const Fingerprint& fb, double epsilon, std::string* why) {
+  if (fa.dtype_class != fb.dtype_class) return Differ(why, [] { return std::string("dtype classes differ"); });
   const LayoutInvariantPart& a = fa.invariant;
   const LayoutInvariantPart& b = fb.invariant;
   if (a.element_count != b.element_count) {
-    return Differ(fmt::format("element counts differ ({} vs {})", a.element_count, b.element_count));
+    return Differ(why, [&] {
+      return fmt::format("element counts differ ({} vs {})", a.element_count, b.element_count);
+    });
   }
-  if (a.nan_count != b.nan_count) return Differ(fmt::format("NaN counts differ ({} vs {})", a.nan_count, b.nan_count));
-  if (a.pos_inf_count != b.pos_inf_count || a.neg_inf_count != b.neg_inf_count) return Differ("Inf counts differ");
-  if (a.finite_count() == 0) return {true, ""};
+  if (a.nan_count != b.nan_count) {
+    return Differ(why, [&] { return fmt::format("NaN counts differ ({} vs {})", a.nan_count, b.nan_count); });
+  }
+  if (a.pos_inf_count != b.pos_inf_count || a.neg_inf_count != b.neg_inf_count) {
+    return Differ(why, [&] { return std::string("Inf counts differ"); });
+  }
+  if (a.finite_count() == 0) return true;
 
   const double scale = std::max(a.rms(), b.rms());
-  if (scale == 0) return {true, ""};  // both all zeros
-  const double tol = epsilon * scale;
-  if (!Close(a.mean, b.mean, tol)) return Differ(fmt::format("means differ ({:.6g} vs {:.6g})", a.mean, b.mean));
-  const double sa = std::sqrt(a.variance), sb = std::sqrt(b.variance);
-  if (!Close(sa, sb, tol)) return Differ(fmt::format("standard deviations differ ({:.6g} vs {:.6g})", sa, sb));
-  // Standardised moments amplify rounding by scale/spread; skip them when the
-  // spread is itself at the rounding level.
-  const double spread = std::max(sa, sb);
-  if (spread > epsilon * scale) {
-    const double amp = scale / spread;
-    if (!Close(a.skewness, b.skewness, 3 * epsilon * amp * (1 + std::fabs(a.skewness)))) {
-      return Differ(fmt::format("skewness differs ({:.4g} vs {:.4g})", a.skewness, b.skewness));
-    }
-    if (!Close(a.kurtosis, b.kurtosis, 4 * epsilon * amp * (1 + std::fabs(a.kurtosis)))) {
-      return Differ(fmt::format("kurtosis differs ({:.4g} vs {:.4g})", a.kurtosis, b.kurtosis));
-    }
+  if (scale == 0) return true;  // both all zeros
+  const MomentSummary ma = SummarizeMoments(a), mb = SummarizeMoments(b);
+  switch (CheckMoments(ma, mb, epsilon)) {
+    case MomentCheck::kAgree:
+      break;
+    case MomentCheck::kMean:
+      return Differ(why, [&] { return fmt::format("means differ ({:.6g} vs {:.6g})", a.mean, b.mean); });
+    case MomentCheck::kStdDev:
+      return Differ(why, [&] {
+        return fmt::format("standard deviations differ ({:.6g} vs {:.6g})", ma.std_dev, mb.std_dev);
+      });
+    case MomentCheck::kSkewness:
+      return Differ(why, [&] { return fmt::format("skewness differs ({:.4g} vs {:.4g})", a.skewness, b.skewness); });
+    case MomentCheck::kKurtosis:
+      return Differ(why, [&] { return fmt::format("kurtosis differs ({:.4g} vs {:.4g})", a.kurtosis, b.kurtosis); });
   }
   auto value_tol = [&](double v) { return epsilon * std::max(scale, std::fabs(v)); };
-  if (!Close(a.min, b.min, value_tol(a.min))) return Differ(fmt::format("minima differ ({:.6g} vs {:.6g})", a.min, b.min));
-  if (!Close(a.max, b.max, value_tol(a.max))) return Differ(fmt::format("maxima differ ({:.6g} vs {:.6g})", a.max, b.max));
+  if (!Close(a.min, b.min, value_tol(a.min))) {
+    return Differ(why, [&] { return fmt::format("minima differ ({:.6g} vs {:.6g})", a.min, b.min); });
+  }
+  if (!Close(a.max, b.max, value_tol(a.max))) {
+    return Differ(why, [&] { return fmt::format("maxima differ ({:.6g} vs {:.6g})", a.max, b.max); });
+  }
   for (int i = 0; i < kFingerprintQuantiles; ++i) {
     const double slack = 4.0 * (QuantileStdError(a, i) + QuantileStdError(b, i));
     if (!Close(a.quantiles[i], b.quantiles[i], value_tol(a.quantiles[i]) + slack)) {
-      return Differ(fmt::format("quantile {} differs ({:.6g} vs {:.6g})", i, a.quantiles[i], b.quantiles[i]));
+      return Differ(why, [&] {
+        return fmt::format("quantile {} differs ({:.6g} vs {:.6g})", i, a.quantiles[i], b.quantiles[i]);
+      });
     }
   }
   // The strong part is comparable only for the same (sampled) dims up to
   // permutation; after a reshape only the layout-invariant part speaks.
   if (fa.strong.present && fb.strong.present && DimPairs(fa.strong) == DimPairs(fb.strong)) {
-    EquivalenceVerdict v = CompareMarginals(fa.strong, fb.strong, scale, epsilon);
-    if (!v.equivalent) return v;
-    v = CompareSpectra(fa.strong, fb.strong, scale, epsilon);
-    if (!v.equivalent) return v;
+    if (!CompareMarginals(fa.strong, fb.strong, scale, epsilon, why)) return false;
+    if (!CompareSpectra(fa.strong, fb.strong, scale, epsilon, why)) return false;
   }
-  return {true, ""};
+  return true;
+}
+
+}  // namespace
+
+MomentSummary SummarizeMoments(const LayoutInvariantPart& part) {
+  return {part.mean, std::sqrt(part.variance), part.rms(), part.skewness, part.kurtosis};
+}
+
+MomentCheck CheckMoments(const MomentSummary& a, const MomentSummary& b, double epsilon) {
+  const double scale = std::max(a.rms, b.rms);
+  const double tol = epsilon * scale;
+  if (!Close(a.mean, b.mean, tol)) return MomentCheck::kMean;
+  if (!Close(a.std_dev, b.std_dev, tol)) return MomentCheck::kStdDev;
+  // Standardised moments amplify rounding by scale/spread; skip them when the
+  // spread is itself at the rounding level.
+  const double spread = std::max(a.std_dev, b.std_dev);
+  if (spread > epsilon * scale) {
+    const double amp = scale / spread;
+    if (!Close(a.skewness, b.skewness, 3 * epsilon * amp * (1 + std::fabs(a.skewness)))) return MomentCheck::kSkewness;
+    if (!Close(a.kurtosis, b.kurtosis, 4 * epsilon * amp * (1 + std::fabs(a.kurtosis)))) return MomentCheck::kKurtosis;
+  }
+  return MomentCheck::kAgree;
+}
+
+EquivalenceVerdict CompareFingerprints(const Fingerprint& a, const Fingerprint& b, double epsilon) {
+  EquivalenceVerdict verdict;
+  verdict.equivalent = Compare(a, b, epsilon, &verdict.reason);
+  return verdict;
+}
+
+bool Equivalent(const Fingerprint& a, const Fingerprint& b, double epsilon) {
+  return Compare(a, b, epsilon, nullptr);
 }
 
 }  // namespace magneton

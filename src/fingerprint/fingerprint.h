@@ -125,12 +125,30 @@ struct EquivalenceVerdict {
   std::string reason;  // empty when equivalent
 };
 
+// The moments CompareFingerprints checks first, packed small: an index keeps
+// one beside each entry and rejects most candidates without reading the
+// fingerprint itself (scattered in memory: a cache miss per candidate).
+struct MomentSummary {
+  double mean = 0;
+  double std_dev = 0;
+  double rms = 0;
+  double skewness = 0;
+  double kurtosis = 0;
+};
+MomentSummary SummarizeMoments(const LayoutInvariantPart& part);
+
+enum class MomentCheck : uint8_t { kAgree, kMean, kStdDev, kSkewness, kKurtosis };
+// The first moment check of CompareFingerprints that fails (kAgree: none).
+// The very code CompareFingerprints runs, so a pre-filter on it rejects only
+// what the full comparison rejects. Both tensors must hold finite values and
+// not both be all zeros (CompareFingerprints decides those before).
+MomentCheck CheckMoments(const MomentSummary& a, const MomentSummary& b, double epsilon);
+
 // One tolerance: epsilon ~ 1e-2 accepts fp32 vs bf16/fp16 rounding noise,
 // and still separates different data (see docs/MATCHING.md).
 EquivalenceVerdict CompareFingerprints(const Fingerprint& a, const Fingerprint& b, double epsilon);
-inline bool Equivalent(const Fingerprint& a, const Fingerprint& b, double epsilon) {
-  return CompareFingerprints(a, b, epsilon).equivalent;
-}
+// The same decision without the reason (the matcher's hot path).
+bool Equivalent(const Fingerprint& a, const Fingerprint& b, double epsilon);
 
 // Serialisation into the trace's fingerprints(kind, data) table.
 inline constexpr std::string_view kFingerprintKind = "mfp1";

@@ -22,6 +22,14 @@ struct MatchOptions {
   // A tensor equivalent to very many others (zeros, constants) is a poor cut
   // point; beyond this many candidates the rest are ignored.
   int max_candidates_per_tensor = 16;
+  // How many index entries one cut-candidate lookup may compare, nearest to
+  // where its partner is expected first. A long run of a stationary process
+  // (a training loop, a recurrence in a limit cycle) puts thousands of
+  // tensors with like statistics in one index cell, few of them equivalent:
+  // an unbounded lookup made matching quadratic (two 120k-op traces: 1e9
+  // comparisons). A lookup that runs out is paired by order (pass 2 of the
+  // candidates); below this many entries per cell nothing changes.
+  int max_scan_per_lookup = 1024;
   // Recursion guard. Each level splits off at least one cut; diffusers' Flux
   // model (13k ops) needed 145 levels, and 64 left a 2.7k-op region behind.
   int max_depth = 1024;
@@ -45,8 +53,12 @@ class TensorIndex {
   // ascending order. For a value many tensors share (a converged iteration,
   // zeros, a mask every layer reuses), where the earliest `limit` of Find
   // would all lie at one end of the run. Payloads must have been added in
-  // ascending order.
-  void FindNear(const Fingerprint& fp, size_t limit, int64_t near, std::vector<int64_t>* out) const;
+  // ascending order. At most `max_scan` entries are compared, nearest first;
+  // returns false when that budget ran out before `limit` were found and
+  // entries were left (the result is then the equivalents among the nearest
+  // `max_scan`), true when the answer is complete.
+  bool FindNear(const Fingerprint& fp, size_t limit, int64_t near, std::vector<int64_t>* out,
+                size_t max_scan = SIZE_MAX) const;
   int64_t comparisons() const { return comparisons_; }
 
   static constexpr int kDims = 4;                 // tolerant statistics
@@ -56,7 +68,11 @@ class TensorIndex {
   struct Entry {
     const Fingerprint* fp;
     int64_t payload;
+    MomentSummary moments;  // read instead of *fp by the pre-filter
+    bool has_finite = false;
   };
+  // Equivalent(), after a pre-filter on the entry's own moments.
+  bool Matches(const Fingerprint& fp, const MomentSummary& moments, const Entry& e) const;
   uint64_t BucketKey(const Fingerprint& fp, const Cell& cell) const;
   std::vector<Cell> Probes(const Fingerprint& fp) const;  // cells a partner of fp can be in
 

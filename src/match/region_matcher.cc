@@ -223,15 +223,28 @@ class Matcher {
                        Weight(da.path[pos_a - 1], db.path[be.pos - 1], fp, *be.fp) * (kOrderSteps + 1) + order});
       }
     };
+    // Each lookup starts where the partner is expected: past the last tensor
+    // that had exactly one partner, by as many entries as A has moved on
+    // since (scaled by the paths' lengths). Under the scan budget
+    // (MatchOptions::max_scan_per_lookup) a lookup that could not see every
+    // partner in a crowded cell is paired by order too.
+    size_t a_total = 0;
+    for (int32_t v : da.path) a_total += FlowOutputs(*a_.graph, v).size();
+    const double b_per_a = a_total ? static_cast<double>(b_entries.size()) / static_cast<double>(a_total) : 1.0;
+    const size_t max_scan = static_cast<size_t>(std::max(options_.max_scan_per_lookup, 1));
+    int64_t anchor_a = 0, anchor_b = 0, a_seen = 0;
     for (size_t i = 0; i < da.path.size(); ++i) {
       for (int64_t t : FlowOutputs(*a_.graph, da.path[i])) {
+        const int64_t a_index = a_seen++;
         auto it = a_.fingerprints->find(t);
         if (it == a_.fingerprints->end()) continue;
-        index.Find(it->second, limit + 1, &hits);
-        if (hits.size() > limit) {
+        const int64_t near = anchor_b + std::llround(static_cast<double>(a_index - anchor_a) * b_per_a);
+        const bool complete = index.FindNear(it->second, limit + 1, near, &hits, max_scan);
+        if (hits.size() > limit || !complete) {
           ambiguous.push_back({static_cast<int32_t>(i + 1), t, &it->second});
           continue;
         }
+        if (hits.size() == 1) anchor_a = a_index, anchor_b = hits[0];
         add(static_cast<int32_t>(i + 1), t, it->second, -1);
       }
     }
@@ -256,7 +269,7 @@ class Matcher {
         const double along = a1 > a0 ? static_cast<double>(d.pos_a - a0) / (a1 - a0) : 0;
         const int32_t expected_b = std::clamp(static_cast<int32_t>(std::lround(b0 + along * (b1 - b0))), 1, end_b);
         const int64_t near = first_entry_at[expected_b];
-        index.FindNear(*d.fp, limit, near, &hits);
+        index.FindNear(*d.fp, limit, near, &hits, max_scan);
         add(d.pos_a, d.tensor, *d.fp, near);
       }
     }

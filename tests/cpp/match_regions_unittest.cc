@@ -319,5 +319,130 @@ TEST(MatchRegions, TensorIndexFindsPartnersWithoutAllPairs) {
   EXPECT_EQ(FindEquivalentTensors(a, b, 1e-2).size(), 200u);
 }
 
+// Equivalent() (the reason-free path) and the index's moment pre-filter must
+// decide exactly as CompareFingerprints does, also next to the tolerance:
+// copies scaled, shifted and perturbed by amounts on both sides of epsilon.
+TEST(MatchRegions, TensorIndexAgreesWithAllPairsNearTheTolerance) {
+  FingerprintMap a, b;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> jitter(-1.f, 1.f);
+  int64_t id = 0;
+  for (int base = 0; base < 12; ++base) {
+    const auto v = Random(64, 300 + base, -1.f + 0.3f * base, 1.f);
+    a[id++] = FingerprintOf(v, {8, 8});
+    for (float rel : {0.f, 0.002f, 0.006f, 0.009f, 0.011f, 0.02f, 0.05f}) {
+      std::vector<float> w = v;
+      for (float& x : w) x = x * (1.f + rel) + rel * 0.5f * jitter(rng);
+      b[id++] = FingerprintOf(w, {8, 8});
+    }
+  }
+  TensorIndex index(1e-2);
+  std::vector<int64_t> ids_b;
+  for (const auto& [ib, fp] : b) ids_b.push_back(ib);
+  std::sort(ids_b.begin(), ids_b.end());
+  for (int64_t ib : ids_b) index.Add(&b.at(ib), ib);
+  int equivalent_pairs = 0, rejected_pairs = 0;
+  std::vector<int64_t> hits;
+  for (const auto& [ia, fa] : a) {
+    std::vector<int64_t> expected;
+    for (int64_t ib : ids_b) {
+      const EquivalenceVerdict v = CompareFingerprints(fa, b.at(ib), 1e-2);
+      ASSERT_EQ(Equivalent(fa, b.at(ib), 1e-2), v.equivalent) << ia << " vs " << ib;
+      ASSERT_EQ(v.reason.empty(), v.equivalent) << v.reason;
+      if (v.equivalent) expected.push_back(ib);
+    }
+    equivalent_pairs += static_cast<int>(expected.size());
+    rejected_pairs += static_cast<int>(ids_b.size() - expected.size());
+    index.Find(fa, ids_b.size(), &hits);
+    EXPECT_EQ(hits, expected) << "tensor " << ia;
+    ASSERT_TRUE(index.FindNear(fa, ids_b.size(), 40, &hits));
+    EXPECT_EQ(hits, expected) << "tensor " << ia;
+  }
+  // Both outcomes occur, so the agreement is not vacuous.
+  EXPECT_GE(equivalent_pairs, 12 * 2);
+  EXPECT_GT(rejected_pairs, equivalent_pairs);
+}
+
+// Values that are permutations of one another: the same multiset, so the
+// same index cell, told apart only by the strong part (axis marginals).
+std::vector<Fingerprint> Shuffles(int count, uint32_t seed) {
+  const std::vector<float> base = Random(64, seed, -1.f, 1.f);
+  std::vector<Fingerprint> out;
+  std::mt19937 rng(seed);
+  for (int k = 0; k < count; ++k) {
+    std::vector<float> v = base;
+    std::shuffle(v.begin(), v.end(), rng);
+    out.push_back(FingerprintOf(v, {8, 8}));
+  }
+  return out;
+}
+
+// Ten values repeating in a cycle (a recurrence in a limit cycle), all in one
+// cell: FindNear walks nearest entry first and stops at its scan budget,
+// saying so.
+TEST(MatchRegions, FindNearIsNearestFirstAndStopsAtItsBudget) {
+  const std::vector<Fingerprint> pattern = Shuffles(10, 500);
+  for (int k = 1; k < 10; ++k) ASSERT_FALSE(Equivalent(pattern[0], pattern[k], 1e-2)) << k;
+  TensorIndex index(1e-2);
+  for (int64_t p = 0; p < 1000; ++p) index.Add(&pattern[p % 10], p);
+  std::vector<int64_t> hits;
+  EXPECT_TRUE(index.FindNear(pattern[3], 4, 500, &hits));
+  EXPECT_EQ(hits, (std::vector<int64_t>{483, 493, 503, 513}));
+  // The 5 entries nearest 500 (498..502) hold none of pattern 3.
+  EXPECT_FALSE(index.FindNear(pattern[3], 4, 500, &hits, 5));
+  EXPECT_TRUE(hits.empty());
+  // The 20 nearest (490..509) hold two.
+  EXPECT_FALSE(index.FindNear(pattern[3], 4, 500, &hits, 20));
+  EXPECT_EQ(hits, (std::vector<int64_t>{493, 503}));
+  // Fewer partners than asked for, all seen within the budget: complete.
+  EXPECT_TRUE(index.FindNear(pattern[3], 200, 500, &hits, 5000));
+  EXPECT_EQ(hits.size(), 100u);
+}
+
+// The same long recurrence on both sides, cycling through a few values: the
+// lookups run out of their scan budget in the crowded cells, and the
+// ordered pass must still pair the runs op for op.
+Side CycleSide(int steps, const std::string& name) {
+  const std::vector<Fingerprint> values = Shuffles(7, 900);
+  SyntheticTrace st(testing::TempPath(name));
+  std::vector<FakeTensor> outs;
+  FakeTensor x = st.New({8, 8});
+  st.Op("aten::randn", {}, {x});
+  outs.push_back(x);
+  for (int i = 0; i < steps; ++i) {
+    FakeTensor y = st.New({8, 8});
+    st.Op("aten::tanh", {x}, {y});
+    outs.push_back(y);
+    x = y;
+  }
+  Side s;
+  s.trace = st.Finish();
+  for (size_t i = 0; i < outs.size(); ++i) {
+    s.fps[testing::TensorIdOf(s.trace, outs[i])] = values[i % values.size()];
+  }
+  return s;
+}
+
+TEST(MatchRegions, LongCyclingRunPairsOpForOpUnderTheScanBudget) {
+  Side a = CycleSide(600, "cycle_a.mtrace");
+  Side b = CycleSide(600, "cycle_b.mtrace");
+  MatchOptions options;
+  options.max_scan_per_lookup = 16;  // far below the ~86 entries of one value
+  auto r = MatchTraces(a.trace, a.fps, b.trace, b.fps, options);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->unmatched_ops_a.empty()) << r->unmatched_ops_a.size() << " op(s) of A unmatched";
+  EXPECT_TRUE(r->unmatched_ops_b.empty());
+  size_t one_to_one = 0;
+  for (const RegionPair& rp : r->regions) {
+    ASSERT_EQ(rp.ops_a.size(), rp.ops_b.size()) << "a region pairs " << rp.ops_a.size() << " op(s) with "
+                                                << rp.ops_b.size();
+    if (rp.ops_a.size() == 1 && rp.ops_a[0] == rp.ops_b[0]) ++one_to_one;
+  }
+  EXPECT_EQ(one_to_one, a.trace.ops.size());
+  // Each lookup compares at most its budget (both passes, plus the weights of
+  // the few candidates kept): linear in the run, not quadratic.
+  EXPECT_LT(r->tensor_comparisons, static_cast<int64_t>(a.trace.ops.size()) * (2 * 16 + 2 * 16 + 40));
+}
+
 }  // namespace
 }  // namespace magneton
