@@ -186,7 +186,11 @@ StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(const std::string& pa
   // synchronous=OFF: a killed process loses nothing the OS has (the SIGKILL
   // guarantee); only a power cut could lose the tail, and a trace is not a
   // ledger. It keeps fsyncs out of the traced program's run.
-  Status st = sqlite::Exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;");
+  // 8 KiB pages: a --values fingerprint row (~1.4 kB for a 64x64 tensor)
+  // left a third of each 4 KiB page empty (two rows fit, not three); 8 KiB
+  // pages hold five (docs/PERFORMANCE.md "Trace size"). Set before the first
+  // table, as WAL mode fixes the page size.
+  Status st = sqlite::Exec(db, "PRAGMA page_size=8192; PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;");
   if (st.ok()) st = sqlite::Exec(db, "BEGIN");
   if (st.ok()) st = sqlite::Exec(db, schema::CreateTablesSql().c_str());
   if (st.ok()) {
