@@ -71,7 +71,7 @@ StatusOr<int> LoadMeta(sqlite3* db, Trace* t) {
   if (version == "1") {
     return VersionMismatch("trace schema version 1 (op arguments as unescaped text) is no longer read; this magneton "
                            "reads version " + std::to_string(kTraceSchemaVersion) +
-                           ": re-record the trace with this magneton");
+                           " and version 2: re-record the trace with this magneton");
   }
   if (version != "2" && version != std::to_string(kTraceSchemaVersion)) {
     return VersionMismatch("trace schema version " + version + " is not supported (this magneton reads version " +
