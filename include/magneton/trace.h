@@ -13,8 +13,11 @@
 namespace magneton {
 
 // Bumped on any incompatible change to the on-disk schema (docs/TRACE_FORMAT.md).
+// 3: ops and tensors are compact rows (op_rows, tensor_rows) naming their
+// repeated text in dictionaries (op_args, layouts, threads), read back as the
+// views ops and tensors; version 2 (those as tables) is still read.
 // 2: ops.args is JSON (trace/op_args.h); 1 stored it as unescaped text.
-inline constexpr int kTraceSchemaVersion = 2;
+inline constexpr int kTraceSchemaVersion = 3;
 
 inline constexpr int64_t kNoId = -1;
 

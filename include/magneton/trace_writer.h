@@ -32,6 +32,9 @@ struct TraceWriterOptions {
   bool idle_priority_writer = true;
   // Bound on the records waiting for the writer (approximate bytes).
   size_t max_pending_bytes = size_t{4} << 20;
+  // Bound on each dictionary cache of the writer thread (op arguments,
+  // tensor layouts, threads: trace/row_dictionary.h), in bytes of keys.
+  size_t dictionary_cache_bytes = size_t{8} << 20;
 };
 
 // What back-pressure cost a run (TraceWriter::backpressure; written to the
@@ -81,9 +84,11 @@ class TraceWriter {
 
  private:
   struct Batch;
+  struct Dictionaries;  // writer-thread state: op_args, layouts, threads
   TraceWriter(std::string path, sqlite3* db, TraceWriterOptions options);
   void ThreadMain();
   Status WriteBatch(Batch& batch);
+  Status WriteBatchRows(Batch& batch);  // WriteBatch's transaction
   // Called with mu_ held after an append: wakes the writer early, and waits
   // while the pending batch is over the bound.
   void AfterAppend(std::unique_lock<std::mutex>& lock);
@@ -98,6 +103,7 @@ class TraceWriter {
   std::condition_variable flushed_;
   std::unique_ptr<Batch> pending_;
   std::unique_ptr<Batch> spare_;  // the other of the two batches, while not being written
+  std::unique_ptr<Dictionaries> dicts_;  // touched by the writer thread only
   int64_t appended_seq_ = 0;   // bumped per Flush request
   int64_t committed_seq_ = 0;
   int64_t committed_batches_ = 0;

@@ -150,9 +150,11 @@ EquivalenceVerdict CompareFingerprints(const Fingerprint& a, const Fingerprint& 
 // The same decision without the reason (the matcher's hot path).
 bool Equivalent(const Fingerprint& a, const Fingerprint& b, double epsilon);
 
-// Serialisation into the trace's fingerprints(kind, data) table.
-inline constexpr std::string_view kFingerprintKind = "mfp1";
-std::string EncodeFingerprint(const Fingerprint& fp);  // the `data` blob
+// Serialisation into the trace's fingerprints(kind, data) table: written as
+// "mfp2" (lossless, every field in as few bytes as it needs; codec.cc), read
+// as mfp2 or as the fixed-width "mfp1" of schema version 2 traces.
+inline constexpr std::string_view kFingerprintKind = "mfp2";
+std::string EncodeFingerprint(const Fingerprint& fp);  // the `data` blob, kind kFingerprintKind
 StatusOr<Fingerprint> DecodeFingerprint(std::string_view kind, std::string_view data);
 
 using FingerprintMap = std::unordered_map<int64_t, Fingerprint>;  // tensor id -> fingerprint

@@ -79,8 +79,8 @@ nb::dict ToDict(const Fingerprint& fp) {
   return d;
 }
 
-StatusOr<Fingerprint> Decode(const nb::bytes& data) {
-  return DecodeFingerprint(kFingerprintKind, std::string_view(static_cast<const char*>(data.data()), data.size()));
+StatusOr<Fingerprint> Decode(const nb::bytes& data, const std::string& kind) {
+  return DecodeFingerprint(kind, std::string_view(static_cast<const char*>(data.data()), data.size()));
 }
 
 }  // namespace
@@ -127,21 +127,22 @@ void DefineValueFunctions(nb::module_& m) {
         return nb::bytes(encoded->data(), encoded->size());
       },
       nb::arg("data_ptr"), nb::arg("shape"), nb::arg("strides"), nb::arg("dtype"), nb::arg("device"),
-      nb::arg("path"), "The encoded (mfp1) fingerprint --values would record, through path 'host' or 'device'.");
+      nb::arg("path"), "The encoded (mfp2) fingerprint --values would record, through path 'host' or 'device'.");
   m.def(
       "decode_fingerprint",
-      [](const nb::bytes& data) {
-        auto fp = Decode(data);
+      [](const nb::bytes& data, const std::string& kind) {
+        auto fp = Decode(data, kind);
         ThrowIfError(fp.status());
         return ToDict(*fp);
       },
-      nb::arg("data"), "An mfp1 fingerprint's fields, as a dict.");
+      nb::arg("data"), nb::arg("kind") = std::string(kFingerprintKind),
+      "A fingerprint's fields, as a dict (kind: the fingerprints row's, 'mfp2' or 'mfp1').");
   m.def(
       "compare_fingerprints",
       [](const nb::bytes& a, const nb::bytes& b, double epsilon) {
-        auto fa = Decode(a);
+        auto fa = Decode(a, std::string(kFingerprintKind));
         ThrowIfError(fa.status());
-        auto fb = Decode(b);
+        auto fb = Decode(b, std::string(kFingerprintKind));
         ThrowIfError(fb.status());
         const EquivalenceVerdict v = CompareFingerprints(*fa, *fb, epsilon);
         return nb::make_tuple(v.equivalent, v.reason);

@@ -23,9 +23,44 @@ constexpr Column kScopesColumns[] = {{"id", "INTEGER PRIMARY KEY"},
                                      // Scope::init_*; absent in traces written before scope origins.
                                      {"init_call_path_id", "INTEGER", "NULL"},
                                      {"init_args", "TEXT", "NULL"}};
-// Op inputs/outputs are stored inline on each op (a row per link would
-// double the rows written while recording); the op_tensors view gives them
-// as rows.
+// The dictionaries that keep repeated text out of the per-op and per-tensor
+// rows (schema version 3): each distinct value once, rows name it by id. The
+// writer interns them on its own thread with a bounded cache, so a value may
+// appear under more than one id (never the other way round).
+constexpr Column kThreadsColumns[] = {{"id", "INTEGER PRIMARY KEY"}, {"os_thread_id", "INTEGER NOT NULL"}};
+constexpr Column kOpArgsColumns[] = {{"id", "INTEGER PRIMARY KEY"}, {"args", "TEXT NOT NULL"}};
+constexpr Column kLayoutsColumns[] = {{"id", "INTEGER PRIMARY KEY"},
+                                      {"shape", "TEXT NOT NULL"},
+                                      {"strides", "TEXT NOT NULL"},
+                                      {"dtype", "TEXT NOT NULL"},
+                                      {"device", "TEXT NOT NULL"}};
+// One row per op, integers only but for the tensor lists. SQLite stores an
+// integer in 0-8 bytes by magnitude, so what repeats or is near is stored
+// small: the thread as an index, the end as a duration, the parent as how
+// many ids back it is. Op inputs/outputs are stored inline on each op (a row
+// per link would double the rows written while recording); the op_tensors
+// view gives them as rows, the ops view gives the row as version 2 had it.
+constexpr Column kOpRowsColumns[] = {{"id", "INTEGER PRIMARY KEY"},
+                                     {"name_id", "INTEGER NOT NULL"},
+                                     {"thread", "INTEGER NOT NULL"},  // threads.id
+                                     {"start_ns", "INTEGER NOT NULL"},
+                                     {"duration_ns", "INTEGER NOT NULL"},
+                                     {"parent_back", "INTEGER"},  // id - parent's id
+                                     {"scope_id", "INTEGER"},
+                                     {"call_path_id", "INTEGER"},
+                                     {"correlation_id", "INTEGER NOT NULL"},
+                                     {"args_id", "INTEGER NOT NULL"},  // op_args.id
+                                     {"inputs", "TEXT NOT NULL"},
+                                     {"outputs", "TEXT NOT NULL"},
+                                     {"state_id", "INTEGER"}};
+constexpr Column kTensorRowsColumns[] = {{"id", "INTEGER PRIMARY KEY"},
+                                         {"storage_addr", "INTEGER NOT NULL"},
+                                         {"storage_offset", "INTEGER NOT NULL"},
+                                         {"layout_id", "INTEGER NOT NULL"},  // layouts.id
+                                         {"version", "INTEGER NOT NULL"},
+                                         {"producer_op_id", "INTEGER"}};
+// The ops and tensors of version 2, tables there and views over the rows and
+// dictionaries above in version 3: SQL written for either reads both.
 constexpr Column kOpsColumns[] = {{"id", "INTEGER PRIMARY KEY"},
                                   {"name_id", "INTEGER NOT NULL"},
                                   {"thread_id", "INTEGER NOT NULL"},
@@ -90,30 +125,52 @@ constexpr Column kStateSettersColumns[] = {{"key", "TEXT NOT NULL"},     {"value
                                            {"site", "TEXT NOT NULL"},    {"t_ns", "INTEGER NOT NULL"},
                                            {"thread_id", "INTEGER NOT NULL"}};
 
-const std::array<Table, 14> kTables = {{
+constexpr const char* kOpsView = R"sql(
+CREATE VIEW ops AS
+  SELECT o.id AS id, o.name_id AS name_id, t.os_thread_id AS thread_id, o.start_ns AS start_ns,
+         o.start_ns + o.duration_ns AS end_ns, o.id - o.parent_back AS parent_id, o.scope_id AS scope_id,
+         o.call_path_id AS call_path_id, o.correlation_id AS correlation_id, a.args AS args, o.inputs AS inputs,
+         o.outputs AS outputs, o.state_id AS state_id
+    FROM op_rows o LEFT JOIN threads t ON t.id = o.thread LEFT JOIN op_args a ON a.id = o.args_id;
+)sql";
+
+constexpr const char* kTensorsView = R"sql(
+CREATE VIEW tensors AS
+  SELECT r.id AS id, r.storage_addr AS storage_addr, r.storage_offset AS storage_offset, l.shape AS shape,
+         l.strides AS strides, l.dtype AS dtype, l.device AS device, r.version AS version,
+         r.producer_op_id AS producer_op_id
+    FROM tensor_rows r LEFT JOIN layouts l ON l.id = r.layout_id;
+)sql";
+
+const std::array<Table, 19> kTables = {{
     {TableId::kMeta, "meta", kMetaColumns},
     {TableId::kConfig, "config", kConfigColumns},
     {TableId::kStrings, "strings", kStringsColumns},
     {TableId::kFrames, "frames", kFramesColumns},
     {TableId::kCallPaths, "call_paths", kCallPathsColumns},
     {TableId::kScopes, "scopes", kScopesColumns},
-    {TableId::kOps, "ops", kOpsColumns},
-    {TableId::kTensors, "tensors", kTensorsColumns},
+    {TableId::kOps, "ops", kOpsColumns, false, kOpsView},
+    {TableId::kTensors, "tensors", kTensorsColumns, false, kTensorsView},
     {TableId::kDeviceActivities, "device_activities", kDeviceActivitiesColumns},
     {TableId::kEnergySamples, "energy_samples", kEnergySamplesColumns},
     {TableId::kOpReplays, "op_replays", kOpReplaysColumns},
     {TableId::kFingerprints, "fingerprints", kFingerprintsColumns},
     {TableId::kRuntimeStates, "runtime_states", kRuntimeStatesColumns, /*may_be_absent=*/true},
     {TableId::kStateSetters, "state_setters", kStateSettersColumns, /*may_be_absent=*/true},
+    {TableId::kThreads, "threads", kThreadsColumns},
+    {TableId::kOpArgs, "op_args", kOpArgsColumns},
+    {TableId::kLayouts, "layouts", kLayoutsColumns},
+    {TableId::kOpRows, "op_rows", kOpRowsColumns},
+    {TableId::kTensorRows, "tensor_rows", kTensorRowsColumns},
 }};
 
 constexpr const char* kOpTensorsView = R"sql(
 CREATE VIEW op_tensors AS
   SELECT o.id AS op_id, 0 AS role, CAST(j.key AS INTEGER) AS slot, CAST(j.value AS INTEGER) AS tensor_id
-    FROM ops o, json_each('[' || o.inputs || ']') j WHERE j.value >= 0
+    FROM op_rows o, json_each('[' || o.inputs || ']') j WHERE j.value >= 0
   UNION ALL
   SELECT o.id, 1, CAST(j.key AS INTEGER), CAST(j.value AS INTEGER)
-    FROM ops o, json_each('[' || o.outputs || ']') j WHERE j.value >= 0;
+    FROM op_rows o, json_each('[' || o.outputs || ']') j WHERE j.value >= 0;
 )sql";
 
 std::string ColumnList(const Table& t) {
@@ -133,6 +190,7 @@ std::span<const Table> AllTables() { return kTables; }
 std::string CreateTablesSql() {
   std::string out;
   for (const Table& t : kTables) {
+    if (t.view_sql) continue;  // after the tables they read
     out += "CREATE TABLE ";
     out += t.name;
     out += "(";
@@ -143,6 +201,9 @@ std::string CreateTablesSql() {
       out += t.columns[i].type;
     }
     out += ");\n";
+  }
+  for (const Table& t : kTables) {
+    if (t.view_sql) out += t.view_sql;
   }
   return out + kOpTensorsView;
 }

@@ -38,6 +38,13 @@ enum class TableId {
   kFingerprints,
   kRuntimeStates,
   kStateSetters,
+  // Schema version 3: the dictionaries and the compact rows that the ops and
+  // tensors views read (docs/TRACE_FORMAT.md).
+  kThreads,
+  kOpArgs,
+  kLayouts,
+  kOpRows,
+  kTensorRows,
 };
 
 struct Table {
@@ -47,12 +54,15 @@ struct Table {
   // Added after traces were first written without it: a reader treats an
   // older file that lacks it as having no rows.
   bool may_be_absent = false;
+  // A view in version 3 (CREATE VIEW ...), a table in version 2 with the same
+  // columns: never inserted into; SelectSql reads either.
+  const char* view_sql = nullptr;
 };
 
 const Table& GetTable(TableId id);
 std::span<const Table> AllTables();
 
-// Every table and the op_tensors view, for one transaction at creation.
+// Every table and view (ops, tensors, op_tensors), for one transaction at creation.
 std::string CreateTablesSql();
 // "INSERT [OR REPLACE] INTO ops(id, name_id, ...) VALUES(?, ?, ...)".
 std::string InsertSql(TableId id, bool or_replace = false);

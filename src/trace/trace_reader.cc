@@ -57,7 +57,8 @@ bool InRange(int64_t id, size_t n, bool nullable) {
   return id >= 0 && static_cast<size_t>(id) < n;
 }
 
-Status LoadMeta(sqlite3* db, Trace* t) {
+// The file's schema version (2 or 3; others are refused).
+StatusOr<int> LoadMeta(sqlite3* db, Trace* t) {
   std::map<std::string, std::string> kv;
   MAGNETON_RETURN_IF_ERROR(ForEachRow(db, schema::SelectSql(schema::TableId::kMeta).c_str(), [&](Statement& s) {
     kv[s.ColumnText(0)] = s.ColumnText(1);
@@ -70,11 +71,11 @@ Status LoadMeta(sqlite3* db, Trace* t) {
   if (version == "1") {
     return VersionMismatch("trace schema version 1 (op arguments as unescaped text) is no longer read; this magneton "
                            "reads version " + std::to_string(kTraceSchemaVersion) +
-                           ": re-record the trace with this magneton");
+                           " and version 2: re-record the trace with this magneton");
   }
-  if (version != std::to_string(kTraceSchemaVersion)) {
+  if (version != "2" && version != std::to_string(kTraceSchemaVersion)) {
     return VersionMismatch("trace schema version " + version + " is not supported (this magneton reads version " +
-                           std::to_string(kTraceSchemaVersion) + "); re-record it with this version");
+                           std::to_string(kTraceSchemaVersion) + " and version 2); re-record it with this version");
   }
   auto to_i64 = [](const std::string& s) -> int64_t {
     try {
@@ -90,6 +91,7 @@ Status LoadMeta(sqlite3* db, Trace* t) {
   t->meta.host = kv["host"];
   t->meta.cwd = kv["cwd"];
   t->meta.engine = kv["engine"];
+  const int schema_version = version == "2" ? 2 : kTraceSchemaVersion;
   static const std::set<std::string> kFields = {"format", "schema_version", "label",   "command_line", "start_unix_ns",
                                                  "start_monotonic_ns", "host", "cwd", "engine"};
   for (const auto& [k, v] : kv) {
@@ -99,11 +101,184 @@ Status LoadMeta(sqlite3* db, Trace* t) {
       t->meta.extra[k] = v;
     }
   }
+  return schema_version;
+}
+
+// An op's tensor lists ("5,-1,7": tensor ids by slot) as links.
+Status AddLinks(const OpEvent& op, const std::string& inputs, const std::string& outputs,
+                std::vector<OpTensor>* links) {
+  std::vector<int64_t> ids;
+  for (TensorRole role : {TensorRole::kInput, TensorRole::kOutput}) {
+    if (!sqlite::SplitInts(role == TensorRole::kInput ? inputs : outputs, &ids)) {
+      return Corrupt("op " + std::to_string(op.id) + " has a malformed tensor list");
+    }
+    for (size_t slot = 0; slot < ids.size(); ++slot) {
+      if (ids[slot] >= 0) links->push_back({op.id, role, static_cast<int32_t>(slot), ids[slot]});
+    }
+  }
   return Status::Ok();
 }
 
+Status CheckOp(const Trace& t, const OpEvent& op) {
+  if (op.id < 0 || !InRange(op.name_id, t.strings.size(), false) ||
+      !InRange(op.state_id, t.runtime_states.size(), true) || !InRange(op.scope_id, t.scopes.size(), true) ||
+      !InRange(op.call_path_id, t.call_paths.size(), true) || op.end_ns < op.start_ns) {
+    return Corrupt("op " + std::to_string(op.id) + " is malformed");
+  }
+  return Status::Ok();
+}
+
+// Version 2: ops and tensors are tables with every value inline.
+Status LoadOpsV2(sqlite3* db, Trace* t, std::vector<OpTensor>* links) {
+  MAGNETON_ASSIGN_OR_RETURN(std::vector<std::string> op_columns, sqlite::ColumnsOf(db, "ops"));
+  return ForEachRow(db, schema::SelectSql(schema::TableId::kOps, " ORDER BY id", &op_columns).c_str(),
+                    [&](Statement& s) {
+                      OpEvent op;
+                      op.id = s.ColumnInt(0);
+                      op.name_id = s.ColumnInt(1);
+                      op.thread_id = s.ColumnInt(2);
+                      op.start_ns = s.ColumnInt(3);
+                      op.end_ns = s.ColumnInt(4);
+                      op.parent_id = s.ColumnNullableId(5);
+                      op.scope_id = s.ColumnNullableId(6);
+                      op.call_path_id = s.ColumnNullableId(7);
+                      op.correlation_id = static_cast<uint64_t>(s.ColumnInt(8));
+                      op.args = s.ColumnText(9);
+                      op.state_id = s.ColumnNullableId(12);
+                      MAGNETON_RETURN_IF_ERROR(CheckOp(*t, op));
+                      MAGNETON_RETURN_IF_ERROR(AddLinks(op, s.ColumnText(10), s.ColumnText(11), links));
+                      t->ops.push_back(std::move(op));
+                      return Status::Ok();
+                    });
+}
+
+Status ParseTensorLayout(const std::string& shape, const std::string& strides, TensorMeta* tm) {
+  if (!sqlite::SplitInts(shape, &tm->shape) || !sqlite::SplitInts(strides, &tm->strides)) {
+    return Corrupt("tensor " + std::to_string(tm->id) + " has a malformed shape or strides");
+  }
+  return Status::Ok();
+}
+
+Status LoadTensorsV2(sqlite3* db, Trace* t) {
+  std::vector<int64_t> ids;
+  MAGNETON_RETURN_IF_ERROR(ForEachRow(
+      db, schema::SelectSql(schema::TableId::kTensors, " ORDER BY id").c_str(), [&](Statement& s) {
+        TensorMeta tm;
+        tm.id = s.ColumnInt(0);
+        tm.storage_addr = static_cast<uint64_t>(s.ColumnInt(1));
+        tm.storage_offset = s.ColumnInt(2);
+        MAGNETON_RETURN_IF_ERROR(ParseTensorLayout(s.ColumnText(3), s.ColumnText(4), &tm));
+        tm.dtype = s.ColumnText(5);
+        tm.device = s.ColumnText(6);
+        tm.version = s.ColumnInt(7);
+        tm.producer_op_id = s.ColumnNullableId(8);
+        ids.push_back(tm.id);
+        t->tensors.push_back(std::move(tm));
+        return Status::Ok();
+      }));
+  return CheckDenseIds("tensors", ids);
+}
+
+// A version-3 dictionary (threads, op_args, layouts) by id. Its ids may have
+// gaps (the writer's ids for a rolled-back batch), never duplicates.
+template <typename T>
+class Dictionary {
+ public:
+  explicit Dictionary(const char* table) : table_(table) {}
+  Status Add(int64_t id, T value) {
+    if (id < 0 || id > kMaxId) return Corrupt(std::string("table ") + table_ + " has id " + std::to_string(id));
+    if (static_cast<size_t>(id) >= values_.size()) {
+      values_.resize(id + 1);
+      present_.resize(id + 1, false);
+    }
+    if (present_[id]) return Corrupt(std::string("table ") + table_ + " repeats id " + std::to_string(id));
+    values_[id] = std::move(value);
+    present_[id] = true;
+    return Status::Ok();
+  }
+  const T* Find(int64_t id) const {
+    return id >= 0 && static_cast<size_t>(id) < values_.size() && present_[id] ? &values_[id] : nullptr;
+  }
+
+ private:
+  static constexpr int64_t kMaxId = int64_t{1} << 32;
+  const char* table_;
+  std::vector<T> values_;
+  std::vector<bool> present_;
+};
+
+Status LoadOpsV3(sqlite3* db, Trace* t, std::vector<OpTensor>* links) {
+  Dictionary<int64_t> threads("threads");
+  MAGNETON_RETURN_IF_ERROR(ForEachRow(db, schema::SelectSql(schema::TableId::kThreads).c_str(), [&](Statement& s) {
+    return threads.Add(s.ColumnInt(0), s.ColumnInt(1));
+  }));
+  Dictionary<std::string> args("op_args");
+  MAGNETON_RETURN_IF_ERROR(ForEachRow(db, schema::SelectSql(schema::TableId::kOpArgs).c_str(), [&](Statement& s) {
+    return args.Add(s.ColumnInt(0), s.ColumnText(1));
+  }));
+  return ForEachRow(
+      db, schema::SelectSql(schema::TableId::kOpRows, " ORDER BY id").c_str(), [&](Statement& s) {
+        OpEvent op;
+        op.id = s.ColumnInt(0);
+        op.name_id = s.ColumnInt(1);
+        const int64_t* thread = threads.Find(s.ColumnInt(2));
+        const std::string* op_args = args.Find(s.ColumnInt(9));
+        const int64_t duration_ns = s.ColumnInt(4);
+        if (!thread || !op_args || duration_ns < 0) return Corrupt("op " + std::to_string(op.id) + " is malformed");
+        op.thread_id = *thread;
+        op.start_ns = s.ColumnInt(3);
+        op.end_ns = op.start_ns + duration_ns;
+        // parent_back: how many ids back the parent is (NULL: none).
+        op.parent_id = sqlite3_column_type(s.get(), 5) == SQLITE_NULL ? kNoId : op.id - s.ColumnInt(5);
+        if (op.parent_id < kNoId) return Corrupt("op " + std::to_string(op.id) + " is malformed");
+        op.scope_id = s.ColumnNullableId(6);
+        op.call_path_id = s.ColumnNullableId(7);
+        op.correlation_id = static_cast<uint64_t>(s.ColumnInt(8));
+        op.args = *op_args;
+        op.state_id = s.ColumnNullableId(12);
+        MAGNETON_RETURN_IF_ERROR(CheckOp(*t, op));
+        MAGNETON_RETURN_IF_ERROR(AddLinks(op, s.ColumnText(10), s.ColumnText(11), links));
+        t->ops.push_back(std::move(op));
+        return Status::Ok();
+      });
+}
+
+Status LoadTensorsV3(sqlite3* db, Trace* t) {
+  Dictionary<TensorMeta> layouts("layouts");  // shape, strides, dtype, device
+  MAGNETON_RETURN_IF_ERROR(ForEachRow(db, schema::SelectSql(schema::TableId::kLayouts).c_str(), [&](Statement& s) {
+    TensorMeta layout;
+    layout.id = s.ColumnInt(0);
+    if (!sqlite::SplitInts(s.ColumnText(1), &layout.shape) || !sqlite::SplitInts(s.ColumnText(2), &layout.strides)) {
+      return Corrupt("layout " + std::to_string(layout.id) + " has a malformed shape or strides");
+    }
+    layout.dtype = s.ColumnText(3);
+    layout.device = s.ColumnText(4);
+    return layouts.Add(layout.id, std::move(layout));
+  }));
+  std::vector<int64_t> ids;
+  MAGNETON_RETURN_IF_ERROR(ForEachRow(
+      db, schema::SelectSql(schema::TableId::kTensorRows, " ORDER BY id").c_str(), [&](Statement& s) {
+        TensorMeta tm;
+        tm.id = s.ColumnInt(0);
+        const TensorMeta* layout = layouts.Find(s.ColumnInt(3));
+        if (!layout) return Corrupt("tensor " + std::to_string(tm.id) + " names a missing layout");
+        tm.storage_addr = static_cast<uint64_t>(s.ColumnInt(1));
+        tm.storage_offset = s.ColumnInt(2);
+        tm.shape = layout->shape;
+        tm.strides = layout->strides;
+        tm.dtype = layout->dtype;
+        tm.device = layout->device;
+        tm.version = s.ColumnInt(4);
+        tm.producer_op_id = s.ColumnNullableId(5);
+        ids.push_back(tm.id);
+        t->tensors.push_back(std::move(tm));
+        return Status::Ok();
+      }));
+  return CheckDenseIds("tensors", ids);
+}
+
 Status LoadTables(sqlite3* db, Trace* t) {
-  MAGNETON_RETURN_IF_ERROR(LoadMeta(db, t));
+  MAGNETON_ASSIGN_OR_RETURN(const int version, LoadMeta(db, t));
   MAGNETON_RETURN_IF_ERROR(ForEachRow(db, schema::SelectSql(schema::TableId::kConfig, " ORDER BY key").c_str(),
                                       [&](Statement& s) {
                                         t->config.push_back({s.ColumnText(0), s.ColumnText(1), s.ColumnText(2)});
@@ -193,63 +368,14 @@ Status LoadTables(sqlite3* db, Trace* t) {
         }));
   }
 
-  MAGNETON_ASSIGN_OR_RETURN(std::vector<std::string> op_columns, sqlite::ColumnsOf(db, "ops"));
   std::vector<OpTensor> pending_links;  // checked once tensors are loaded
-  MAGNETON_RETURN_IF_ERROR(ForEachRow(
-      db,
-      schema::SelectSql(schema::TableId::kOps, " ORDER BY id", &op_columns).c_str(),
-      [&](Statement& s) {
-        OpEvent op;
-        op.id = s.ColumnInt(0);
-        op.name_id = s.ColumnInt(1);
-        op.thread_id = s.ColumnInt(2);
-        op.start_ns = s.ColumnInt(3);
-        op.end_ns = s.ColumnInt(4);
-        op.parent_id = s.ColumnNullableId(5);
-        op.scope_id = s.ColumnNullableId(6);
-        op.call_path_id = s.ColumnNullableId(7);
-        op.correlation_id = static_cast<uint64_t>(s.ColumnInt(8));
-        op.args = s.ColumnText(9);
-        op.state_id = s.ColumnNullableId(12);
-        if (op.id < 0 || !InRange(op.name_id, n_strings, false) ||
-            !InRange(op.state_id, t->runtime_states.size(), true) ||
-            !InRange(op.scope_id, t->scopes.size(), true) ||
-            !InRange(op.call_path_id, t->call_paths.size(), true) || op.end_ns < op.start_ns) {
-          return Corrupt("op " + std::to_string(op.id) + " is malformed");
-        }
-        for (TensorRole role : {TensorRole::kInput, TensorRole::kOutput}) {
-          if (!sqlite::SplitInts(s.ColumnText(role == TensorRole::kInput ? 10 : 11), &ids)) {
-            return Corrupt("op " + std::to_string(op.id) + " has a malformed tensor list");
-          }
-          for (size_t slot = 0; slot < ids.size(); ++slot) {
-            if (ids[slot] >= 0) pending_links.push_back({op.id, role, static_cast<int32_t>(slot), ids[slot]});
-          }
-        }
-        t->ops.push_back(std::move(op));
-        return Status::Ok();
-      }));
-
-  ids.clear();
-  MAGNETON_RETURN_IF_ERROR(ForEachRow(
-      db,
-      schema::SelectSql(schema::TableId::kTensors, " ORDER BY id").c_str(),
-      [&](Statement& s) {
-        TensorMeta tm;
-        tm.id = s.ColumnInt(0);
-        tm.storage_addr = static_cast<uint64_t>(s.ColumnInt(1));
-        tm.storage_offset = s.ColumnInt(2);
-        if (!sqlite::SplitInts(s.ColumnText(3), &tm.shape) || !sqlite::SplitInts(s.ColumnText(4), &tm.strides)) {
-          return Corrupt("tensor " + std::to_string(tm.id) + " has a malformed shape or strides");
-        }
-        tm.dtype = s.ColumnText(5);
-        tm.device = s.ColumnText(6);
-        tm.version = s.ColumnInt(7);
-        tm.producer_op_id = s.ColumnNullableId(8);
-        ids.push_back(tm.id);
-        t->tensors.push_back(std::move(tm));
-        return Status::Ok();
-      }));
-  MAGNETON_RETURN_IF_ERROR(CheckDenseIds("tensors", ids));
+  if (version == 2) {
+    MAGNETON_RETURN_IF_ERROR(LoadOpsV2(db, t, &pending_links));
+    MAGNETON_RETURN_IF_ERROR(LoadTensorsV2(db, t));
+  } else {
+    MAGNETON_RETURN_IF_ERROR(LoadOpsV3(db, t, &pending_links));
+    MAGNETON_RETURN_IF_ERROR(LoadTensorsV3(db, t));
+  }
 
   for (const OpTensor& l : pending_links) {
     if (!InRange(l.tensor_id, t->tensors.size(), false)) {

@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <fstream>
 
 #include "trace/redact.h"
+#include "trace/row_dictionary.h"
 #include "trace/schema.h"
 #include "trace/sqlite_util.h"
 #include "base/format.h"
@@ -67,6 +69,16 @@ struct TraceWriter::Batch {
            ops.empty() && tensors.empty() && op_tensors.empty() && config.empty() &&
            energy_samples.empty() && device_activities.empty() && meta.empty() && fingerprints.empty() &&
            runtime_states.empty() && state_setters.empty();
+  }
+};
+
+struct TraceWriter::Dictionaries {
+  explicit Dictionaries(size_t cache_bytes) : op_args(cache_bytes), layouts(cache_bytes), threads(cache_bytes) {}
+  RowDictionary op_args, layouts, threads;
+  void Forget() {
+    op_args.Forget();
+    layouts.Forget();
+    threads.Forget();
   }
 };
 
@@ -174,7 +186,11 @@ StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(const std::string& pa
   // synchronous=OFF: a killed process loses nothing the OS has (the SIGKILL
   // guarantee); only a power cut could lose the tail, and a trace is not a
   // ledger. It keeps fsyncs out of the traced program's run.
-  Status st = sqlite::Exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;");
+  // 8 KiB pages: a --values fingerprint row (~1.4 kB for a 64x64 tensor)
+  // left a third of each 4 KiB page empty (two rows fit, not three); 8 KiB
+  // pages hold five (docs/PERFORMANCE.md "Trace size"). Set before the first
+  // table, as WAL mode fixes the page size.
+  Status st = sqlite::Exec(db, "PRAGMA page_size=8192; PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;");
   if (st.ok()) st = sqlite::Exec(db, "BEGIN");
   if (st.ok()) st = sqlite::Exec(db, schema::CreateTablesSql().c_str());
   if (st.ok()) {
@@ -203,7 +219,8 @@ TraceWriter::TraceWriter(std::string path, sqlite3* db, TraceWriterOptions optio
       db_(db),
       options_(options),
       pending_(std::make_unique<Batch>()),
-      spare_(std::make_unique<Batch>()) {
+      spare_(std::make_unique<Batch>()),
+      dicts_(std::make_unique<Dictionaries>(options.dictionary_cache_bytes)) {
   idle_priority_ = options_.idle_priority_writer && CanRaiseFromIdle();
   thread_ = std::thread([this] { ThreadMain(); });
 }
@@ -397,6 +414,12 @@ void TraceWriter::ThreadMain() {
 }
 
 Status TraceWriter::WriteBatch(Batch& b) {
+  Status st = WriteBatchRows(b);
+  if (!st.ok()) dicts_->Forget();  // its dictionary rows were rolled back with it
+  return st;
+}
+
+Status TraceWriter::WriteBatchRows(Batch& b) {
   return sqlite::InTransaction(db_, [&]() -> Status {
     using sqlite::Statement;
     if (!b.meta.empty()) {
@@ -453,23 +476,48 @@ Status TraceWriter::WriteBatch(Batch& b) {
     }
     if (!b.ops.empty()) {
       MAGNETON_ASSIGN_OR_RETURN(
-          Statement s, Statement::Prepare(db_, schema::InsertSql(schema::TableId::kOps).c_str()));
+          Statement s, Statement::Prepare(db_, schema::InsertSql(schema::TableId::kOpRows).c_str()));
+      MAGNETON_ASSIGN_OR_RETURN(
+          Statement add_args, Statement::Prepare(db_, schema::InsertSql(schema::TableId::kOpArgs).c_str()));
+      MAGNETON_ASSIGN_OR_RETURN(
+          Statement add_thread, Statement::Prepare(db_, schema::InsertSql(schema::TableId::kThreads).c_str()));
+      // Ops arrive as they end, children before their parent: inserted in id
+      // order, SQLite appends to the table's last page instead of splitting
+      // pages in the middle (which left them ~70% full).
+      std::vector<size_t> order(b.ops.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return b.ops[x].id < b.ops[y].id; });
       std::string inputs, outputs;
-      size_t link = 0;
-      for (size_t i = 0; i < b.ops.size(); ++i) {
+      bool added = false;
+      for (size_t i : order) {
         const OpEvent& op = b.ops[i];
-        LinksText(b.op_tensors, link, b.op_links_end[i], &inputs, &outputs);
-        link = b.op_links_end[i];
+        LinksText(b.op_tensors, i == 0 ? 0 : b.op_links_end[i - 1], b.op_links_end[i], &inputs, &outputs);
+        const int64_t args_id = dicts_->op_args.Intern(op.args, &added);
+        if (added) {
+          add_args.BindInt(1, args_id);
+          add_args.BindText(2, op.args);
+          MAGNETON_RETURN_IF_ERROR(add_args.Run(db_));
+        }
+        const int64_t thread = dicts_->threads.Intern(std::to_string(op.thread_id), &added);
+        if (added) {
+          add_thread.BindInt(1, thread);
+          add_thread.BindInt(2, op.thread_id);
+          MAGNETON_RETURN_IF_ERROR(add_thread.Run(db_));
+        }
         s.BindInt(1, op.id);
         s.BindInt(2, op.name_id);
-        s.BindInt(3, op.thread_id);
+        s.BindInt(3, thread);
         s.BindInt(4, op.start_ns);
-        s.BindInt(5, op.end_ns);
-        s.BindNullableId(6, op.parent_id);
+        s.BindInt(5, op.end_ns - op.start_ns);
+        if (op.parent_id == kNoId) {
+          s.BindNull(6);
+        } else {
+          s.BindInt(6, op.id - op.parent_id);
+        }
         s.BindNullableId(7, op.scope_id);
         s.BindNullableId(8, op.call_path_id);
         s.BindInt(9, static_cast<int64_t>(op.correlation_id));
-        s.BindText(10, op.args);
+        s.BindInt(10, args_id);
         s.BindText(11, inputs);
         s.BindText(12, outputs);
         s.BindNullableId(13, op.state_id);
@@ -478,17 +526,31 @@ Status TraceWriter::WriteBatch(Batch& b) {
     }
     if (!b.tensors.empty()) {
       MAGNETON_ASSIGN_OR_RETURN(
-          Statement s, Statement::Prepare(db_, schema::InsertSql(schema::TableId::kTensors).c_str()));
+          Statement s, Statement::Prepare(db_, schema::InsertSql(schema::TableId::kTensorRows).c_str()));
+      MAGNETON_ASSIGN_OR_RETURN(
+          Statement add_layout, Statement::Prepare(db_, schema::InsertSql(schema::TableId::kLayouts).c_str()));
+      std::string shape, strides, key;
+      bool added = false;
       for (auto& t : b.tensors) {
+        shape = sqlite::JoinInts(t.shape);
+        strides = sqlite::JoinInts(t.strides);
+        // NUL cannot occur in any of the four texts.
+        key.assign(shape).append(1, '\0').append(strides).append(1, '\0').append(t.dtype).append(1, '\0').append(t.device);
+        const int64_t layout_id = dicts_->layouts.Intern(key, &added);
+        if (added) {
+          add_layout.BindInt(1, layout_id);
+          add_layout.BindText(2, shape);
+          add_layout.BindText(3, strides);
+          add_layout.BindText(4, t.dtype);
+          add_layout.BindText(5, t.device);
+          MAGNETON_RETURN_IF_ERROR(add_layout.Run(db_));
+        }
         s.BindInt(1, t.id);
         s.BindInt(2, static_cast<int64_t>(t.storage_addr));
         s.BindInt(3, t.storage_offset);
-        s.BindText(4, sqlite::JoinInts(t.shape));
-        s.BindText(5, sqlite::JoinInts(t.strides));
-        s.BindText(6, t.dtype);
-        s.BindText(7, t.device);
-        s.BindInt(8, t.version);
-        s.BindNullableId(9, t.producer_op_id);
+        s.BindInt(4, layout_id);
+        s.BindInt(5, t.version);
+        s.BindNullableId(6, t.producer_op_id);
         MAGNETON_RETURN_IF_ERROR(s.Run(db_));
       }
     }

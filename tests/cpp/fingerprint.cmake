@@ -1,3 +1,5 @@
 magneton_test(fingerprint_invariance_unittest)
 magneton_test(fingerprint_codec_unittest)
+target_compile_definitions(fingerprint_codec_unittest PRIVATE
+  MAGNETON_FINGERPRINT_CORPUS="${PROJECT_SOURCE_DIR}/fuzz/corpus/fingerprint_codec")
 magneton_test(fingerprint_parts_unittest)

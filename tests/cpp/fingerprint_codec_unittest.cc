@@ -1,6 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
 #include <random>
+
+#include "fingerprint/codec_mfp1.h"
 
 #include "fingerprint/fingerprint.h"
 #include "test_util.h"
@@ -45,9 +52,9 @@ TEST(FingerprintCodec, RejectsTruncatedAndUnknown) {
 // other than 0 or 1 was once read as "present" and written back as 1.
 TEST(FingerprintCodec, RejectsAFlagByteTheEncoderNeverWrites) {
   std::string blob = EncodeFingerprint(Sample(3));
-  ASSERT_EQ(blob[1], 1);
+  ASSERT_EQ(blob[0], 4);  // floating, strong part present
   ASSERT_TRUE(DecodeFingerprint(kFingerprintKind, blob).ok());  // the positive twin
-  blob[1] = static_cast<char>(0xFF);
+  blob[0] = static_cast<char>(0xFF);
   auto bad = DecodeFingerprint(kFingerprintKind, blob);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kCorrupt);
@@ -78,6 +85,127 @@ TEST(FingerprintCodec, RejectsCountsAndDimsNoTensorHas) {
   fp = good;
   fp.strong.core_dims[0] = fp.strong.dims[0] + 1;
   EXPECT_TRUE(corrupt(fp));
+}
+
+bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof(a)) == 0; }
+
+bool SameBits(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!SameBits(a[i], b[i])) return false;
+  }
+  return true;
+}
+
+// Every field, doubles bit for bit (NaN payloads and -0.0 included): what
+// "lossless" means here, checked without trusting the codec's own output.
+void ExpectSameFields(const Fingerprint& a, const Fingerprint& b) {
+  const LayoutInvariantPart& p = a.invariant;
+  const LayoutInvariantPart& q = b.invariant;
+  EXPECT_EQ(a.dtype_class, b.dtype_class);
+  EXPECT_EQ(p.element_count, q.element_count);
+  EXPECT_EQ(p.nan_count, q.nan_count);
+  EXPECT_EQ(p.pos_inf_count, q.pos_inf_count);
+  EXPECT_EQ(p.neg_inf_count, q.neg_inf_count);
+  EXPECT_EQ(p.quantile_sample_size, q.quantile_sample_size);
+  for (auto [x, y] : {std::pair{p.mean, q.mean}, {p.variance, q.variance}, {p.skewness, q.skewness},
+                      {p.kurtosis, q.kurtosis}, {p.min, q.min}, {p.max, q.max}}) {
+    EXPECT_TRUE(SameBits(x, y)) << x << " vs " << y;
+  }
+  for (int i = 0; i < kFingerprintQuantiles; ++i) EXPECT_TRUE(SameBits(p.quantiles[i], q.quantiles[i])) << i;
+  ASSERT_EQ(a.strong.present, b.strong.present);
+  EXPECT_EQ(a.strong.dims, b.strong.dims);
+  EXPECT_EQ(a.strong.core_dims, b.strong.core_dims);
+  ASSERT_EQ(a.strong.marginals.size(), b.strong.marginals.size());
+  for (size_t k = 0; k < a.strong.marginals.size(); ++k) {
+    EXPECT_EQ(a.strong.marginals[k].axis_size, b.strong.marginals[k].axis_size);
+    EXPECT_TRUE(SameBits(a.strong.marginals[k].chunk_sums, b.strong.marginals[k].chunk_sums)) << k;
+    EXPECT_EQ(a.strong.marginals[k].chunk_elements, b.strong.marginals[k].chunk_elements);
+  }
+  ASSERT_EQ(a.strong.spectra.size(), b.strong.spectra.size());
+  for (size_t k = 0; k < a.strong.spectra.size(); ++k) {
+    EXPECT_EQ(a.strong.spectra[k].rows, b.strong.spectra[k].rows);
+    EXPECT_EQ(a.strong.spectra[k].cols, b.strong.spectra[k].cols);
+    EXPECT_TRUE(SameBits(a.strong.spectra[k].singular_values, b.strong.spectra[k].singular_values)) << k;
+  }
+}
+
+// The mfp1 blobs of real torch tensors (the fuzz corpus: float32, bfloat16,
+// bool; ranks 0-4) read as mfp1, and written as mfp2 lose nothing, in fewer bytes.
+TEST(FingerprintCodec, Mfp1CorpusConvertsToMfp2Losslessly) {
+  int converted = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(MAGNETON_FINGERPRINT_CORPUS)) {
+    if (entry.path().extension() != ".mfp1") continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::string mfp1((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto old = DecodeFingerprint(kFingerprintKindMfp1, mfp1);
+    ASSERT_TRUE(old.ok()) << entry.path() << ": " << old.status().message();
+    const std::string mfp2 = EncodeFingerprint(*old);
+    auto back = DecodeFingerprint(kFingerprintKind, mfp2);
+    ASSERT_TRUE(back.ok()) << entry.path() << ": " << back.status().message();
+    SCOPED_TRACE(entry.path().filename().string());
+    ExpectSameFields(*old, *back);
+    EXPECT_LT(mfp2.size(), mfp1.size());
+    if (old->strong.present) EXPECT_LT(mfp2.size() * 10, mfp1.size() * 8);  // at least 20% smaller
+    ++converted;
+  }
+  EXPECT_GE(converted, 10);
+}
+
+// Values the packing treats specially come back bit for bit: +0 and -0, a
+// repeat, float32-exact and not, NaN with a payload, infinities, subnormals,
+// magnitudes beyond float32; extreme integers.
+TEST(FingerprintCodec, EveryDoubleAndIntegerComesBackBitForBit) {
+  Fingerprint fp = Sample(5);
+  double nan_payload;
+  const uint64_t nan_bits = 0x7ff8000000001234ull;
+  std::memcpy(&nan_payload, &nan_bits, sizeof(nan_payload));
+  const double specials[] = {0.0, -0.0, 0.5, 0.1, nan_payload, std::numeric_limits<double>::infinity(),
+                             -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::denorm_min(),
+                             1e300, 3.0f * 1.0, static_cast<double>(std::numeric_limits<float>::max()),
+                             static_cast<double>(std::numeric_limits<float>::max()) * 1.0000001};
+  for (size_t i = 0; i < std::size(specials); ++i) {
+    fp.invariant.quantiles[i] = specials[i];
+    fp.invariant.quantiles[i + 12] = specials[i];
+    fp.invariant.quantiles[i + 13] = specials[i];  // a repeat of the one before
+  }
+  fp.invariant.mean = -0.0;
+  fp.invariant.quantile_sample_size = INT64_MAX;
+  fp.invariant.element_count = INT64_MAX;
+  fp.strong.marginals[0].chunk_elements.back() = 123456789;
+  const std::string blob = EncodeFingerprint(fp);
+  auto back = DecodeFingerprint(kFingerprintKind, blob);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ExpectSameFields(fp, *back);
+  EXPECT_EQ(EncodeFingerprint(*back), blob);
+}
+
+// One fingerprint, one blob: spellings the encoder never writes (a longer
+// varint, a tag where an earlier one holds the value, stray tag bits) are
+// refused, each next to its positive twin.
+TEST(FingerprintCodec, RefusesSpellingsTheEncoderNeverWrites) {
+  Fingerprint zeros;
+  zeros.invariant.element_count = 1;
+  const std::string blob = EncodeFingerprint(zeros);
+  // head, 5 counts, 10 tag bytes (mean +0: tag 1, then 37 repeats: tag 0).
+  ASSERT_EQ(blob, std::string("\x00\x02\x00\x00\x00\x00\x01", 7) + std::string(9, '\0'));
+  ASSERT_TRUE(DecodeFingerprint(kFingerprintKind, blob).ok());
+  std::string longer = blob;
+  longer.replace(1, 1, std::string("\x82\x00", 2));  // element_count 1 in two bytes
+  EXPECT_FALSE(DecodeFingerprint(kFingerprintKind, longer).ok());
+  std::string zero_again = blob;
+  zero_again[6] = 0x05;  // the second value spelled +0 instead of "repeat"
+  EXPECT_FALSE(DecodeFingerprint(kFingerprintKind, zero_again).ok());
+  std::string raw_zero = blob;
+  raw_zero[6] = 0x03;  // +0.0 as 8 raw bytes
+  raw_zero.insert(16, std::string(8, '\0'));
+  EXPECT_FALSE(DecodeFingerprint(kFingerprintKind, raw_zero).ok());
+  std::string stray = blob;
+  stray[15] = 0x40;  // tag bits past the 38th value
+  EXPECT_FALSE(DecodeFingerprint(kFingerprintKind, stray).ok());
+  std::string repeat_first = blob;
+  repeat_first[6] = 0x00;  // the first value cannot repeat one before it
+  EXPECT_FALSE(DecodeFingerprint(kFingerprintKind, repeat_first).ok());
 }
 
 TEST(FingerprintCodec, TraceTableRoundTrip) {

@@ -112,6 +112,7 @@ TEST(RuntimeState, SecretLookingValuesAreRedacted) {
 TEST(RuntimeState, TraceWrittenBeforeRuntimeStatesStillReads) {
   std::string path = WriteStateTrace("old.mtrace");
   // The file as an older magneton wrote it: no state tables, no ops.state_id.
+  testing::DowngradeToSchemaV2(path);
   ExecSql(path, "DROP TABLE runtime_states; DROP TABLE state_setters; DROP VIEW op_tensors; "
                 "ALTER TABLE ops DROP COLUMN state_id;");
   ExecSql(path, R"sql(CREATE VIEW op_tensors AS
@@ -130,7 +131,7 @@ TEST(RuntimeState, TraceWrittenBeforeRuntimeStatesStillReads) {
 
 TEST(RuntimeState, OpNamingAMissingStateIsCorrupt) {
   std::string path = WriteStateTrace("bad.mtrace");
-  ExecSql(path, "UPDATE ops SET state_id = 7 WHERE id = 0");
+  ExecSql(path, "UPDATE op_rows SET state_id = 7 WHERE id = 0");
   auto trace = ReadTrace(path);
   ASSERT_FALSE(trace.ok());
   EXPECT_EQ(trace.status().code(), StatusCode::kCorrupt);

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "magneton/recorder.h"
+#include "trace/schema.h"
 
 namespace magneton::testing {
 
@@ -78,6 +79,32 @@ void ExecSql(const std::string& path, const char* sql) {
   sqlite3_free(err);
   sqlite3_close(db);
   ASSERT_EQ(rc, SQLITE_OK) << msg;
+}
+
+void DowngradeToSchemaV2(const std::string& path) {
+  // The version-2 tables had exactly the columns the version-3 views give.
+  auto table_sql = [](schema::TableId id) {
+    const schema::Table& t = schema::GetTable(id);
+    std::string sql = std::string("CREATE TABLE v2_") + t.name + "(";
+    for (size_t i = 0; i < t.columns.size(); ++i) {
+      sql += std::string(i ? ", " : "") + t.columns[i].name + " " + t.columns[i].type;
+    }
+    return sql + "); INSERT INTO v2_" + t.name + " SELECT * FROM " + t.name + ";";
+  };
+  const std::string sql = "BEGIN;" + table_sql(schema::TableId::kOps) + table_sql(schema::TableId::kTensors) +
+                          R"sql(
+    DROP VIEW op_tensors; DROP VIEW ops; DROP VIEW tensors;
+    DROP TABLE op_rows; DROP TABLE tensor_rows; DROP TABLE op_args; DROP TABLE layouts; DROP TABLE threads;
+    ALTER TABLE v2_ops RENAME TO ops; ALTER TABLE v2_tensors RENAME TO tensors;
+    CREATE VIEW op_tensors AS
+      SELECT o.id AS op_id, 0 AS role, CAST(j.key AS INTEGER) AS slot, CAST(j.value AS INTEGER) AS tensor_id
+        FROM ops o, json_each('[' || o.inputs || ']') j WHERE j.value >= 0
+      UNION ALL
+      SELECT o.id, 1, CAST(j.key AS INTEGER), CAST(j.value AS INTEGER)
+        FROM ops o, json_each('[' || o.outputs || ']') j WHERE j.value >= 0;
+    UPDATE meta SET value = '2' WHERE key = 'schema_version';
+    COMMIT;)sql";
+  ExecSql(path, sql.c_str());
 }
 
 }  // namespace magneton::testing

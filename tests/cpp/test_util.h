@@ -20,4 +20,8 @@ void WriteBytes(const std::string& path, const std::vector<char>& bytes);
 // Runs SQL on a trace file (to damage or age it); a failure fails the test.
 void ExecSql(const std::string& path, const char* sql);
 
+// Rewrites a trace as schema version 2 stored it (ops and tensors as tables
+// with every value inline, no dictionaries), to test that such files read.
+void DowngradeToSchemaV2(const std::string& path);
+
 }  // namespace magneton::testing

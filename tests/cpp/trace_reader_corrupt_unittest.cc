@@ -78,7 +78,7 @@ TEST(TraceReaderErrors, VersionOneIsRefusedWithWhatToDo) {
 
 TEST(TraceReaderErrors, DanglingReferenceIsCorrupt) {
   std::string path = WriteSampleTrace("dangling.mtrace", 3);
-  ExecSql(path, "UPDATE ops SET name_id=99999 WHERE id=0");
+  ExecSql(path, "UPDATE op_rows SET name_id=99999 WHERE id=0");
   auto r = ReadTrace(path);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kCorrupt);

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -214,6 +215,180 @@ TEST(TraceRoundTrip, PendingRecordsAreBoundedAndCommittedAsTheyGo) {
   EXPECT_EQ(trace->ops.size(), static_cast<size_t>(kOps));
   EXPECT_EQ(trace->meta.extra.count("trace.backpressure_waits"), 1u);
   EXPECT_EQ(trace->meta.extra.count("trace.backpressure_wait_ms"), 1u);
+}
+
+
+// Every field the writer API is given comes back from the compact rows
+// (schema version 3) as it was given, and the same file rewritten as
+// version 2 stored it reads back the same. Ops are appended as they end
+// (children first), on several threads, with repeated and one-off arguments;
+// tensors in several layouts. A tiny dictionary cache makes the writer forget
+// and re-add dictionary entries, which must not change what is read.
+Trace WriteEveryKindOfRecord(const std::string& path, size_t dictionary_cache_bytes) {
+  Trace want;
+  want.meta.label = "compact";
+  want.meta.command_line = "python compact.py";
+  want.meta.start_monotonic_ns = 1'000'000'000'000;
+  want.meta.engine = "pytorch";
+  TraceWriterOptions options;
+  options.dictionary_cache_bytes = dictionary_cache_bytes;
+  options.max_pending_bytes = 16 << 10;  // several batches
+  auto writer = TraceWriter::Create(path, want.meta, options);
+  EXPECT_TRUE(writer.ok()) << writer.status().message();
+  TraceWriter& w = **writer;
+  want.strings = {"aten::linear", "aten::addmm", "model.py", "forward", "Net", "fc"};
+  for (size_t i = 0; i < want.strings.size(); ++i) w.AppendString(static_cast<int64_t>(i), want.strings[i]);
+  want.frames = {{0, 2, 10, 3}};
+  w.AppendFrame(want.frames[0]);
+  want.call_paths = {{0, 0, kNoId}};
+  w.AppendCallPath(want.call_paths[0]);
+  want.scopes = {{0, 4, 4, kNoId}};
+  w.AppendScope(want.scopes[0]);
+  const std::vector<std::vector<int64_t>> shapes = {{4, 8}, {}, {3, 0, 2}, {1 << 20, 7}};
+  const std::vector<std::vector<int64_t>> strides = {{8, 1}, {}, {0, 2, -1}, {7, 1}};
+  for (int64_t i = 0; i < 40; ++i) {
+    TensorMeta t;
+    t.id = i;
+    t.storage_addr = 0x7f0000000000ull + static_cast<uint64_t>(i) * 4096;
+    t.storage_offset = i % 3;
+    t.shape = shapes[i % 4];
+    t.strides = strides[i % 4];
+    t.dtype = i % 5 == 0 ? "bfloat16" : "float32";
+    t.device = i % 7 == 0 ? "cuda:0" : "cpu";
+    t.version = i % 2;
+    t.producer_op_id = i % 3 == 0 ? kNoId : 2 * i + 1;
+    want.tensors.push_back(t);
+    w.AppendTensor(t);
+  }
+  int64_t start_ns = 1'000'000'000'000;
+  for (int64_t i = 0; i < 40; ++i) {
+    OpEvent parent, child;
+    parent.id = 2 * i;
+    child.id = 2 * i + 1;
+    parent.name_id = 0;
+    child.name_id = 1;
+    parent.thread_id = child.thread_id = 4000 + i % 3;
+    parent.start_ns = start_ns;
+    child.start_ns = start_ns + 10;
+    child.end_ns = start_ns + 10 + i;  // a zero duration too
+    parent.end_ns = child.end_ns + 5;
+    start_ns = parent.end_ns + 1'000'000'007;
+    child.parent_id = parent.id;
+    parent.scope_id = child.scope_id = i % 2 ? 0 : kNoId;
+    parent.call_path_id = child.call_path_id = i % 3 ? 0 : kNoId;
+    child.correlation_id = static_cast<uint64_t>(i) * 1000;
+    parent.args = R"([{"t":0},[4,8]])";
+    child.args = i % 4 ? R"([{"t":0},null,1,1.5])" : "[" + std::to_string(i) + "]";
+    child.state_id = kNoId;
+    std::vector<OpTensor> child_links = {{child.id, TensorRole::kInput, 0, i},
+                                         {child.id, TensorRole::kInput, 2, (i + 1) % 40},
+                                         {child.id, TensorRole::kOutput, 0, (i + 2) % 40}};
+    std::vector<OpTensor> parent_links = {{parent.id, TensorRole::kInput, 0, i},
+                                          {parent.id, TensorRole::kOutput, 0, (i + 2) % 40}};
+    w.AppendOp(child, child_links);  // ends first
+    w.AppendOp(parent, parent_links);
+    want.ops.push_back(parent);
+    want.ops.push_back(child);
+    want.op_tensors.insert(want.op_tensors.end(), parent_links.begin(), parent_links.end());
+    want.op_tensors.insert(want.op_tensors.end(), child_links.begin(), child_links.end());
+  }
+  EXPECT_TRUE(w.Close().ok());
+  return want;
+}
+
+void ExpectSameRecords(const Trace& got, const Trace& want) {
+  EXPECT_EQ(got.meta.label, want.meta.label);
+  EXPECT_EQ(got.meta.command_line, want.meta.command_line);
+  EXPECT_EQ(got.meta.start_monotonic_ns, want.meta.start_monotonic_ns);
+  EXPECT_EQ(got.strings, want.strings);
+  ASSERT_EQ(got.ops.size(), want.ops.size());
+  for (size_t i = 0; i < want.ops.size(); ++i) {
+    const OpEvent& a = got.ops[i];
+    const OpEvent& b = want.ops[i];
+    SCOPED_TRACE("op " + std::to_string(b.id));
+    EXPECT_EQ(a.id, b.id);
+    EXPECT_EQ(a.name_id, b.name_id);
+    EXPECT_EQ(a.thread_id, b.thread_id);
+    EXPECT_EQ(a.start_ns, b.start_ns);
+    EXPECT_EQ(a.end_ns, b.end_ns);
+    EXPECT_EQ(a.parent_id, b.parent_id);
+    EXPECT_EQ(a.scope_id, b.scope_id);
+    EXPECT_EQ(a.call_path_id, b.call_path_id);
+    EXPECT_EQ(a.correlation_id, b.correlation_id);
+    EXPECT_EQ(a.args, b.args);
+    EXPECT_EQ(a.state_id, b.state_id);
+  }
+  ASSERT_EQ(got.tensors.size(), want.tensors.size());
+  for (size_t i = 0; i < want.tensors.size(); ++i) {
+    const TensorMeta& a = got.tensors[i];
+    const TensorMeta& b = want.tensors[i];
+    SCOPED_TRACE("tensor " + std::to_string(b.id));
+    EXPECT_EQ(a.id, b.id);
+    EXPECT_EQ(a.storage_addr, b.storage_addr);
+    EXPECT_EQ(a.storage_offset, b.storage_offset);
+    EXPECT_EQ(a.shape, b.shape);
+    EXPECT_EQ(a.strides, b.strides);
+    EXPECT_EQ(a.dtype, b.dtype);
+    EXPECT_EQ(a.device, b.device);
+    EXPECT_EQ(a.version, b.version);
+    EXPECT_EQ(a.producer_op_id, b.producer_op_id);
+  }
+  ASSERT_EQ(got.op_tensors.size(), want.op_tensors.size());
+  for (size_t i = 0; i < want.op_tensors.size(); ++i) {
+    EXPECT_EQ(got.op_tensors[i].op_id, want.op_tensors[i].op_id) << i;
+    EXPECT_EQ(got.op_tensors[i].role, want.op_tensors[i].role) << i;
+    EXPECT_EQ(got.op_tensors[i].slot, want.op_tensors[i].slot) << i;
+    EXPECT_EQ(got.op_tensors[i].tensor_id, want.op_tensors[i].tensor_id) << i;
+  }
+}
+
+TEST(TraceRoundTrip, CompactRowsReadBackExactlyAndAsVersionTwo) {
+  for (size_t cache_bytes : {size_t{8} << 20, size_t{40}}) {
+    SCOPED_TRACE("dictionary cache " + std::to_string(cache_bytes));
+    const std::string path = TempPath("compact" + std::to_string(cache_bytes) + ".mtrace");
+    const Trace want = WriteEveryKindOfRecord(path, cache_bytes);
+    auto v3 = ReadTrace(path);
+    ASSERT_TRUE(v3.ok()) << v3.status().message();
+    EXPECT_EQ(v3->meta.extra.count("schema_version"), 0u);
+    ExpectSameRecords(*v3, want);
+    testing::DowngradeToSchemaV2(path);
+    auto v2 = ReadTrace(path);
+    ASSERT_TRUE(v2.ok()) << v2.status().message();
+    ExpectSameRecords(*v2, want);
+  }
+}
+
+// The dictionaries hold each value once while the cache remembers it; past
+// the cache's bound a value gets a second row, never a wrong one.
+TEST(TraceRoundTrip, DictionariesStoreRepeatedTextOnce) {
+  for (size_t cache_bytes : {size_t{8} << 20, size_t{40}}) {
+    const std::string path = TempPath("dict" + std::to_string(cache_bytes) + ".mtrace");
+    WriteEveryKindOfRecord(path, cache_bytes);
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    auto count = [&](const char* sql) {
+      sqlite3_stmt* s = nullptr;
+      EXPECT_EQ(sqlite3_prepare_v2(db, sql, -1, &s, nullptr), SQLITE_OK) << sql;
+      EXPECT_EQ(sqlite3_step(s), SQLITE_ROW);
+      const int64_t n = sqlite3_column_int64(s, 0);
+      sqlite3_finalize(s);
+      return n;
+    };
+    // 2 repeated argument texts + 10 one-off ones, 3 threads, 4 shapes x 2 dtypes x 2 devices (at most).
+    if (cache_bytes > 1000) {
+      EXPECT_EQ(count("SELECT count(*) FROM op_args"), 12);
+      EXPECT_EQ(count("SELECT count(*) FROM threads"), 3);
+      EXPECT_LE(count("SELECT count(*) FROM layouts"), 16);
+    } else {
+      EXPECT_GT(count("SELECT count(*) FROM op_args"), 12);
+    }
+    // The views give every row, as version 2 stored it.
+    EXPECT_EQ(count("SELECT count(*) FROM ops WHERE args IS NOT NULL AND thread_id >= 4000"), 80);
+    EXPECT_EQ(count("SELECT count(*) FROM ops WHERE parent_id = id - 1"), 40);
+    EXPECT_EQ(count("SELECT count(*) FROM tensors WHERE shape IS NOT NULL"), 40);
+    EXPECT_EQ(count("SELECT count(*) FROM op_tensors"), 200);
+    sqlite3_close(db);
+  }
 }
 
 }  // namespace

@@ -134,19 +134,19 @@ def _copy_with_schema_version(trace, tmp_path, version):
 
 
 def test_show_wrong_schema_version(gpt2_trace, tmp_path):
-    r = run_cli("show", _copy_with_schema_version(gpt2_trace, tmp_path, 3))
+    r = run_cli("show", _copy_with_schema_version(gpt2_trace, tmp_path, 4))
     assert r.returncode == 1
     line = _one_line_error(r)
-    assert "schema version 3" in line and "re-record" in line
+    assert "schema version 4" in line and "re-record" in line
 
 
 def test_show_version_1_trace_says_to_re_record(gpt2_trace, tmp_path):
-    """Version 1 stored op arguments as unescaped text; this magneton reads version 2 only."""
+    """Version 1 stored op arguments as unescaped text; this magneton reads versions 2 and 3 only."""
     assert run_cli("show", gpt2_trace).returncode == 0
     r = run_cli("show", _copy_with_schema_version(gpt2_trace, tmp_path, 1))
     assert r.returncode == 1
     line = _one_line_error(r)
-    assert "schema version 1" in line and "reads version 2" in line and "re-record" in line
+    assert "schema version 1" in line and "reads version 3 and version 2" in line and "re-record" in line
 
 
 def test_show_corrupted_file(gpt2_trace, tmp_path):

@@ -79,7 +79,10 @@ def test_replay_says_what_is_wrong_with_arguments_it_cannot_read(tmp_path):
     with sqlite3.connect(path) as con:
         (op_id,) = con.execute("SELECT o.id FROM ops o JOIN strings s ON s.id = o.name_id "
                                "WHERE s.value = 'aten::add.Tensor'").fetchone()
-        con.execute("UPDATE ops SET args = ? WHERE id = ?", ("%,%,-2", op_id))  # version-1 text
+        # Version-1 text as this op's arguments (the dictionary row its op_rows row names).
+        (args_id,) = con.execute("SELECT coalesce(max(id), -1) + 1 FROM op_args").fetchone()
+        con.execute("INSERT INTO op_args(id, args) VALUES(?, ?)", (args_id, "%,%,-2"))
+        con.execute("UPDATE op_rows SET args_id = ? WHERE id = ?", (args_id, op_id))
     r = run_cli("replay", path, "--ops", str(op_id), "--min-round-s", "0.01", "--rounds", "1", "--no-store")
     assert r.returncode == 0, r.stderr
     assert "not replayed: op arguments are not JSON: '%,%,-2'" in r.stdout

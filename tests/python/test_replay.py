@@ -91,7 +91,7 @@ def test_an_op_recorded_on_a_gpu_takes_the_device_path(tmp_path):
     import sqlite3
 
     with sqlite3.connect(path) as db:
-        db.execute("UPDATE tensors SET device = 'cuda:0'")
+        db.execute("UPDATE layouts SET device = 'cuda:0'")  # every tensor's (the tensors view reads them)
     (relu_id, *_), *_ = TraceDB(path).ops("aten::relu")
     r = run_cli("replay", path, "--ops", str(relu_id), "--rounds", "1")
     assert r.returncode == 0, r.stderr

@@ -18,12 +18,13 @@ def value_path(t) -> str:
 
 
 def fingerprint(t, path: str) -> bytes:
-    """The mfp1 fingerprint --values would record for `t`, through 'host' or 'device'."""
+    """The encoded (mfp2) fingerprint --values would record for `t`, through 'host' or 'device'."""
     return _load_hook().fingerprint_values(*_view(t), path)
 
 
-def decode(data: bytes) -> dict:
-    return _load_hook().decode_fingerprint(data)
+def decode(data: bytes, kind: str = "mfp2") -> dict:
+    """A fingerprint's fields; `kind` is its fingerprints row's ('mfp2', or 'mfp1' in schema version 2 traces)."""
+    return _load_hook().decode_fingerprint(data, kind)
 
 
 def compare(a: bytes, b: bytes, epsilon: float) -> tuple[bool, str]:
