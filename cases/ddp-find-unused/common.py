@@ -22,7 +22,7 @@ import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 WORLD = 2
-STEPS = 20
+STEPS = 40
 BLOCKS, WIDTH, BATCH = 32, 16, 4  # many small parameter tensors: the per-parameter work is what grows
 
 
