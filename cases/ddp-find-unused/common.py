@@ -1,13 +1,18 @@
 """Two DDP ranks on the CPU (gloo), started by torch.multiprocessing.spawn,
-training the same deep MLP on the same data for the same steps. Every
-parameter takes part in every forward; `find_unused_parameters` is the only
-difference between a.py and b.py.
+training the same deep stack of small blocks (LayerNorm, Linear, Tanh: 128
+parameter tensors, about as many as GPT-2 small's 148) on the same data for
+the same steps. Every parameter takes part in every forward;
+`find_unused_parameters` is the only difference between a.py and b.py.
 
 With find_unused_parameters=True, DDP's reducer walks the autograd graph from
 the forward's outputs after every forward to find parameters that will get no
 gradient (`Reducer::search_unused_parameters`); here it finds none, and DDP
 warns at the first step that the flag "results in an extra traversal of the
-autograd graph every iteration, which can adversely affect performance"."""
+autograd graph every iteration, which can adversely affect performance".
+What it costs grows with the number of parameter tensors: after every
+backward the reducer also all-reduces its map of used parameters and reads
+each parameter's entry back (`select` + `item` per parameter tensor), so the
+model is deep rather than wide (README.md)."""
 import os
 import tempfile
 
@@ -17,15 +22,15 @@ import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 WORLD = 2
-STEPS = 200
-LAYERS, WIDTH, BATCH = 2, 16, 4  # a small step: the per-step search and sink are a visible share of it
+STEPS = 40
+BLOCKS, WIDTH, BATCH = 32, 16, 4  # many small parameter tensors: the per-parameter work is what grows
 
 
 def model():
     torch.manual_seed(0)
     layers = []
-    for _ in range(LAYERS):
-        layers += [torch.nn.Linear(WIDTH, WIDTH), torch.nn.Tanh()]
+    for _ in range(BLOCKS):
+        layers += [torch.nn.LayerNorm(WIDTH), torch.nn.Linear(WIDTH, WIDTH), torch.nn.Tanh()]
     return torch.nn.Sequential(*layers)
 
 

@@ -256,11 +256,14 @@ void RankFindings(std::vector<Finding>& findings);
 // the same-work rule) into point_verdict and verdict.
 void ClassifyFinding(Finding& f, const DetectResult& r, const Options& options);
 
-// The unmatched ops, split where one side's are extra work: ops of kinds
-// (names) that only one side's unmatched ops have, when the other side's
-// unmatched ops have no kind of their own (kinds of their own on both sides
-// may be two ways to the same result, so that pool stays whole). Each part
-// becomes an unmatched finding of its own (docs/DIFF.md "Unmatched ops"):
+// The unmatched ops, split where one side's are extra work
+// (unmatched_split.cc, docs/DIFF.md "Regions"): ops no unmatched op of the
+// other side repeats — none of that name, or for a kind this side runs more
+// often none on equivalent inputs — and the ops that read what they wrote.
+// When both sides have such work it splits off only if the two parts start
+// from other values (else it may be two ways to one result): otherwise, as
+// by name alone, only one side's kinds of its own split off, and only when
+// the other side has none. Each part becomes an unmatched finding of its own:
 // extra_a / extra_b (one side only: redundant work, as the other side reaches
 // every matched output without it) and rest_a with rest_b (both sides, or all
 // of it when nothing splits off).
@@ -268,8 +271,9 @@ struct UnmatchedSplit {
   std::vector<int64_t> extra_a, extra_b, rest_a, rest_b;
   std::vector<int64_t> none;  // always empty: the other side of an extra part
 };
-UnmatchedSplit SplitUnmatched(const Trace& a, const std::vector<int64_t>& ops_a, const Trace& b,
-                              const std::vector<int64_t>& ops_b);
+UnmatchedSplit SplitUnmatched(const Trace& a, const FingerprintMap& fa, const std::vector<int64_t>& ops_a,
+                              const Trace& b, const FingerprintMap& fb, const std::vector<int64_t>& ops_b,
+                              double epsilon);
 
 // Detection on given attributions and match (the analysis session,
 // src/analysis/, attributes energy in its one domain and matches first).

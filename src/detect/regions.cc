@@ -4,9 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <iterator>
 #include <map>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -101,34 +99,6 @@ void SumInstances(Finding& f) {
 }
 
 }  // namespace
-
-UnmatchedSplit SplitUnmatched(const Trace& a, const std::vector<int64_t>& ops_a, const Trace& b,
-                              const std::vector<int64_t>& ops_b) {
-  UnmatchedSplit s;
-  s.rest_a = ops_a;
-  s.rest_b = ops_b;
-  const std::vector<std::string> names_a = NamesOf(a, ops_a), names_b = NamesOf(b, ops_b);
-  const std::set<std::string> kinds_a(names_a.begin(), names_a.end()), kinds_b(names_b.begin(), names_b.end());
-  auto own_kinds = [](const std::set<std::string>& mine, const std::set<std::string>& theirs) {
-    std::set<std::string> out;
-    std::set_difference(mine.begin(), mine.end(), theirs.begin(), theirs.end(), std::inserter(out, out.end()));
-    return out;
-  };
-  const std::set<std::string> only_a = own_kinds(kinds_a, kinds_b), only_b = own_kinds(kinds_b, kinds_a);
-  // Kinds of its own on both sides may be two ways to the same result (an
-  // API choice): the pool stays whole, outputs unverified.
-  if (!only_a.empty() && !only_b.empty()) return s;
-  const bool side_a = !only_a.empty();
-  const std::set<std::string>& extra_kinds = side_a ? only_a : only_b;
-  if (extra_kinds.empty()) return s;
-  const std::vector<int64_t>& ops = side_a ? ops_a : ops_b;
-  const std::vector<std::string>& names = side_a ? names_a : names_b;
-  std::vector<int64_t>& extra = side_a ? s.extra_a : s.extra_b;
-  std::vector<int64_t>& rest = side_a ? s.rest_a : s.rest_b;
-  rest.clear();
-  for (size_t i = 0; i < ops.size(); ++i) (extra_kinds.count(names[i]) ? extra : rest).push_back(ops[i]);
-  return s;
-}
 
 void ClassifyFinding(Finding& f, const DetectResult& r, const Options& options) {
   // Classification appends its reasons to the agreement note; a second
@@ -297,12 +267,12 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
     r.findings.push_back(std::move(idle));
   }
 
-  // Which unmatched kinds are one side's own is decided over the whole run
-  // (SplitUnmatched), then each part is split by phase: a kind both sides run,
-  // one in its set-up and one in its job, is no side's own.
+  // Which unmatched ops are one side's own is decided over the whole run
+  // (SplitUnmatched, unmatched_split.cc), then each part is split by phase: a
+  // kind both sides run, one in its set-up and one in its job, is no side's own.
   std::sort(unmatched_a.begin(), unmatched_a.end());
   std::sort(unmatched_b.begin(), unmatched_b.end());
-  const UnmatchedSplit split = SplitUnmatched(a, unmatched_a, b, unmatched_b);
+  const UnmatchedSplit split = SplitUnmatched(a, fa, unmatched_a, b, fb, unmatched_b, options.output_epsilon);
   for (int phase : {0, 1}) {
     for (const auto& [part_a, part_b] : {std::pair{&split.extra_a, &split.none}, std::pair{&split.none, &split.extra_b},
                                          std::pair{&split.rest_a, &split.rest_b}}) {

@@ -145,7 +145,7 @@ TEST(SplitUnmatched, KindsOnlyOneSideRunsSplitOff) {
   Side a = MakeSide({"c10d::allgather_", "reducer::search", "c10d::allreduce_", "reducer::search", "c10d::broadcast_"},
                     {5000, 10, 30, 10, 100}, 0);
   Side b = MakeSide({"c10d::allgather_", "c10d::broadcast_", "c10d::broadcast_"}, {5100, 90, 90}, 0);
-  const UnmatchedSplit s = SplitUnmatched(a.trace, {0, 1, 2, 3, 4}, b.trace, {0, 1, 2});
+  const UnmatchedSplit s = SplitUnmatched(a.trace, {}, {0, 1, 2, 3, 4}, b.trace, {}, {0, 1, 2}, 0.01);
   EXPECT_EQ(s.extra_a, (std::vector<int64_t>{1, 2, 3}));
   EXPECT_TRUE(s.extra_b.empty());
   EXPECT_EQ(s.rest_a, (std::vector<int64_t>{0, 4}));
@@ -177,15 +177,117 @@ TEST(SplitUnmatched, KindsOnlyOneSideRunsSplitOff) {
 TEST(SplitUnmatched, KindsOfTheirOwnOnBothSidesStayPooled) {
   Side a = MakeSide({"aten::linalg_eigvals", "aten::copy_"}, {10, 1}, 0);
   Side b = MakeSide({"aten::linalg_eigvalsh", "aten::copy_"}, {2, 1}, 0);
-  const UnmatchedSplit s = SplitUnmatched(a.trace, {0, 1}, b.trace, {0, 1});
+  const UnmatchedSplit s = SplitUnmatched(a.trace, {}, {0, 1}, b.trace, {}, {0, 1}, 0.01);
   EXPECT_TRUE(s.extra_a.empty() && s.extra_b.empty());
   EXPECT_EQ(s.rest_a, (std::vector<int64_t>{0, 1}));
   EXPECT_EQ(s.rest_b, (std::vector<int64_t>{0, 1}));
   // The same kinds on both sides (other counts): nothing splits off either.
   Side c = MakeSide({"aten::copy_", "aten::copy_", "aten::copy_"}, {1, 1, 1}, 0);
-  const UnmatchedSplit same = SplitUnmatched(c.trace, {0, 1, 2}, b.trace, {1});
+  const UnmatchedSplit same = SplitUnmatched(c.trace, {}, {0, 1, 2}, b.trace, {}, {1}, 0.01);
   EXPECT_TRUE(same.extra_a.empty() && same.extra_b.empty());
   EXPECT_EQ(same.rest_a.size(), 3u);
+}
+
+// An op's tensor links, in the order LinksOf expects them (by op, role, slot).
+void Link(Side& s, int64_t op, std::vector<int64_t> inputs, std::vector<int64_t> outputs = {}) {
+  int32_t slot = 0;
+  for (int64_t t : inputs) s.trace.op_tensors.push_back({op, TensorRole::kInput, slot++, t});
+  slot = 0;
+  for (int64_t t : outputs) s.trace.op_tensors.push_back({op, TensorRole::kOutput, slot++, t});
+}
+
+// A tensor's metadata at its id (element count and dtype are what
+// equivalence needs before any value is compared).
+void Meta(Side& s, int64_t id, std::vector<int64_t> shape, const std::string& dtype) {
+  if (s.trace.tensors.size() <= static_cast<size_t>(id)) s.trace.tensors.resize(id + 1);
+  s.trace.tensors[id].id = id;
+  s.trace.tensors[id].shape = std::move(shape);
+  s.trace.tensors[id].dtype = dtype;
+}
+
+// DDP's two pieces of extra work, one per side, on ops of names both run:
+// A (find_unused_parameters=True) reads its used-parameter map (int32[192],
+// written by the reducer without a recorded op: no fingerprint) with
+// select/item after every backward; B rebuilds its buckets once and
+// broadcasts the bucket indices (int32[`b_indices`]). Both DDP constructors
+// broadcast the same parameters and select/item on the sizes they
+// all-gather.
+struct DdpPools {
+  Side a, b;
+  FingerprintMap fa, fb;
+};
+DdpPools DdpShapedPools(int64_t b_indices) {
+  DdpPools p;
+  p.a = MakeSide({"c10d::broadcast_", "aten::select.int", "aten::item", "aten::select.int", "aten::item",
+                  "reducer::search_unused_parameters"},
+                 {100, 10, 10, 10, 10, 5}, 0);
+  Link(p.a, 0, {0});        // the parameters
+  Link(p.a, 1, {1}, {2});   // the used-parameter map
+  Link(p.a, 2, {2});
+  Link(p.a, 3, {1}, {3});
+  Link(p.a, 4, {3});
+  Meta(p.a, 0, {4, 4}, "float32");
+  Meta(p.a, 1, {192}, "int32");
+  Meta(p.a, 2, {}, "int32");
+  Meta(p.a, 3, {}, "int32");
+  p.fa = {{0, Fp(1)}, {2, Fp(7)}, {3, Fp(7)}};
+  p.b = MakeSide({"c10d::broadcast_", "aten::select.int", "aten::item", "c10d::broadcast_"}, {100, 10, 10, 3}, 0);
+  Link(p.b, 0, {0});       // the parameters
+  Link(p.b, 1, {1}, {2});  // the all-gathered sizes
+  Link(p.b, 2, {2});       // a scalar of the same value as A's items read
+  Link(p.b, 3, {3});       // the rebuilt buckets' indices
+  Meta(p.b, 0, {4, 4}, "float32");
+  Meta(p.b, 1, {2}, "int64");
+  Meta(p.b, 2, {}, "int64");
+  Meta(p.b, 3, {b_indices}, "int32");
+  p.fb = {{0, Fp(1)}, {1, Fp(9)}, {2, Fp(7)}, {3, Fp(11)}};
+  return p;
+}
+
+// Ops of names the other side also runs are extra work where they read
+// other values than any of that name there (A's select of the used map vs
+// B's select of the sizes: other element counts, no fingerprint needed) and
+// read what extra work wrote (A's items); one piece of extra work per side
+// splits off when the two read no common value.
+TEST(SplitUnmatched, ExtraWorkOnOtherValuesSplitsOffOnBothSides) {
+  DdpPools p = DdpShapedPools(193);
+  const UnmatchedSplit s = SplitUnmatched(p.a.trace, p.fa, {0, 1, 2, 3, 4, 5}, p.b.trace, p.fb, {0, 1, 2, 3}, 0.01);
+  EXPECT_EQ(s.extra_a, (std::vector<int64_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(s.rest_a, (std::vector<int64_t>{0}));
+  EXPECT_EQ(s.extra_b, (std::vector<int64_t>{3}));
+  EXPECT_EQ(s.rest_b, (std::vector<int64_t>{0, 1, 2}));
+}
+
+// The twin: B's own op reads a value that may be the one A's own ops read
+// (the same kind, A's unfingerprinted), so the two may be two ways to one
+// result; only the kind B never runs splits off, as by name.
+TEST(SplitUnmatched, OwnWorkReadingACommonValueStaysPooled) {
+  DdpPools p = DdpShapedPools(192);
+  const UnmatchedSplit s = SplitUnmatched(p.a.trace, p.fa, {0, 1, 2, 3, 4, 5}, p.b.trace, p.fb, {0, 1, 2, 3}, 0.01);
+  EXPECT_EQ(s.extra_a, (std::vector<int64_t>{5}));
+  EXPECT_EQ(s.rest_a, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_TRUE(s.extra_b.empty());
+  EXPECT_EQ(s.rest_b, (std::vector<int64_t>{0, 1, 2, 3}));
+}
+
+// A kind both sides run equally often is the same work on other values, not
+// extra work: judged by name, nothing splits off.
+TEST(SplitUnmatched, SameKindAsOftenOnOtherValuesIsNotExtra) {
+  Side a = MakeSide({"aten::select.int", "aten::item"}, {10, 10}, 0);
+  Side b = MakeSide({"aten::select.int", "aten::item"}, {10, 10}, 0);
+  Link(a, 0, {0}, {1});
+  Link(a, 1, {1});
+  Link(b, 0, {0}, {1});
+  Link(b, 1, {1});
+  for (Side* side : {&a, &b}) {
+    Meta(*side, 0, {4, 4}, "float32");
+    Meta(*side, 1, {}, "float32");
+  }
+  const FingerprintMap fa{{0, Fp(5)}, {1, Fp(7)}}, fb{{0, Fp(9)}, {1, Fp(3)}};
+  const UnmatchedSplit s = SplitUnmatched(a.trace, fa, {0, 1}, b.trace, fb, {0, 1}, 0.01);
+  EXPECT_TRUE(s.extra_a.empty() && s.extra_b.empty());
+  EXPECT_EQ(s.rest_a.size(), 2u);
+  EXPECT_EQ(s.rest_b.size(), 2u);
 }
 
 TEST_F(DetectRegions, OneSampleOfEnergyBetweenOpsIsInconclusive) {
