@@ -164,6 +164,24 @@ std::string Joined(const std::vector<std::string>& names, size_t max_names) {
   return out.empty() ? "nothing" : out;
 }
 
+// One side's own work (an unmatched region) next to the other side's own
+// work of the same phase: the two may do one job in different ways (a mask
+// built by other ops), so "B runs [nothing]" would say too little. Names the
+// other side's own work; empty when it has none.
+std::string OtherSidesOwnWork(const Finding& f, char other, const detect::DetectResult& r) {
+  if (f.kind != detect::RegionKind::kUnmatched) return "";
+  for (const Finding& g : r.findings) {
+    if (&g == &f || g.kind != detect::RegionKind::kUnmatched || g.setup != f.setup) continue;
+    const auto& theirs = other == 'A' ? g.names_a : g.names_b;
+    const auto& mine = other == 'A' ? g.names_b : g.names_a;
+    if (theirs.empty() || !mine.empty()) continue;
+    const detect::SideCost& cost = other == 'A' ? g.a : g.b;
+    return fmt::format(" in this region; {}'s own work of this phase is a region of its own: [{}], {}", other,
+                       Joined(theirs, 4), magneton::FormatEnergy(cost.energy_uj, r.provenance));
+  }
+  return "";
+}
+
 // What happens in the region, without the cause (FinishDiagnosis adds it).
 std::string Situation(const Finding& f, const Diagnosis& d, const detect::DetectResult& r) {
   const char costly = f.wasteful_side ? f.wasteful_side : 'A';
@@ -187,6 +205,7 @@ std::string Situation(const Finding& f, const Diagnosis& d, const detect::Detect
     } else {
       s += fmt::format("{} runs [{}] where {} runs [{}]", costly, Joined(d.only_costly, 4), cheap,
                        Joined(d.only_cheap, 4));
+      if (theirs.empty()) s += OtherSidesOwnWork(f, cheap, r);
     }
     if (!d.sites_costly.empty()) {
       const SourceSite& site = d.sites_costly.front();

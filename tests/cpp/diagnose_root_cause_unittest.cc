@@ -870,5 +870,59 @@ TEST(DiagnoseCallArgs, TheKeywordOnTheIssuingLinesIsTheRootCause) {
   }
 }
 
+// ---- one side's own work beside the other's ----
+
+// A builds a mask with one pair of ops, B with another (hf-29206's shape):
+// each side's own work is a region of its own, and the costlier one's
+// situation names the other's instead of saying B runs nothing. Its twin:
+// B's own work is in the other phase (set-up), and is not named.
+detect::DetectResult OwnWorkOnBothSides(const Trace& a, const Trace& b, bool b_in_setup) {
+  detect::DetectResult r;
+  detect::Finding fa;
+  fa.kind = detect::RegionKind::kUnmatched;
+  fa.verdict = detect::Verdict::kWaste;
+  fa.wasteful_side = 'A';
+  fa.saving_uj = 5000;
+  fa.share_of_total = 0.5;
+  fa.a.energy_uj = 5000;
+  detect::RegionInstance ia;
+  ia.ops_a = {0, 1};
+  fa.instances.push_back(ia);
+  fa.names_a = {a.str(a.ops[0].name_id), a.str(a.ops[1].name_id)};
+  detect::Finding fb;
+  fb.kind = detect::RegionKind::kUnmatched;
+  fb.verdict = detect::Verdict::kEqual;
+  fb.wasteful_side = 'B';
+  fb.setup = b_in_setup;
+  fb.saving_uj = 40;
+  fb.b.energy_uj = 40;
+  detect::RegionInstance ib;
+  ib.ops_b = {0};
+  fb.instances.push_back(ib);
+  fb.names_b = {b.str(b.ops[0].name_id)};
+  r.findings = {fa, fb};
+  return r;
+}
+
+TEST(DiagnoseSituation, NamesTheOtherSidesOwnWorkOfTheSamePhase) {
+  Builder ba, bb;
+  const int64_t path = ba.Path({"/src/mask.py:3:<module>"});
+  const int64_t x = ba.Tensor({64, 64}), y = ba.Tensor({64, 64}), z = ba.Tensor({8, 64, 64});
+  ba.Op("aten::tril", {.ins = {x}, .outs = {y}, .path = path});
+  ba.Op("aten::repeat", {.ins = {y}, .outs = {z}, .path = path});
+  const int64_t pb = bb.Path({"/src/mask.py:5:<module>"});
+  const int64_t u = bb.Tensor({64, 64}), v = bb.Tensor({64, 64});
+  bb.Op("aten::triu", {.ins = {u}, .outs = {v}, .path = pb});
+  for (bool b_in_setup : {false, true}) {
+    const detect::DetectResult r = OwnWorkOnBothSides(ba.t, bb.t, b_in_setup);
+    const std::vector<Diagnosis> ds = Diagnose(ba.t, bb.t, r);
+    ASSERT_FALSE(ds.empty());
+    const std::string& text = ds[0].situation;
+    EXPECT_NE(text.find("A runs [aten::tril, aten::repeat] where B runs [nothing]"), std::string::npos) << text;
+    const bool named = text.find("B's own work of this phase is a region of its own: [aten::triu]") != std::string::npos;
+    EXPECT_EQ(named, !b_in_setup) << text;
+  }
+}
+
 }  // namespace
 }  // namespace magneton::diagnose
