@@ -83,4 +83,28 @@ StatusOr<diagnose::LineDiagnosis> RunLineDiagnosis(const Trace& a, const Trace& 
   return diagnose::AnalyzeCallPath(frames, traces[0], traces[1], diagnose::DiffConfig(a, b));
 }
 
+diagnose::Diagnosis* ChooseLineTraceTarget(std::vector<diagnose::Diagnosis>& diagnoses,
+                                           const std::vector<detect::Finding>& findings) {
+  // The line trace explains what the user is told to act on. Once an
+  // inconclusive set-up region (noise on model construction) took it from the
+  // top waste finding because its paths branched. A branch inside one
+  // function is where a line trace finds something; identical paths down to
+  // the innermost frame differ only in tensor sizes.
+  auto flagged = [&](const diagnose::Diagnosis& d) {
+    if (d.finding_index >= findings.size()) return false;
+    const detect::Verdict v = findings[d.finding_index].verdict;
+    return v == detect::Verdict::kWaste || v == detect::Verdict::kTradeOff;
+  };
+  for (bool want_flagged : {true, false}) {
+    diagnose::Diagnosis* chosen = nullptr;
+    for (diagnose::Diagnosis& d : diagnoses) {
+      if (!d.deviation.found || flagged(d) != want_flagged) continue;
+      if (chosen == nullptr) chosen = &d;
+      if (d.deviation.frame_a != d.deviation.frame_b) return &d;
+    }
+    if (chosen != nullptr) return chosen;
+  }
+  return nullptr;
+}
+
 }  // namespace magneton::analysis

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "diagnose/diagnose.h"
 #include "diagnose/line_diagnosis.h"
@@ -22,5 +23,13 @@ StatusOr<diagnose::LineDiagnosis> RunLineDiagnosis(const Trace& a, const Trace& 
                                                    const diagnose::DeviationPoint& deviation,
                                                    const std::string& work_prefix, ProcessRunner& runner,
                                                    const RerunPolicy& policy);
+
+// Which diagnosis the line-level step explains: the flagged findings (waste,
+// trade-off) first, in rank order, and an inconclusive or equal one only when
+// no flagged finding has a deviation point; within that tier, the first whose
+// paths branch inside one function, else the first with a deviation point.
+// Null when none has one.
+diagnose::Diagnosis* ChooseLineTraceTarget(std::vector<diagnose::Diagnosis>& diagnoses,
+                                           const std::vector<detect::Finding>& findings);
 
 }  // namespace magneton::analysis

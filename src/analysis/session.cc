@@ -219,18 +219,7 @@ Status AnalysisSession::TraceLines(ProcessRunner& runner, const RerunPolicy& pol
   const Trace& a = data_->trace_a();
   const Trace& b = data_->trace_b();
   if (a.meta.command_line.empty() || b.meta.command_line.empty()) return Status::Ok();
-  // A branch inside one function (the paths differ in the same function)
-  // is where a line trace finds something; identical paths down to the
-  // innermost frame differ only in tensor sizes.
-  diagnose::Diagnosis* chosen = nullptr;
-  for (diagnose::Diagnosis& d : data_->diagnoses) {
-    if (!d.deviation.found) continue;
-    if (chosen == nullptr) chosen = &d;
-    if (d.deviation.frame_a != d.deviation.frame_b) {
-      chosen = &d;
-      break;
-    }
-  }
+  diagnose::Diagnosis* chosen = analysis::ChooseLineTraceTarget(data_->diagnoses, data_->detection->findings);
   if (chosen == nullptr) return Status::Ok();
   auto note = [&](const std::string& why) {
     diagnose::LineDiagnosis failed;
