@@ -77,6 +77,11 @@ def worker(rank, init_file, use_join):
     if BATCHES[rank] == max(BATCHES):
         checksum = sum(p.detach().double().abs().sum().item() for p in net.module.parameters())
         print(f"{checksum:.6g}", flush=True)
+    # Tear down together: a gloo rank that destroys its group while the other
+    # still trains alone aborted now and then ("terminate called without an
+    # active exception", SIGABRT in rank 0). The finished rank waits here
+    # blocked, not computing, unlike Join's shadow all-reduces.
+    dist.barrier()
     dist.destroy_process_group()
 
 
