@@ -192,6 +192,9 @@ struct DetectResult {
 // for none.
 double Median(std::vector<double> values);
 
+// The op names of `ops` in order ("?" for an id outside the trace).
+std::vector<std::string> NamesOf(const Trace& trace, const std::vector<int64_t>& ops);
+
 // The classification rule on one (aggregated) region.
 Verdict Classify(const SideCost& a, const SideCost& b, bool outputs_agree, const Options& options);
 

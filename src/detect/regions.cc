@@ -13,15 +13,6 @@
 namespace magneton::detect {
 namespace {
 
-std::vector<std::string> NamesOf(const Trace& trace, const std::vector<int64_t>& ops) {
-  std::vector<std::string> names;
-  names.reserve(ops.size());
-  for (int64_t id : ops) {
-    names.push_back(id >= 0 && static_cast<size_t>(id) < trace.ops.size() ? trace.str(trace.ops[id].name_id) : "?");
-  }
-  return names;
-}
-
 // Two regions repeat each other when both sides run the same op-name sequence.
 std::string RepeatKey(const std::vector<std::string>& a, const std::vector<std::string>& b) {
   std::string key;
@@ -303,6 +294,15 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
   AssessOneRecording(r, options);
   RankFindings(r.findings);
   return r;
+}
+
+std::vector<std::string> NamesOf(const Trace& trace, const std::vector<int64_t>& ops) {
+  std::vector<std::string> names;
+  names.reserve(ops.size());
+  for (int64_t id : ops) {
+    names.push_back(id >= 0 && static_cast<size_t>(id) < trace.ops.size() ? trace.str(trace.ops[id].name_id) : "?");
+  }
+  return names;
 }
 
 }  // namespace magneton::detect

@@ -45,15 +45,6 @@ struct Side {
   std::vector<std::string> names;
 };
 
-std::vector<std::string> NamesOf(const Trace& trace, const std::vector<int64_t>& ops) {
-  std::vector<std::string> names;
-  names.reserve(ops.size());
-  for (int64_t id : ops) {
-    names.push_back(id >= 0 && static_cast<size_t>(id) < trace.ops.size() ? trace.str(trace.ops[id].name_id) : "?");
-  }
-  return names;
-}
-
 std::vector<int64_t> Links(const Trace& t, int64_t op, TensorRole role) {
   std::vector<int64_t> out;
   for (const OpTensor& l : t.LinksOf(op)) {
