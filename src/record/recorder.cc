@@ -141,11 +141,36 @@ struct ViewFingerprint {
   std::shared_ptr<const std::string> encoded;
 };
 
+// A thread's open ops, innermost last. Slots are reused from op to op, so a
+// PendingOp's vectors keep their capacity: an op allocates nothing here.
+class PendingStack {
+ public:
+  PendingOp& emplace_back() {
+    if (depth_ == slots_.size()) slots_.emplace_back();
+    PendingOp& p = slots_[depth_++];
+    p.event = OpEvent{};
+    p.links.clear();
+    p.input_storages.clear();
+    p.recorder_spans.clear();
+    return p;
+  }
+  void pop_back() { --depth_; }
+  void clear() { depth_ = 0; }
+  bool empty() const { return depth_ == 0; }
+  size_t size() const { return depth_; }
+  PendingOp& back() { return slots_[depth_ - 1]; }
+  PendingOp& operator[](size_t i) { return slots_[i]; }
+
+ private:
+  std::vector<PendingOp> slots_;
+  size_t depth_ = 0;
+};
+
 struct ThreadState {
   uint64_t generation = 0;
   int64_t os_tid = 0;
   int64_t state_id = kNoId;  // Recorder::SetThreadStateId
-  std::vector<PendingOp> ops;
+  PendingStack ops;
   std::vector<int64_t> scopes;
 
   void Reset(uint64_t gen) {
@@ -502,12 +527,12 @@ int64_t Recorder::ResolveTensor(const TensorView& t, bool is_output, int64_t op_
 int64_t Recorder::NewTensor(const TensorView& t, bool is_output, int64_t op_id, const void* key_ptr,
                             bool fingerprinted) {
   const TensorKey& key = *static_cast<const TensorKey*>(key_ptr);
+  // Shape and strides go to the writer as spans of the view (no vector per
+  // tensor on the traced thread).
   TensorMeta meta;
   meta.id = state_->next_tensor_id++;
   meta.storage_addr = t.storage_addr;
   meta.storage_offset = t.storage_offset;
-  meta.shape.assign(t.sizes, t.sizes + t.ndim);
-  if (t.strides) meta.strides.assign(t.strides, t.strides + t.ndim);
   meta.dtype = std::string(t.dtype);
   meta.device = std::string(t.device);
   meta.version = t.version;
@@ -528,9 +553,9 @@ int64_t Recorder::NewTensor(const TensorView& t, bool is_output, int64_t op_id, 
     if (inserted) keys.push_back(key);
   }
   if (state_->tensors.size() >= state_->sweep_at) storage_sweep_due_.store(true, std::memory_order_relaxed);
-  int64_t id = meta.id;
-  writer_->AppendTensor(std::move(meta));
-  return id;
+  writer_->AppendTensor(meta, std::span<const int64_t>(t.sizes, t.ndim),
+                        t.strides ? std::span<const int64_t>(t.strides, t.ndim) : std::span<const int64_t>());
+  return meta.id;
 }
 
 namespace {

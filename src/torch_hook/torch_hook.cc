@@ -125,29 +125,6 @@ class StorageIds {
 };
 StorageIds g_storage_ids;
 
-struct NameCacheEntry {
-  std::string text;
-  uint64_t generation;
-  int64_t id;
-};
-
-// Interned "aten::add.Tensor" for a RecordFunction. Keyed by the name
-// pointer (stable for schema-backed ops) and confirmed by content, since
-// string-backed names (backward functions) live in per-call storage.
-int64_t OpNameId(Recorder& rec, const at::RecordFunction& fn) {
-  thread_local std::unordered_map<const char*, NameCacheEntry> cache;
-  const char* name = fn.name();
-  auto it = cache.find(name);
-  if (it != cache.end() && it->second.generation == rec.generation() && it->second.text == name) {
-    return it->second.id;
-  }
-  std::string full = name;
-  if (auto op = fn.operator_name(); op && !op->overload_name.empty()) full += "." + op->overload_name;
-  int64_t id = rec.InternString(full);
-  cache[name] = {name, rec.generation(), id};
-  return id;
-}
-
 std::string_view DeviceName(const c10::Device& d) {
   if (d.is_cpu()) return "cpu";
   thread_local std::unordered_map<int, std::string> names;
@@ -155,33 +132,6 @@ std::string_view DeviceName(const c10::Device& d) {
   auto it = names.find(key);
   if (it == names.end()) it = names.emplace(key, d.str()).first;
   return it->second;
-}
-
-// Whether the op's outputs alias its inputs without writing them (schema
-// returns all "Tensor(a)", no "!"): a view op, whose output values are the
-// input's. Cached like OpNameId.
-bool IsViewOp(const at::RecordFunction& fn) {
-  struct Entry {
-    std::string text;
-    bool view;
-  };
-  thread_local std::unordered_map<const char*, Entry> cache;
-  const char* name = fn.name();
-  auto it = cache.find(name);
-  if (it != cache.end() && it->second.text == name) return it->second.view;
-  bool view = false;
-  if (auto op = fn.operator_name()) {
-    if (auto handle = c10::Dispatcher::singleton().findSchema(*op)) {
-      const auto& returns = handle->schema().returns();
-      view = !returns.empty();
-      for (const auto& r : returns) {
-        const auto* alias = r.alias_info();
-        view = view && alias != nullptr && !alias->isWrite();
-      }
-    }
-  }
-  cache[name] = {name, view};
-  return view;
 }
 
 // Which argument values are enums stored as ints: the schema's real type
@@ -200,7 +150,7 @@ EnumArg EnumArgOf(c10::TypePtr t) {
   }
 }
 
-// What the schema says about each argument position, cached like IsViewOp.
+// What the schema says about each argument position, kept in OpFacts.
 // write_only: arguments an op only writes: out= arguments, and self of the
 // in-place ops that overwrite it without reading it (copy_, fill_, zero_,
 // the random fills). Their old value is not an input: recording it would
@@ -212,35 +162,75 @@ struct ArgSchema {
   std::vector<EnumArg> enums;
 };
 
-const ArgSchema& ArgSchemaOf(const at::RecordFunction& fn) {
-  struct Entry {
-    std::string text;
-    ArgSchema schema;
-  };
-  thread_local std::unordered_map<const char*, Entry> cache;
-  const char* name = fn.name();
-  auto it = cache.find(name);
-  if (it != cache.end() && it->second.text == name) return it->second.schema;
+// What the hook needs to know about an op by its name, worked out once per
+// thread and name and found with one lookup per callback. Keyed by the name
+// pointer (stable for schema-backed ops) and confirmed by content, since
+// string-backed names (backward functions) live in per-call storage.
+struct OpFacts {
+  std::string text;
+  // "aten::add.Tensor" interned in the recording of that generation.
+  uint64_t generation = 0;
+  int64_t name_id = kNoId;
+  // The outputs alias the inputs without writing them (schema returns all
+  // "Tensor(a)", no "!"): a view op, whose output values are the input's.
+  bool view = false;
+  // False for allocations, whose outputs hold whatever the allocator left
+  // there (resize_ of an out= argument allocates before the kernel writes it).
+  bool initializes_outputs = true;
+  bool collective = false;  // c10d::*
+  ArgSchema schema;
+};
+
+OpFacts MakeOpFacts(const at::RecordFunction& fn) {
   static const std::unordered_set<std::string_view> kOverwrite = {
       "aten::copy_",    "aten::fill_",     "aten::zero_",     "aten::normal_",      "aten::uniform_",
       "aten::random_",  "aten::bernoulli_", "aten::exponential_", "aten::geometric_", "aten::cauchy_",
       "aten::log_normal_"};
-  ArgSchema schema;
+  OpFacts facts;
+  facts.text = fn.name();
+  const std::string_view name = facts.text;
+  facts.initializes_outputs =
+      !name.starts_with("aten::empty") && !name.starts_with("aten::new_empty") && !name.starts_with("aten::resize_");
+  facts.collective = IsCollectiveOpName(name);
   if (auto op = fn.operator_name()) {
     if (auto handle = c10::Dispatcher::singleton().findSchema(*op)) {
+      const auto& returns = handle->schema().returns();
+      facts.view = !returns.empty();
+      for (const auto& r : returns) {
+        const auto* alias = r.alias_info();
+        facts.view = facts.view && alias != nullptr && !alias->isWrite();
+      }
       const auto& arguments = handle->schema().arguments();
+      ArgSchema& schema = facts.schema;
       schema.write_only.resize(arguments.size(), false);
       schema.enums.resize(arguments.size(), EnumArg::kNone);
       for (size_t i = 0; i < arguments.size(); ++i) {
         schema.write_only[i] = arguments[i].is_out();
         schema.enums[i] = EnumArgOf(arguments[i].real_type());
       }
-      if (!schema.write_only.empty() && kOverwrite.count(std::string_view(name))) schema.write_only[0] = true;
+      if (!schema.write_only.empty() && kOverwrite.count(name)) schema.write_only[0] = true;
     }
   }
-  auto& entry = cache[name];
-  entry = {name, std::move(schema)};
-  return entry.schema;
+  return facts;
+}
+
+OpFacts& OpFactsOf(const at::RecordFunction& fn) {
+  thread_local std::unordered_map<const char*, OpFacts> cache;
+  const char* name = fn.name();
+  auto it = cache.find(name);
+  if (it != cache.end() && it->second.text == name) return it->second;
+  OpFacts& facts = cache[name];
+  facts = MakeOpFacts(fn);
+  return facts;
+}
+
+int64_t OpNameId(Recorder& rec, const at::RecordFunction& fn, OpFacts& facts) {
+  if (facts.generation == rec.generation() && facts.name_id != kNoId) return facts.name_id;
+  std::string full = facts.text;
+  if (auto op = fn.operator_name(); op && !op->overload_name.empty()) full += "." + op->overload_name;
+  facts.name_id = rec.InternString(full);
+  facts.generation = rec.generation();
+  return facts.name_id;
 }
 
 // initialized: false for the outputs of allocation ops (aten::empty*), whose
@@ -415,7 +405,8 @@ std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
   // Outside the recording window (set_enabled also switches this callback
   // off; the check covers an op that starts while that is under way).
   if (!rec || !rec->WindowOpen()) return nullptr;
-  int64_t name_id = OpNameId(*rec, fn);
+  OpFacts& facts = OpFactsOf(fn);
+  int64_t name_id = OpNameId(*rec, fn, facts);
   // Only the outermost op of a thread walks Python; nested ops inherit.
   PythonContext py{kNoId, kNoId};
   const bool top_level = rec->OpDepth() == 0;
@@ -432,13 +423,13 @@ std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
   OpArgsWriter args(&ctx->args);
   // A collective or point-to-point op: the positional arguments under "args",
   // then what it communicates (docs/TRACE_FORMAT.md "Collectives").
-  const bool collective = IsCollectiveOpName(fn.name());
+  const bool collective = facts.collective;
   if (collective) {
     args.BeginParams();
     args.Key("args");
   }
   args.BeginList();
-  const ArgSchema& schema = ArgSchemaOf(fn);
+  const ArgSchema& schema = facts.schema;
   size_t position = 0;
   for (const c10::IValue& iv : fn.inputs()) {
     const bool overwritten = position < schema.write_only.size() && schema.write_only[position];
@@ -462,14 +453,9 @@ void OnOpEnd(const at::RecordFunction& fn, at::ObserverContext* raw) {
   // cannot pass for the old one.
   if (!ctx || !rec || rec->generation() != ctx->generation) return;
   int32_t slot = 0;
-  const bool is_view = IsViewOp(fn);
-  // Allocations: their outputs hold whatever the allocator left there
-  // (resize_ of an out= argument allocates before the kernel writes it).
-  const std::string_view op_name(fn.name());
-  const bool initialized = !op_name.starts_with("aten::empty") && !op_name.starts_with("aten::new_empty") &&
-                           !op_name.starts_with("aten::resize_");
+  const OpFacts& facts = OpFactsOf(fn);
   for (const c10::IValue& iv : fn.outputs()) {
-    VisitValue(*rec, /*output=*/true, slot, iv, nullptr, is_view, initialized);
+    VisitValue(*rec, /*output=*/true, slot, iv, nullptr, facts.view, facts.initializes_outputs);
   }
   rec->EndOp(std::move(ctx->args));
 }

@@ -109,13 +109,18 @@ std::string Statement::ColumnText(int i) const {
 
 std::string JoinInts(const std::vector<int64_t>& values) {
   std::string out;
+  JoinInts(values, &out);
+  return out;
+}
+
+void JoinInts(std::span<const int64_t> values, std::string* out) {
+  out->clear();
   char buf[24];
   for (size_t i = 0; i < values.size(); ++i) {
-    if (i) out.push_back(',');
+    if (i) out->push_back(',');
     auto res = std::to_chars(buf, buf + sizeof(buf), values[i]);
-    out.append(buf, res.ptr);
+    out->append(buf, res.ptr);
   }
-  return out;
 }
 
 bool SplitInts(std::string_view text, std::vector<int64_t>* out) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -73,6 +74,8 @@ StatusOr<Db> Open(const std::string& path, int flags, std::string_view what);
 StatusOr<std::vector<std::string>> ColumnsOf(sqlite3* db, const char* table);
 
 std::string JoinInts(const std::vector<int64_t>& values);
+// The same into *out (replacing it), reusing its capacity.
+void JoinInts(std::span<const int64_t> values, std::string* out);
 // Parses "1,128,768" back; false on malformed text.
 bool SplitInts(std::string_view text, std::vector<int64_t>* out);
 

@@ -26,9 +26,19 @@ struct TraceWriter::Batch {
   std::vector<Frame> frames;
   std::vector<CallPath> call_paths;
   std::vector<Scope> scopes;
-  std::vector<OpEvent> ops;
-  std::vector<size_t> op_links_end;  // ops[i]'s links end here in op_tensors
-  std::vector<TensorMeta> tensors;
+  // Ops and tensors keep their variable-length parts (args text, shape and
+  // strides) in flat buffers of the batch, not in heap blocks of their own:
+  // a block allocated on the traced thread and freed here by the writer
+  // thread goes back to the traced thread's heap arena under that arena's
+  // lock, and the traced thread's next allocation then misses its thread
+  // cache. The batch's buffers keep their capacity from batch to batch.
+  std::vector<OpEvent> ops;           // args empty: see op_args_text
+  std::vector<size_t> op_links_end;   // ops[i]'s links end here in op_tensors
+  std::string op_args_text;
+  std::vector<size_t> op_args_end;    // ops[i]'s args end here in op_args_text
+  std::vector<TensorMeta> tensors;    // shape and strides empty: see tensor_dims
+  std::vector<int64_t> tensor_dims;   // per tensor: its shape, then its strides
+  std::vector<size_t> tensor_dims_end;  // 2 per tensor: end of its shape, end of its strides
   std::vector<OpTensor> op_tensors;
   std::vector<ConfigEntry> config;
   std::vector<EnergySample> energy_samples;
@@ -53,7 +63,11 @@ struct TraceWriter::Batch {
     scopes.clear();
     ops.clear();
     op_links_end.clear();
+    op_args_text.clear();
+    op_args_end.clear();
     tensors.clear();
+    tensor_dims.clear();
+    tensor_dims_end.clear();
     op_tensors.clear();
     config.clear();
     energy_samples.clear();
@@ -143,9 +157,6 @@ bool CanRaiseFromIdle() {
 }
 
 size_t Bytes(const std::string& s) { return s.size(); }
-size_t Bytes(const TensorMeta& t) {
-  return sizeof(t) + (t.shape.size() + t.strides.size()) * sizeof(int64_t) + t.dtype.size() + t.device.size();
-}
 size_t Bytes(const ConfigEntry& c) { return sizeof(c) + c.key.size() + c.value.size() + c.source.size(); }
 size_t Bytes(const EnergySample& e) { return sizeof(e) + e.domain.size() + e.meter.size(); }
 size_t Bytes(const DeviceActivity& a) { return sizeof(a) + a.device.size() + a.kind.size(); }
@@ -250,14 +261,41 @@ void TraceWriter::AppendFrame(const Frame& frame) { MAGNETON_APPEND(frames, fram
 void TraceWriter::AppendCallPath(const CallPath& path) { MAGNETON_APPEND(call_paths, path); }
 void TraceWriter::AppendScope(const Scope& scope) { MAGNETON_APPEND(scopes, scope); }
 void TraceWriter::AppendOp(OpEvent op, const std::vector<OpTensor>& links) {
+  // Freed when this returns, on the caller's thread (Batch).
+  const std::string args = std::move(op.args);
   std::unique_lock<std::mutex> lock(mu_);
-  pending_bytes_ += sizeof(OpEvent) + op.args.size() + links.size() * sizeof(OpTensor) + sizeof(size_t);
+  pending_bytes_ += sizeof(OpEvent) + args.size() + links.size() * sizeof(OpTensor) + 2 * sizeof(size_t);
   pending_->op_tensors.insert(pending_->op_tensors.end(), links.begin(), links.end());
   pending_->op_links_end.push_back(pending_->op_tensors.size());
+  pending_->op_args_text.append(args);
+  pending_->op_args_end.push_back(pending_->op_args_text.size());
   pending_->ops.push_back(std::move(op));
   AfterAppend(lock);
 }
-void TraceWriter::AppendTensor(TensorMeta tensor) { MAGNETON_APPEND(tensors, std::move(tensor)); }
+void TraceWriter::AppendTensor(TensorMeta tensor) {
+  const std::vector<int64_t> shape = std::move(tensor.shape), strides = std::move(tensor.strides);
+  AppendTensor(tensor, shape, strides);
+}
+void TraceWriter::AppendTensor(const TensorMeta& header, std::span<const int64_t> shape,
+                               std::span<const int64_t> strides) {
+  std::unique_lock<std::mutex> lock(mu_);
+  pending_bytes_ += sizeof(TensorMeta) + (shape.size() + strides.size()) * sizeof(int64_t) + 2 * sizeof(size_t) +
+                    header.dtype.size() + header.device.size();
+  Batch& b = *pending_;
+  TensorMeta& row = b.tensors.emplace_back();
+  row.id = header.id;
+  row.storage_addr = header.storage_addr;
+  row.storage_offset = header.storage_offset;
+  row.dtype = header.dtype;
+  row.device = header.device;
+  row.version = header.version;
+  row.producer_op_id = header.producer_op_id;
+  b.tensor_dims.insert(b.tensor_dims.end(), shape.begin(), shape.end());
+  b.tensor_dims_end.push_back(b.tensor_dims.size());
+  b.tensor_dims.insert(b.tensor_dims.end(), strides.begin(), strides.end());
+  b.tensor_dims_end.push_back(b.tensor_dims.size());
+  AfterAppend(lock);
+}
 void TraceWriter::AppendConfig(ConfigEntry entry) {
   entry.value = RedactIfSecret(entry.key, std::move(entry.value));
   MAGNETON_APPEND(config, std::move(entry));
@@ -487,18 +525,28 @@ Status TraceWriter::WriteBatchRows(Batch& b) {
       std::vector<size_t> order(b.ops.size());
       for (size_t i = 0; i < order.size(); ++i) order[i] = i;
       std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return b.ops[x].id < b.ops[y].id; });
-      std::string inputs, outputs;
+      std::string inputs, outputs, args;
       bool added = false;
+      // Ops of one batch mostly come from one thread: its id is interned once.
+      int64_t last_os_tid = 0, last_thread = kNoId;
       for (size_t i : order) {
         const OpEvent& op = b.ops[i];
         LinksText(b.op_tensors, i == 0 ? 0 : b.op_links_end[i - 1], b.op_links_end[i], &inputs, &outputs);
-        const int64_t args_id = dicts_->op_args.Intern(op.args, &added);
+        const size_t args_begin = i == 0 ? 0 : b.op_args_end[i - 1];
+        args.assign(b.op_args_text, args_begin, b.op_args_end[i] - args_begin);
+        const int64_t args_id = dicts_->op_args.Intern(args, &added);
         if (added) {
           add_args.BindInt(1, args_id);
-          add_args.BindText(2, op.args);
+          add_args.BindText(2, args);
           MAGNETON_RETURN_IF_ERROR(add_args.Run(db_));
         }
-        const int64_t thread = dicts_->threads.Intern(std::to_string(op.thread_id), &added);
+        int64_t thread = last_thread;
+        added = false;
+        if (last_thread == kNoId || op.thread_id != last_os_tid) {
+          thread = dicts_->threads.Intern(std::to_string(op.thread_id), &added);
+          last_os_tid = op.thread_id;
+          last_thread = thread;
+        }
         if (added) {
           add_thread.BindInt(1, thread);
           add_thread.BindInt(2, op.thread_id);
@@ -531,9 +579,13 @@ Status TraceWriter::WriteBatchRows(Batch& b) {
           Statement add_layout, Statement::Prepare(db_, schema::InsertSql(schema::TableId::kLayouts).c_str()));
       std::string shape, strides, key;
       bool added = false;
-      for (auto& t : b.tensors) {
-        shape = sqlite::JoinInts(t.shape);
-        strides = sqlite::JoinInts(t.strides);
+      for (size_t i = 0; i < b.tensors.size(); ++i) {
+        const TensorMeta& t = b.tensors[i];
+        const int64_t* dims = b.tensor_dims.data();
+        const size_t shape_begin = i == 0 ? 0 : b.tensor_dims_end[2 * i - 1];
+        const size_t shape_end = b.tensor_dims_end[2 * i], strides_end = b.tensor_dims_end[2 * i + 1];
+        sqlite::JoinInts({dims + shape_begin, dims + shape_end}, &shape);
+        sqlite::JoinInts({dims + shape_end, dims + strides_end}, &strides);
         // NUL cannot occur in any of the four texts.
         key.assign(shape).append(1, '\0').append(strides).append(1, '\0').append(t.dtype).append(1, '\0').append(t.device);
         const int64_t layout_id = dicts_->layouts.Intern(key, &added);

@@ -258,7 +258,15 @@ Trace WriteEveryKindOfRecord(const std::string& path, size_t dictionary_cache_by
     t.version = i % 2;
     t.producer_op_id = i % 3 == 0 ? kNoId : 2 * i + 1;
     want.tensors.push_back(t);
-    w.AppendTensor(t);
+    if (i % 2) {
+      // The recorder's form: shape and strides apart, the header's own ignored.
+      TensorMeta header = t;
+      header.shape = {99};
+      header.strides.clear();
+      w.AppendTensor(header, t.shape, t.strides);
+    } else {
+      w.AppendTensor(t);
+    }
   }
   int64_t start_ns = 1'000'000'000'000;
   for (int64_t i = 0; i < 40; ++i) {
