@@ -62,8 +62,9 @@ class TraceWriter {
   // An op with its tensor links (one lock: the per-op hot path).
   void AppendOp(OpEvent op, const std::vector<OpTensor>& links);
   void AppendTensor(TensorMeta tensor);
-  // The same with the shape and strides given apart (header's own are not
-  // read): the recorder's per-tensor path, which then allocates nothing.
+  // The same with the shape and strides given apart (header's own are
+  // dropped; the recorder leaves them empty, so this allocates nothing): the
+  // recorder's per-tensor path.
   void AppendTensor(const TensorMeta& header, std::span<const int64_t> shape, std::span<const int64_t> strides);
   void AppendConfig(ConfigEntry entry);
   void AppendFingerprint(int64_t tensor_id, std::string kind, std::string data);

@@ -47,13 +47,13 @@ struct ClockMapping {
   // the prior alone).
   std::string method;
   // Bound on |mapped − true| of a host timestamp: the 95th percentile of
-  // the paired host ops' |residual| after the fit (their two callbacks'
-  // separation included; the largest one below 20 pairs), else the prior's
-  // uncertainty; plus the timestamp resolution.
+  // the paired host ops' |residual| after the fit, at their starts and their
+  // ends (their two callbacks' separation included; the largest one below 20
+  // pairs), else the prior's uncertainty; plus the timestamp resolution.
   int64_t error_ns = 0;
   size_t host_ops = 0;  // the source's host ops
   size_t paired = 0;    // of them, paired with a recorded op at the final offset
-  int64_t residual_p50_ns = 0;  // |residual| over paired ops
+  int64_t residual_p50_ns = 0;  // |residual| over both stamps of the paired ops
   int64_t residual_p95_ns = 0;
   int64_t residual_max_ns = 0;
   std::string prior_used;  // the prior the fit started from, "" for a data-only candidate

@@ -282,14 +282,12 @@ void TraceWriter::AppendTensor(const TensorMeta& header, std::span<const int64_t
   pending_bytes_ += sizeof(TensorMeta) + (shape.size() + strides.size()) * sizeof(int64_t) + 2 * sizeof(size_t) +
                     header.dtype.size() + header.device.size();
   Batch& b = *pending_;
-  TensorMeta& row = b.tensors.emplace_back();
-  row.id = header.id;
-  row.storage_addr = header.storage_addr;
-  row.storage_offset = header.storage_offset;
-  row.dtype = header.dtype;
-  row.device = header.device;
-  row.version = header.version;
-  row.producer_op_id = header.producer_op_id;
+  // Copied whole, so that a field added to TensorMeta later is kept; its
+  // own shape and strides are dropped (empty from the recorder: nothing to
+  // allocate), the spans are what the row stores.
+  TensorMeta& row = b.tensors.emplace_back(header);
+  row.shape = {};
+  row.strides = {};
   b.tensor_dims.insert(b.tensor_dims.end(), shape.begin(), shape.end());
   b.tensor_dims_end.push_back(b.tensor_dims.size());
   b.tensor_dims.insert(b.tensor_dims.end(), strides.begin(), strides.end());

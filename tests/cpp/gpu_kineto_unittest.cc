@@ -262,6 +262,45 @@ TEST(AlignClocks, BoundsTheMappingByMostPairsNotByAWarmUpOutlier) {
   EXPECT_GE(few->error_ns, 39'000);
 }
 
+TEST(AlignClocks, BoundsTheEndsOfOpsNotOnlyTheirStarts) {
+  // 30 ops whose starts the two callbacks stamp within ±0.5 µs, but whose
+  // ends they stamp 10 µs apart: at the end one callback's own work runs
+  // between the two readings. A kernel placed after its op's end is off by
+  // that much, so the bound has to say so.
+  auto make = [](int64_t end_separation_ns) {
+    ActivityBatch batch;
+    std::vector<OpSpan> ops;
+    for (int i = 0; i < 30; ++i) {
+      const int64_t start = 2'000'000 + i * 100'000;
+      const int64_t skew = (i % 3 - 1) * 500;
+      batch.host_ops.push_back({static_cast<uint64_t>(i + 1), "aten::addmm", 7,
+                                start + kRealtimeMinusMonotonic + skew,
+                                start + kRealtimeMinusMonotonic + 20'000 + end_separation_ns});
+      ops.push_back({i, "aten::addmm", 7, start, start + 20'000, kNoId, 0});
+    }
+    return std::make_pair(batch, ops);
+  };
+  auto [late_ends, ops] = make(10'000);
+  auto clock = AlignClocks(late_ends, ops, {});
+  ASSERT_TRUE(clock.ok()) << clock.status().message();
+  EXPECT_EQ(clock->paired, 30u);
+  // The offset lands between the two clusters, so each stamp is ~5 µs off
+  // and every one of them is inside the bound.
+  EXPECT_GE(clock->residual_max_ns, 4'500);
+  EXPECT_GE(clock->error_ns, 4'500);
+  EXPECT_LE(clock->error_ns, 6'001);
+  for (const HostOp& h : late_ends.host_ops) {
+    const OpSpan& op = ops[h.external_id - 1];
+    EXPECT_LE(std::llabs(h.end_ns - clock->offset_ns - op.end_ns), clock->error_ns);
+    EXPECT_LE(std::llabs(h.start_ns - clock->offset_ns - op.start_ns), clock->error_ns);
+  }
+  // The twin: ends stamped as close as starts keep the bound at a µs.
+  auto [close_ends, same_ops] = make(0);
+  auto tight = AlignClocks(close_ends, same_ops, {});
+  ASSERT_TRUE(tight.ok());
+  EXPECT_LE(tight->error_ns, 1'001);
+}
+
 TEST(LinkActivities, NeedsHostOpsOrAClockReading) {
   auto batch = ParseKinetoTrace(Fixture("linear_relu.json"));
   ASSERT_TRUE(batch.ok());

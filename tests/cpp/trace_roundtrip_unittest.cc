@@ -259,7 +259,7 @@ Trace WriteEveryKindOfRecord(const std::string& path, size_t dictionary_cache_by
     t.producer_op_id = i % 3 == 0 ? kNoId : 2 * i + 1;
     want.tensors.push_back(t);
     if (i % 2) {
-      // The recorder's form: shape and strides apart, the header's own ignored.
+      // The recorder's form: shape and strides apart, the header's own dropped.
       TensorMeta header = t;
       header.shape = {99};
       header.strides.clear();
