@@ -72,11 +72,9 @@ int64_t MedianOf(std::vector<int64_t> v) {
   return lower + (upper - lower) / 2;
 }
 
-}  // namespace
-
-std::vector<int64_t> PairHostOps(const ActivityBatch& batch, const std::vector<OpSpan>& ops, int64_t offset_ns,
-                                 int64_t tolerance_ns) {
-  const OpIndex index(ops);
+// PairHostOps on an index already built.
+std::vector<int64_t> PairAt(const OpIndex& index, const ActivityBatch& batch, int64_t offset_ns,
+                            int64_t tolerance_ns) {
   std::vector<int64_t> out(batch.host_ops.size(), -1);
   for (size_t i = 0; i < batch.host_ops.size(); ++i) {
     const HostOp& h = batch.host_ops[i];
@@ -85,6 +83,13 @@ std::vector<int64_t> PairHostOps(const ActivityBatch& batch, const std::vector<O
     if (g) out[i] = Nearest(*g, h.start_ns - offset_ns, tolerance_ns, &d);
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<int64_t> PairHostOps(const ActivityBatch& batch, const std::vector<OpSpan>& ops, int64_t offset_ns,
+                                 int64_t tolerance_ns) {
+  return PairAt(OpIndex(ops), batch, offset_ns, tolerance_ns);
 }
 
 StatusOr<ClockMapping> AlignClocks(const ActivityBatch& batch, const std::vector<OpSpan>& ops,
@@ -188,11 +193,9 @@ StatusOr<ClockMapping> AlignClocks(const ActivityBatch& batch, const std::vector
   };
   auto pairs_at = [&](int64_t offset) {
     std::vector<Pair> pairs;
-    for (size_t i : usable) {
-      const HostOp& h = batch.host_ops[i];
-      int64_t d = 0;
-      const int64_t j = Nearest(*index.Find(h.thread_id, h.name), h.start_ns - offset, tol, &d);
-      if (j >= 0) pairs.push_back({i, static_cast<size_t>(j)});
+    const std::vector<int64_t> paired = PairAt(index, batch, offset, tol);
+    for (size_t i = 0; i < paired.size(); ++i) {
+      if (paired[i] >= 0) pairs.push_back({i, static_cast<size_t>(paired[i])});
     }
     return pairs;
   };

@@ -315,7 +315,7 @@ void WriteInt(OpArgsWriter& w, int64_t v, EnumArg kind) {
 }
 
 // Writes a non-tensor argument as JSON (trace/op_args.h); tensors become
-// {"t": slot}. overwritten: a write-only argument (ArgSchemaOf), linked for
+// {"t": slot}. overwritten: a write-only argument (OpFacts::schema), linked for
 // its slot as a new value of this op's (Recorder::AddOverwrittenInput), not
 // fingerprinted.
 void VisitValue(Recorder& rec, bool output, int32_t& slot, const c10::IValue& iv, OpArgsWriter* args,
