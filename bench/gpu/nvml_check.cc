@@ -1,6 +1,10 @@
 // Reads Magneton's NVML meter: `nvml_check once` prints one reading
 // (t_ns and cumulative µJ per GPU); `nvml_check poll SECONDS PERIOD_MS`
-// prints one line per read. Built by bench/gpu_check with plain g++, so it
+// prints one line per read, then the meter's notes (its power source per
+// GPU, the instant power's refresh period and its check against the energy
+// counter) as "# note KEY: TEXT" lines. $MAGNETON_NVML_SOURCE chooses the
+// source (auto, counter-first, instant, counter, average); `once` defaults
+// to counter-first. Built by bench/gpu_check with plain g++, so it
 // needs nothing but libc and the NVIDIA driver on the GPU machine.
 #include <time.h>
 
@@ -11,7 +15,12 @@
 #include "energy/energy.h"
 
 int main(int argc, char** argv) {
-  auto meter = magneton::energy::OpenNvmlMeter();
+  const bool poll = argc >= 2 && std::strcmp(argv[1], "poll") == 0;
+  magneton::energy::NvmlOptions options;
+  // `once` is read seconds apart by its callers: the energy counter, which
+  // is right at any spacing (integrated power needs frequent reads).
+  if (!poll && !std::getenv("MAGNETON_NVML_SOURCE")) options.source = "counter-first";
+  auto meter = magneton::energy::OpenNvmlMeter(options);
   if (!meter.ok()) {
     std::fprintf(stderr, "nvml meter unavailable: %s\n", meter.status().message().c_str());
     return 2;
@@ -22,7 +31,7 @@ int main(int argc, char** argv) {
     std::printf("\n");
     std::fflush(stdout);
   };
-  if (argc >= 2 && std::strcmp(argv[1], "poll") == 0) {
+  if (poll) {
     double seconds = argc > 2 ? std::atof(argv[2]) : 10;
     long period_ms = argc > 3 ? std::atol(argv[3]) : 10;
     std::printf("# domains:");
@@ -43,6 +52,7 @@ int main(int argc, char** argv) {
       timespec sleep{0, period_ms * 1'000'000};
       nanosleep(&sleep, nullptr);
     }
+    for (const auto& [key, text] : (*meter)->Notes()) std::printf("# note %s: %s\n", key.c_str(), text.c_str());
     return 0;
   }
   auto r = (*meter)->Read();

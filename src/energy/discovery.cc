@@ -31,6 +31,7 @@ MeterProbe Probe(std::string name, std::string description, Provenance provenanc
     p.description += "; domains: " + DomainList(m) + "; " +
                      (m.kind() == MeterKind::kEnergyCounter ? "energy counter" : "power samples, integrated") +
                      ", updates every " + std::to_string(m.update_period_ns() / 1'000'000) + " ms";
+    for (const auto& [key, text] : m.Notes()) p.description += "; " + key + ": " + text;
   } else {
     p.status = opened.status();
   }

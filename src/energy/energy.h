@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "magneton/status.h"
@@ -62,6 +63,12 @@ class Meter {
   // Reads all domains. Not thread-safe: one reader (the Sampler) per meter,
   // since unwrapping and power integration keep state between reads.
   virtual StatusOr<MeterReading> Read() = 0;
+  // What a reader of the numbers should know about how they were taken
+  // (which hardware source, checks against a second source), as
+  // (key, text) pairs; the recording stores each as meta
+  // `energy.<name>.<key>` (docs/TRACE_FORMAT.md). Call between reads, not
+  // during one: it reads the state Read keeps.
+  virtual std::vector<std::pair<std::string, std::string>> Notes() const { return {}; }
 };
 
 // One EnergySample per domain of the reading, labelled with the meter's
@@ -99,6 +106,15 @@ struct NvmlOptions {
   // $WORLD_SIZE is set too (torchrun sets both), else none (every visible
   // GPU). A local rank past the visible GPUs measures every visible GPU.
   std::optional<int> local_rank;
+  // Where each GPU's power comes from: "auto" (the instant-power field,
+  // NVML_FI_DEV_POWER_INSTANT, read every 1 ms where the driver has it;
+  // else the total-energy counter every 5 ms; else nvmlDeviceGetPowerUsage,
+  // a moving average, every 20 ms); "counter-first" (the counter where
+  // there is one, then as auto) for a reader that reads seldom, such as
+  // replay's rounds: integrated power is only right when read often; or one
+  // of "instant", "counter", "average" (an error where a GPU lacks it).
+  // Unset: $MAGNETON_NVML_SOURCE, else "auto".
+  std::optional<std::string> source;
 };
 StatusOr<std::unique_ptr<Meter>> OpenNvmlMeter(const NvmlOptions& options = {});
 

@@ -37,6 +37,9 @@ Status EnergySession::Stop() {
     if (!rates.empty()) rates += "; ";
     rates += fmt::format("{}: {:.0f} reads/s, {:.2f}% of one core, {} read errors", probe.name,
                          stats.reads_per_second(), 100.0 * stats.cpu_fraction(), stats.read_errors);
+    // How the meter took its numbers (NVML: each GPU's power source and its
+    // check against the energy counter); read after Stop, so no read races it.
+    for (const auto& [key, text] : probe.meter->Notes()) writer_->SetMeta("energy." + probe.name + "." + key, text);
   }
   writer_->SetMeta("energy.meters", meters);
   writer_->SetMeta("energy.provenance",

@@ -154,6 +154,21 @@ std::string DeviceActivityLines(const Trace& trace) {
   return out + "\n";
 }
 
+// How a GPU domain's power was read (meta energy.nvml.<domain>.*, written
+// by the NVML meter): the source, its refresh period and its check against
+// the energy counter. Empty for other domains and older traces.
+std::string PowerSourceLine(const Trace& trace, const std::string& domain) {
+  const std::string prefix = "energy.nvml." + domain + ".";
+  const std::string source = Meta(trace, prefix + "source");
+  if (source.empty()) return "";
+  std::string out = "    power: " + source;
+  const std::string refresh_us = Meta(trace, prefix + "instant_refresh_us");
+  if (!refresh_us.empty()) out += "; the driver refreshed it every " + refresh_us + " us (median)";
+  const std::string check = Meta(trace, prefix + "instant_vs_counter");
+  if (!check.empty()) out += "; " + check;
+  return out + "\n";
+}
+
 // A GPU domain attributed through its activities: the energy of the work
 // and of the idle device, then the costliest kernels by name.
 std::string DeviceEnergyLines(const Trace& trace, const energy::Attribution& a, int top) {
@@ -168,6 +183,7 @@ std::string DeviceEnergyLines(const Trace& trace, const energy::Attribution& a, 
     out += fmt::format("\n    samples every {} (median); {} of {} activities are shorter (their energy is the "
                        "period's average power times their time)\n",
                        FormatDuration(d.sample_period_ns), d.shorter_than_period, d.kernels.size());
+    out += PowerSourceLine(trace, d.domain);
     std::unordered_map<int64_t, std::tuple<double, int64_t, int64_t>> by_name;  // name -> (uj, count, ns)
     for (const energy::KernelEnergy& k : d.kernels) {
       auto& e = by_name[trace.device_activities[k.activity].name_id];
@@ -217,7 +233,7 @@ std::string FormatEnergySummary(const Trace& trace, int top) {
       // Issue time is part of "outside ops"; recorder ops are part of "ops".
       out += fmt::format(" (of which issuing the next op {:.3f} J)", a.issue_uj / 1e6);
       if (a.recorder_ns > 0) out += fmt::format("; the recorder's own ops {:.3f} J, not the job's", a.recorder_uj / 1e6);
-      out += "\n";
+      out += "\n" + PowerSourceLine(trace, domain);
     }
     std::unordered_map<int64_t, std::pair<double, int64_t>> by_name;  // name -> (uj, calls)
     for (size_t i = 0; i < a.ops.size() && i < trace.ops.size(); ++i) {

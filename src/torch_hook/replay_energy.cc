@@ -5,8 +5,22 @@
 
 namespace magneton::replay {
 
+namespace {
+
+// Replay reads its meters once per round (seconds apart): a GPU's energy
+// counter is right at any spacing, integrated power only when read often,
+// so the counter comes first here (the recording's sampler prefers 1 kHz
+// instant power, docs/ENERGY.md "NVML").
+energy::DiscoveryOptions ReplayDiscoveryOptions() {
+  energy::DiscoveryOptions options;
+  options.nvml.source = "counter-first";
+  return options;
+}
+
+}  // namespace
+
 ReplayMeters::ReplayMeters()
-    : discovery_(std::make_shared<energy::MeterDiscovery>(energy::DiscoverMeters())) {}
+    : discovery_(std::make_shared<energy::MeterDiscovery>(energy::DiscoverMeters(ReplayDiscoveryOptions()))) {}
 
 EnergyReader ReplayMeters::ReaderFor(const std::string& device_domain) const {
   EnergyReader reader;

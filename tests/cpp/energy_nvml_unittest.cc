@@ -4,6 +4,10 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <map>
+
+#include "base/clock.h"
+#include "energy/sampler.h"
 
 #include "energy/energy.h"
 
@@ -17,12 +21,18 @@ class NvmlMeterTest : public ::testing::Test {
     unsetenv("FAKE_NVML_DEVICE_COUNT");
     unsetenv("LOCAL_RANK");
     unsetenv("WORLD_SIZE");
+    unsetenv("FAKE_NVML_COUNTER_PERCENT");
+    unsetenv("FAKE_NVML_REFRESH_US");
+    unsetenv("FAKE_NVML_REFRESH_READS");
+    unsetenv("MAGNETON_NVML_SOURCE");
   }
   StatusOr<std::unique_ptr<Meter>> Open(const char* mode, std::optional<std::string> visible = std::nullopt,
                                         const char* library = FAKE_NVML_PATH,
-                                        std::optional<int> local_rank = std::nullopt) {
+                                        std::optional<int> local_rank = std::nullopt,
+                                        std::optional<std::string> source = std::nullopt) {
     setenv("FAKE_NVML_MODE", mode, 1);
     NvmlOptions options;
+    options.source = std::move(source);
     options.library_path = library;
     options.cuda_visible_devices = std::move(visible);
     options.local_rank = local_rank;
@@ -113,7 +123,7 @@ TEST_F(NvmlMeterTest, InitFailureIsTheReason) {
 TEST_F(NvmlMeterTest, LibraryPathFromEnvironment) {
   setenv("MAGNETON_NVML_LIBRARY", FAKE_NVML_PATH, 1);
   setenv("FAKE_NVML_MODE", "normal", 1);
-  auto meter = OpenNvmlMeter(NvmlOptions{.library_path = std::nullopt, .cuda_visible_devices = std::nullopt});
+  auto meter = OpenNvmlMeter(NvmlOptions{});
   unsetenv("MAGNETON_NVML_LIBRARY");
   EXPECT_TRUE(meter.ok()) << meter.status().message();
 }
@@ -183,6 +193,131 @@ TEST_F(NvmlMeterTest, HonoursCudaVisibleDevices) {
   unsetenv("CUDA_VISIBLE_DEVICES");
   ASSERT_TRUE(from_env.ok());
   EXPECT_EQ((*from_env)->domains().size(), 1u);
+}
+
+std::map<std::string, std::string> NotesOf(const Meter& meter) {
+  std::map<std::string, std::string> out;
+  for (auto& [key, text] : meter.Notes()) out[key] = text;
+  return out;
+}
+
+// Drivers R535+ have the instant-power field: read at 1 kHz and integrated,
+// so kernels of a few ms get their own power, not a 20-50 ms average.
+TEST_F(NvmlMeterTest, InstantPowerIsReadAtOneKilohertzAndIntegrated) {
+  auto meter = Open("instant");
+  ASSERT_TRUE(meter.ok()) << meter.status().message();
+  EXPECT_EQ((*meter)->kind(), MeterKind::kPowerSamples);
+  EXPECT_EQ((*meter)->update_period_ns(), 1'000'000);
+  Sampler sampler(meter->get(), [](EnergySample) {});
+  EXPECT_EQ(sampler.period_ns(), 1'000'000);
+  auto r1 = (*meter)->Read();
+  usleep(20'000);
+  auto r2 = (*meter)->Read();
+  ASSERT_TRUE(r1.ok() && r2.ok()) << (r1.ok() ? r2.status().message() : r1.status().message());
+  EXPECT_DOUBLE_EQ(r2->domains[1].power_mw, 250'000);
+  const double expected_uj = 250'000.0 * static_cast<double>(r2->t_ns - r1->t_ns) * 1e-6;
+  EXPECT_NEAR(r2->domains[1].energy_uj - r1->domains[1].energy_uj, expected_uj, 1e-6 * expected_uj);
+  auto notes = NotesOf(**meter);
+  EXPECT_NE(notes["gpu-0.source"].find("instant power (NVML_FI_DEV_POWER_INSTANT) read every 1 ms"),
+            std::string::npos)
+      << notes["gpu-0.source"];
+  EXPECT_NE(notes["gpu-0.source"].find("energy counter read in the same call"), std::string::npos);
+
+  // Its twin: a driver without the field falls back to the counter.
+  auto counter = Open("normal");
+  ASSERT_TRUE(counter.ok());
+  EXPECT_EQ((*counter)->update_period_ns(), 5'000'000);
+  EXPECT_EQ(NotesOf(**counter)["gpu-0.source"], "total-energy counter read every 5 ms");
+}
+
+// The integral of instant power is checked against the energy counter read
+// in the same call; the note says by how much they differ.
+TEST_F(NvmlMeterTest, InstantPowerIsCheckedAgainstTheEnergyCounter) {
+  // Each read is stamped at its midpoint while the fake counts energy at the
+  // instant of its call: the ratio is exact up to how long the two reads
+  // took, which the test measures to bound it.
+  auto check = [&](int percent, const std::string& domain) {
+    setenv("FAKE_NVML_COUNTER_PERCENT", std::to_string(percent).c_str(), 1);
+    auto meter = Open("instant");
+    ASSERT_TRUE(meter.ok()) << meter.status().message();
+    const int64_t t0 = MonotonicNowNs();
+    ASSERT_TRUE((*meter)->Read().ok());
+    const int64_t t1 = MonotonicNowNs();
+    usleep(100'000);  // 250 W: about 25 J, far above the counter's 1 mJ step
+    const int64_t t2 = MonotonicNowNs();
+    ASSERT_TRUE((*meter)->Read().ok());
+    const int64_t t3 = MonotonicNowNs();
+    const std::string note = NotesOf(**meter)[domain + ".instant_vs_counter"];
+    const size_t paren = note.rfind('(');
+    ASSERT_NE(paren, std::string::npos) << note;
+    const double pct = std::stod(note.substr(paren + 1));
+    const double shortest = static_cast<double>(t2 - t1), longest = static_cast<double>(t3 - t0);
+    const double low = 100.0 * (100.0 / percent * shortest / longest - 1) - 0.05;
+    const double high = 100.0 * (100.0 / percent * longest / shortest - 1) + 0.05;
+    EXPECT_GE(pct, low) << note;
+    EXPECT_LE(pct, high) << note;
+    EXPECT_NE(note.find("integrated instant power"), std::string::npos) << note;
+  };
+  check(90, "gpu-0");   // integrated 250 W against a counter of 225 W: about +11.1%
+  check(100, "gpu-1");  // agreeing: about 0%
+
+  // Without the energy field there is nothing to check against, and the note says none.
+  auto alone = Open("instant_nocounter");
+  ASSERT_TRUE(alone.ok()) << alone.status().message();
+  ASSERT_TRUE((*alone)->Read().ok());
+  usleep(10'000);
+  ASSERT_TRUE((*alone)->Read().ok());
+  auto alone_notes = NotesOf(**alone);
+  EXPECT_EQ(alone_notes.count("gpu-0.instant_vs_counter"), 0u);
+  EXPECT_EQ(alone_notes["gpu-0.source"].find("energy counter"), std::string::npos) << alone_notes["gpu-0.source"];
+}
+
+// How often the driver refreshes the instant value, from the field's own
+// timestamps: reads faster than that repeat one value.
+TEST_F(NvmlMeterTest, InstantRefreshPeriodComesFromTheFieldTimestamps) {
+  setenv("FAKE_NVML_REFRESH_US", "10000", 1);
+  setenv("FAKE_NVML_REFRESH_READS", "5", 1);  // a new value every 5 reads: 10 ms apart
+  auto meter = Open("instant");
+  ASSERT_TRUE(meter.ok()) << meter.status().message();
+  for (int i = 0; i < 60; ++i) ASSERT_TRUE((*meter)->Read().ok());
+  EXPECT_EQ(NotesOf(**meter)["gpu-0.instant_refresh_us"], "10000");
+}
+
+TEST_F(NvmlMeterTest, ThePowerSourceCanBeChosen) {
+  auto counter = Open("instant", std::nullopt, FAKE_NVML_PATH, std::nullopt, "counter");
+  ASSERT_TRUE(counter.ok()) << counter.status().message();
+  EXPECT_EQ((*counter)->kind(), MeterKind::kEnergyCounter);
+
+  // A reader that reads seldom (replay's rounds) takes the counter first,
+  // and the best of the rest where there is none.
+  auto sparse = Open("instant", std::nullopt, FAKE_NVML_PATH, std::nullopt, "counter-first");
+  ASSERT_TRUE(sparse.ok()) << sparse.status().message();
+  EXPECT_EQ((*sparse)->kind(), MeterKind::kEnergyCounter);
+  auto sparse_no_counter = Open("power_only", std::nullopt, FAKE_NVML_PATH, std::nullopt, "counter-first");
+  ASSERT_TRUE(sparse_no_counter.ok()) << sparse_no_counter.status().message();
+  EXPECT_EQ((*sparse_no_counter)->kind(), MeterKind::kPowerSamples);
+
+  setenv("MAGNETON_NVML_SOURCE", "average", 1);
+  auto average = Open("instant");
+  ASSERT_TRUE(average.ok()) << average.status().message();
+  EXPECT_EQ((*average)->kind(), MeterKind::kPowerSamples);
+  EXPECT_EQ((*average)->update_period_ns(), 20'000'000);
+  unsetenv("MAGNETON_NVML_SOURCE");
+
+  auto missing = Open("normal", std::nullopt, FAKE_NVML_PATH, std::nullopt, "instant");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(missing.status().message().find("gpu-0 has no instant power"), std::string::npos)
+      << missing.status().message();
+  EXPECT_NE(missing.status().message().find("R535"), std::string::npos) << missing.status().message();
+
+  auto no_counter = Open("power_only", std::nullopt, FAKE_NVML_PATH, std::nullopt, "counter");
+  ASSERT_FALSE(no_counter.ok());
+  EXPECT_NE(no_counter.status().message().find("no total-energy counter"), std::string::npos);
+
+  auto bogus = Open("normal", std::nullopt, FAKE_NVML_PATH, std::nullopt, "fast");
+  ASSERT_FALSE(bogus.ok());
+  EXPECT_EQ(bogus.status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

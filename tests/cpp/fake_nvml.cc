@@ -1,12 +1,23 @@
 // A fake libnvidia-ml for the NVML meter tests, scripted through env vars
 // read at nvmlInit_v2:
 //   FAKE_NVML_DEVICE_COUNT  GPUs (default 2); UUIDs are GPU-fake-<i>
-//   FAKE_NVML_MODE          normal | power_only | wrap | mig | init_fail
+//   FAKE_NVML_MODE          normal | power_only | wrap | mig | init_fail |
+//                           instant | instant_nocounter (nvmlDeviceGetFieldValues
+//                           has the instant-power field; other modes say
+//                           NOT_SUPPORTED for it, as drivers before R535 do)
 //   FAKE_NVML_STEP_MJ       energy added per energy read (default 100 mJ)
 //   FAKE_NVML_POWER_MW      power reported in power_only (default 250000 mW)
 //   FAKE_NVML_WRAP_AFTER    wrap: reads before the counter restarts at 0 (default 3)
+//   FAKE_NVML_COUNTER_PERCENT  instant: the energy field counts this share of
+//                           FAKE_NVML_POWER_MW over time (default 100)
+//   FAKE_NVML_REFRESH_US    instant: the fields' timestamp advances this many µs
+//   FAKE_NVML_REFRESH_READS   every this many reads of a GPU's fields, as a driver
+//                           that refreshes slower than it is read (default 0:
+//                           the wall clock at every read)
 // Built twice: with FAKE_NVML_OMIT_DEVICE_COUNT the library lacks
 // nvmlDeviceGetCount_v2, as an old driver would.
+#include <time.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -17,6 +28,7 @@ namespace {
 
 struct FakeDevice {
   unsigned long long energy_reads = 0;
+  unsigned long long field_reads = 0;
 };
 
 constexpr int kMaxDevices = 8;
@@ -26,7 +38,18 @@ std::string g_mode = "normal";
 unsigned long long g_step_mj = 100;
 unsigned int g_power_mw = 250000;
 unsigned long long g_wrap_after = 3;
+unsigned long long g_counter_percent = 100;
+long long g_refresh_us = 0;
+unsigned long long g_refresh_reads = 0;
+long long g_init_us = 0;
+long long g_init_ns = 0;
 bool g_initialized = false;
+
+long long NowNs(clockid_t clock) {
+  timespec ts{};
+  clock_gettime(clock, &ts);
+  return static_cast<long long>(ts.tv_sec) * 1'000'000'000LL + ts.tv_nsec;
+}
 
 unsigned long long EnvU(const char* name, unsigned long long fallback) {
   const char* v = std::getenv(name);
@@ -53,6 +76,11 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlInit_v2(void) {
   g_step_mj = EnvU("FAKE_NVML_STEP_MJ", 100);
   g_power_mw = static_cast<unsigned int>(EnvU("FAKE_NVML_POWER_MW", 250000));
   g_wrap_after = EnvU("FAKE_NVML_WRAP_AFTER", 3);
+  g_counter_percent = EnvU("FAKE_NVML_COUNTER_PERCENT", 100);
+  g_refresh_us = static_cast<long long>(EnvU("FAKE_NVML_REFRESH_US", 0));
+  g_refresh_reads = EnvU("FAKE_NVML_REFRESH_READS", 0);
+  g_init_ns = NowNs(CLOCK_MONOTONIC);
+  g_init_us = NowNs(CLOCK_REALTIME) / 1000;
   for (auto& d : g_devices) d = FakeDevice{};
   g_initialized = true;
   return kNvmlSuccess;
@@ -118,6 +146,39 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetPowerUsage(nvml
                                                                              unsigned int* mw) {
   if (Index(device) < 0) return kNvmlErrorInvalidArgument;
   *mw = g_power_mw;
+  return kNvmlSuccess;
+}
+
+// The instant-power field (a constant FAKE_NVML_POWER_MW) and the energy
+// field (that power over the time since nvmlInit, scaled by
+// FAKE_NVML_COUNTER_PERCENT), as drivers R535+ report them.
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count,
+                                                                              nvmlFieldValue_t* values) {
+  const int i = Index(device);
+  if (i < 0 || count < 0 || (count > 0 && !values)) return kNvmlErrorInvalidArgument;
+  const bool instant = g_mode == "instant" || g_mode == "instant_nocounter";
+  long long now_us = NowNs(CLOCK_REALTIME) / 1000;
+  const unsigned long long reads = g_devices[i].field_reads++;
+  if (g_refresh_us > 0 && g_refresh_reads > 0)
+    now_us = g_init_us + static_cast<long long>(reads / g_refresh_reads) * g_refresh_us;
+  for (int k = 0; k < count; ++k) {
+    nvmlFieldValue_t& v = values[k];
+    v.timestamp = now_us;
+    v.latencyUsec = 0;
+    v.nvmlReturn = kNvmlErrorNotSupported;
+    if (instant && v.fieldId == kNvmlFieldPowerInstant) {
+      v.valueType = kNvmlValueUnsignedInt;
+      v.value.uiVal = g_power_mw;
+      v.nvmlReturn = kNvmlSuccess;
+    } else if (g_mode == "instant" && v.fieldId == kNvmlFieldEnergy) {
+      const double elapsed_ms = static_cast<double>(NowNs(CLOCK_MONOTONIC) - g_init_ns) / 1e6;
+      v.valueType = kNvmlValueUnsignedLongLong;
+      v.value.ullVal = 1'000'000ULL * static_cast<unsigned long long>(i + 1) +
+                       static_cast<unsigned long long>(g_power_mw * elapsed_ms / 1000.0 *
+                                                       static_cast<double>(g_counter_percent) / 100.0);
+      v.nvmlReturn = kNvmlSuccess;
+    }
+  }
   return kNvmlSuccess;
 }
 
