@@ -62,6 +62,14 @@ class Matcher {
     for (int32_t v = 0; v < a_.graph->op_count(); ++v) la.members.push_back(v);
     for (int32_t v = 0; v < b_.graph->op_count(); ++v) lb.members.push_back(v);
     MatchLevel(la, lb, {}, true, {}, 0);
+    // What no verified region took may still hold work both sides did
+    // alike: a weight's init whose first consumer lies in a part that does
+    // not match (padding's model, built the same way on both sides, is read
+    // first by batches that differ). Pair it as it would have been inside a
+    // region; the rest stays unmatched.
+    std::sort(leftover_a_.members.begin(), leftover_a_.members.end());
+    std::sort(leftover_b_.members.begin(), leftover_b_.members.end());
+    PeelEqualSources(leftover_a_, leftover_b_, 0, /*whole_side=*/true);
     std::vector<bool> used_a(static_cast<size_t>(a_.graph->op_count()), false);
     std::vector<bool> used_b(static_cast<size_t>(b_.graph->op_count()), false);
     for (const RegionPair& r : result_.regions) {
@@ -330,7 +338,9 @@ class Matcher {
     return it == side.fingerprints->end() ? nullptr : &it->second;
   }
 
-  void PeelEqualSources(Level& la, Level& lb, int depth) {
+  // whole_side: peel even when nothing would be left (only for what no
+  // region holds: there is no rest to compare).
+  void PeelEqualSources(Level& la, Level& lb, int depth, bool whole_side = false) {
     std::vector<int32_t> sources_b;
     for (int32_t v : lb.members) {
       if (v != lb.end_node && IsSource(*b_.graph, v) && SingleOutput(b_, v)) sources_b.push_back(v);
@@ -358,7 +368,7 @@ class Matcher {
     }
     if (peeled_a.empty()) return;
     // Never peel a whole side: the rest would have nothing to compare with.
-    if (peeled_a.size() == la.members.size() || peeled_b.size() == lb.members.size()) return;
+    if (!whole_side && (peeled_a.size() == la.members.size() || peeled_b.size() == lb.members.size())) return;
     for (size_t i = 0; i < peeled_a.size(); ++i) {
       const int64_t out_a = FlowOutputs(*a_.graph, peeled_a[i])[0];
       const int64_t out_b = FlowOutputs(*b_.graph, peeled_b[i])[0];
@@ -449,7 +459,11 @@ class Matcher {
                   const std::vector<TensorPair>& exit, int depth) {
     const bool verified_exit = !exit.empty();
     if (depth >= options_.max_depth || la.members.empty() || lb.members.empty()) {
-      if (verified_exit) Emit(la, lb, entry, from_inputs, exit, depth);
+      if (verified_exit) {
+        Emit(la, lb, entry, from_inputs, exit, depth);
+      } else {
+        KeepLeftovers(la, lb);
+      }
       return;
     }
     MatchIndependentPieces(la, lb, entry, from_inputs, depth);
@@ -457,7 +471,11 @@ class Matcher {
     const Dominance db = ComputeDominance(b_, lb);
     std::vector<CutCandidate> chain = LongestMonotoneChain(Candidates(da, db));
     if (chain.empty()) {
-      if (verified_exit) Emit(la, lb, entry, from_inputs, exit, depth);
+      if (verified_exit) {
+        Emit(la, lb, entry, from_inputs, exit, depth);
+      } else {
+        KeepLeftovers(la, lb);
+      }
       return;
     }
     std::vector<int32_t> cut_a, cut_b;
@@ -481,9 +499,16 @@ class Matcher {
     }
   }
 
+  // Members of a level no verified region will hold, for the last peel.
+  void KeepLeftovers(const Level& la, const Level& lb) {
+    leftover_a_.members.insert(leftover_a_.members.end(), la.members.begin(), la.members.end());
+    leftover_b_.members.insert(leftover_b_.members.end(), lb.members.begin(), lb.members.end());
+  }
+
   Side a_, b_;
   MatchOptions options_;
   MatchResult result_;
+  Level leftover_a_, leftover_b_;
   int64_t comparisons_ = 0;
 };
 

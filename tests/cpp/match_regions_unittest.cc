@@ -236,6 +236,48 @@ TEST(MatchRegions, EqualInputCreationIsItsOwnRegion) {
   EXPECT_TRUE(saw_copy_region);
 }
 
+// A weight made the same way on both sides, read first by work that does
+// not match (the data differ): padding's model, built alike on both sides
+// and read first by batches made differently. No verified region holds the
+// init, yet both sides made the same value: it pairs with its twin, and the
+// work on different data stays unmatched. Its twin: a weight made
+// differently pairs with nothing.
+Side WeightThenWorkSide(uint32_t weight_seed, uint32_t data_seed, const std::string& name) {
+  const std::vector<float> w = Random(48, weight_seed, -1.f, 1.f), x = Random(24, data_seed, -1.f, 1.f);
+  const std::vector<float> y = Linear(x, w, std::vector<float>(8, 0.f), false);
+  SyntheticTrace st(testing::TempPath(name));
+  FakeTensor tw = st.New({8, 6}), tx = st.New({4, 6}), ty = st.New({4, 8}), tz = st.New({4, 8});
+  st.Op("aten::normal_", {}, {tw});
+  st.Op("aten::randn", {}, {tx});
+  st.Op("aten::linear", {tx, tw}, {ty});
+  st.Op("aten::relu", {ty}, {tz});
+  Side s;
+  s.trace = st.Finish();
+  s.fps[testing::TensorIdOf(s.trace, tw)] = FingerprintOf(w, {8, 6});
+  s.fps[testing::TensorIdOf(s.trace, tx)] = FingerprintOf(x, {4, 6});
+  s.fps[testing::TensorIdOf(s.trace, ty)] = FingerprintOf(y, {4, 8});
+  s.fps[testing::TensorIdOf(s.trace, tz)] = FingerprintOf(Map(y, [](float v) { return std::max(v, 0.f); }), {4, 8});
+  return s;
+}
+
+TEST(MatchRegions, EqualWeightInitOutsideEveryRegionIsPaired) {
+  Side a = WeightThenWorkSide(21, 1, "w_a.mtrace");
+  Side b = WeightThenWorkSide(21, 2, "w_b.mtrace");
+  auto r = MatchTraces(a.trace, a.fps, b.trace, b.fps);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->regions.size(), 1u);
+  EXPECT_EQ(Names(a.trace, r->regions[0].ops_a), Strings{"aten::normal_"});
+  EXPECT_EQ(Names(b.trace, r->regions[0].ops_b), Strings{"aten::normal_"});
+  EXPECT_EQ(Names(a.trace, r->unmatched_ops_a), (Strings{"aten::randn", "aten::linear", "aten::relu"}));
+  EXPECT_EQ(Names(b.trace, r->unmatched_ops_b), (Strings{"aten::randn", "aten::linear", "aten::relu"}));
+
+  Side other = WeightThenWorkSide(22, 2, "w_other.mtrace");
+  auto none = MatchTraces(a.trace, a.fps, other.trace, other.fps);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->regions.empty());
+  EXPECT_EQ(none->unmatched_ops_a.size(), 4u);
+}
+
 // pytorch-76012's shape: a script makes x with randn and runs the same work
 // on it three times, then sums the last result. A copies x before exp, B
 // does not. The iterations share no data, so one dominator path cannot run
