@@ -16,6 +16,7 @@
 #include "match/match.h"
 #include "match/components.h"
 #include "match/cut_points.h"
+#include "match/valueless_ops.h"
 
 namespace magneton {
 namespace {
@@ -70,6 +71,9 @@ class Matcher {
     std::sort(leftover_a_.members.begin(), leftover_a_.members.end());
     std::sort(leftover_b_.members.begin(), leftover_b_.members.end());
     PeelEqualSources(leftover_a_, leftover_b_, 0, /*whole_side=*/true);
+    // Ops with no value to compare (item, an uninitialised empty) go with
+    // the region they touch, when the other side has their twin there.
+    match_internal::AttachValuelessOps(*a_.graph, *a_.fingerprints, *b_.graph, *b_.fingerprints, &result_);
     std::vector<bool> used_a(static_cast<size_t>(a_.graph->op_count()), false);
     std::vector<bool> used_b(static_cast<size_t>(b_.graph->op_count()), false);
     for (const RegionPair& r : result_.regions) {
@@ -331,19 +335,34 @@ class Matcher {
     return true;
   }
 
-  const Fingerprint* SingleOutput(const Side& side, int32_t v) const {
+  // The fingerprints of v's flow outputs, all of them or none (one missing,
+  // or more than `max_outputs`).
+  std::vector<const Fingerprint*> SourceOutputs(const Side& side, int32_t v, size_t max_outputs) const {
     const std::vector<int64_t> outs = FlowOutputs(*side.graph, v);
-    if (outs.size() != 1) return nullptr;
-    auto it = side.fingerprints->find(outs[0]);
-    return it == side.fingerprints->end() ? nullptr : &it->second;
+    if (outs.empty() || outs.size() > max_outputs) return {};
+    std::vector<const Fingerprint*> fps;
+    for (int64_t t : outs) {
+      auto it = side.fingerprints->find(t);
+      if (it == side.fingerprints->end()) return {};
+      fps.push_back(&it->second);
+    }
+    return fps;
   }
 
-  // whole_side: peel even when nothing would be left (only for what no
-  // region holds: there is no rest to compare).
+  // whole_side: peel even when nothing would be left, and sources of
+  // several results too (an `unbind` of a tensor of sentence lengths) —
+  // only for what no region holds: there is no rest to compare. Inside a
+  // region only single-result sources are peeled, as before.
   void PeelEqualSources(Level& la, Level& lb, int depth, bool whole_side = false) {
+    const size_t max_outputs = whole_side ? 4096 : 1;
     std::vector<int32_t> sources_b;
+    std::vector<std::vector<const Fingerprint*>> outputs_b;
     for (int32_t v : lb.members) {
-      if (v != lb.end_node && IsSource(*b_.graph, v) && SingleOutput(b_, v)) sources_b.push_back(v);
+      if (v == lb.end_node || !IsSource(*b_.graph, v)) continue;
+      std::vector<const Fingerprint*> fps = SourceOutputs(b_, v, max_outputs);
+      if (fps.empty()) continue;
+      sources_b.push_back(v);
+      outputs_b.push_back(std::move(fps));
     }
     if (sources_b.empty()) return;
     std::vector<bool> taken(sources_b.size(), false);
@@ -352,14 +371,18 @@ class Matcher {
     std::vector<int32_t> peeled_a, peeled_b;
     for (int32_t v : la.members) {
       if (v == la.end_node || !IsSource(*a_.graph, v)) continue;
-      const Fingerprint* fa = SingleOutput(a_, v);
-      if (!fa) continue;
+      const std::vector<const Fingerprint*> fa = SourceOutputs(a_, v, max_outputs);
+      if (fa.empty()) continue;
       auto bucket = by_name.find(a_.graph->op_name_hash[v]);
       if (bucket == by_name.end()) continue;
       for (size_t j : bucket->second) {
-        if (taken[j]) continue;
-        ++comparisons_;
-        if (!Equivalent(*fa, *SingleOutput(b_, sources_b[j]), options_.epsilon)) continue;
+        if (taken[j] || outputs_b[j].size() != fa.size()) continue;
+        bool equal = true;
+        for (size_t k = 0; k < fa.size() && equal; ++k) {
+          ++comparisons_;
+          equal = Equivalent(*fa[k], *outputs_b[j][k], options_.epsilon);
+        }
+        if (!equal) continue;
         taken[j] = true;
         peeled_a.push_back(v);
         peeled_b.push_back(sources_b[j]);
@@ -370,15 +393,15 @@ class Matcher {
     // Never peel a whole side: the rest would have nothing to compare with.
     if (!whole_side && (peeled_a.size() == la.members.size() || peeled_b.size() == lb.members.size())) return;
     for (size_t i = 0; i < peeled_a.size(); ++i) {
-      const int64_t out_a = FlowOutputs(*a_.graph, peeled_a[i])[0];
-      const int64_t out_b = FlowOutputs(*b_.graph, peeled_b[i])[0];
+      const std::vector<int64_t> outs_a = FlowOutputs(*a_.graph, peeled_a[i]);
+      const std::vector<int64_t> outs_b = FlowOutputs(*b_.graph, peeled_b[i]);
       RegionPair r;
       r.nodes_a = {peeled_a[i]};
       r.nodes_b = {peeled_b[i]};
       r.ops_a = {a_.graph->op_ids[peeled_a[i]]};
       r.ops_b = {b_.graph->op_ids[peeled_b[i]]};
       r.starts_at_model_inputs = true;
-      r.outputs = {{out_a, out_b}};
+      for (size_t k = 0; k < outs_a.size(); ++k) r.outputs.push_back({outs_a[k], outs_b[k]});
       r.depth = depth;
       result_.regions.push_back(std::move(r));
     }

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "match/match.h"
+#include "match/valueless_ops.h"
 #include "synthetic_trace.h"
 #include "test_util.h"
 
@@ -276,6 +277,104 @@ TEST(MatchRegions, EqualWeightInitOutsideEveryRegionIsPaired) {
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->regions.empty());
   EXPECT_EQ(none->unmatched_ops_a.size(), 4u);
+}
+
+// Ops with no value to compare: `item` returns a Python number, so value
+// matching cannot place it; it goes with the region of the value it read
+// when the other side has its twin there. A source of several results (an
+// unbind of the sentence lengths) outside every region pairs with its twin,
+// and the items of its results follow it. Twins: without the other side's
+// item, the item stays unmatched.
+Side ValuelessSide(uint32_t data_seed, bool with_items, const std::string& name) {
+  const std::vector<float> x = Random(32, data_seed, -1.f, 1.f);
+  const std::vector<float> y = Map(x, [](float v) { return std::max(v, 0.f); });
+  SyntheticTrace st(testing::TempPath(name));
+  FakeTensor tl0 = st.New({}), tl1 = st.New({}), tx = st.New({4, 8}), ty = st.New({4, 8});
+  st.Op("aten::unbind", {}, {tl0, tl1});
+  if (with_items) {
+    st.Op("aten::item", {tl0}, {});
+    st.Op("aten::item", {tl1}, {});
+  }
+  st.Op("aten::randn", {}, {tx});
+  st.Op("aten::relu", {tx}, {ty});
+  if (with_items) st.Op("aten::item", {ty}, {});
+  Side s;
+  s.trace = st.Finish();
+  s.fps[testing::TensorIdOf(s.trace, tl0)] = FingerprintOf({17.f}, {});
+  s.fps[testing::TensorIdOf(s.trace, tl1)] = FingerprintOf({42.f}, {});
+  s.fps[testing::TensorIdOf(s.trace, tx)] = FingerprintOf(x, {4, 8});
+  s.fps[testing::TensorIdOf(s.trace, ty)] = FingerprintOf(y, {4, 8});
+  return s;
+}
+
+TEST(MatchRegions, OpsWithoutValuesGoWithTheRegionTheyRead) {
+  Side a = ValuelessSide(31, true, "vl_a.mtrace");
+  Side b = ValuelessSide(31, true, "vl_b.mtrace");
+  auto r = MatchTraces(a.trace, a.fps, b.trace, b.fps);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->unmatched_ops_a.empty()) << Names(a.trace, r->unmatched_ops_a).size() << " op(s) of A unmatched, first "
+                                          << Names(a.trace, r->unmatched_ops_a).front();
+  EXPECT_TRUE(r->unmatched_ops_b.empty());
+  for (const RegionPair& rp : r->regions) {
+    EXPECT_EQ(Names(a.trace, rp.ops_a), Names(b.trace, rp.ops_b)) << "a region pairs unlike ops";
+    EXPECT_TRUE(std::is_sorted(rp.ops_a.begin(), rp.ops_a.end()));
+  }
+
+  // The unbind pairs even where the data after it differ (no region holds it).
+  Side other_data = ValuelessSide(32, true, "vl_c.mtrace");
+  auto r2 = MatchTraces(a.trace, a.fps, other_data.trace, other_data.fps);
+  ASSERT_TRUE(r2.ok());
+  bool unbind_paired = false;
+  for (const RegionPair& rp : r2->regions) {
+    if (Names(a.trace, rp.ops_a) == Strings{"aten::unbind", "aten::item", "aten::item"}) {
+      unbind_paired = true;
+      EXPECT_EQ(Names(other_data.trace, rp.ops_b), (Strings{"aten::unbind", "aten::item", "aten::item"}));
+      EXPECT_EQ(rp.outputs.size(), 2u);
+    }
+  }
+  EXPECT_TRUE(unbind_paired);
+  EXPECT_EQ(Names(a.trace, r2->unmatched_ops_a), (Strings{"aten::randn", "aten::relu", "aten::item"}));
+
+}
+
+// The attachment itself, on a region given by hand: A's item of the
+// region's result joins it when B has an item there too; without B's, it
+// stays out, and an item of a value outside the region never joins.
+TEST(MatchRegions, AValuelessOpNeedsItsTwinBesideTheSameRegion) {
+  auto side = [](bool item_of_region, bool item_elsewhere, const std::string& name) {
+    SyntheticTrace st(testing::TempPath(name));
+    FakeTensor tx = st.New({4, 8}), ty = st.New({4, 8}), tz = st.New({});
+    st.Op("aten::randn", {}, {tx});
+    st.Op("aten::relu", {tx}, {ty});
+    st.Op("aten::ones", {}, {tz});
+    if (item_of_region) st.Op("aten::item", {ty}, {});
+    if (item_elsewhere) st.Op("aten::item", {tz}, {});
+    Side s;
+    s.trace = st.Finish();
+    s.fps[testing::TensorIdOf(s.trace, tx)] = FingerprintOf(Random(32, 5, -1.f, 1.f), {4, 8});
+    s.fps[testing::TensorIdOf(s.trace, ty)] = FingerprintOf(Random(32, 6, 0.f, 1.f), {4, 8});
+    s.fps[testing::TensorIdOf(s.trace, tz)] = FingerprintOf({1.f}, {});
+    return s;
+  };
+  auto attach = [](const Side& a, const Side& b) {
+    auto ga = BuildDataflowGraph(a.trace, {});
+    auto gb = BuildDataflowGraph(b.trace, {});
+    EXPECT_TRUE(ga.ok() && gb.ok());
+    MatchResult result;
+    RegionPair region;  // randn + relu on both sides
+    region.nodes_a = region.nodes_b = {0, 1};
+    region.ops_a = region.ops_b = {0, 1};
+    result.regions.push_back(region);
+    match_internal::AttachValuelessOps(*ga, a.fps, *gb, b.fps, &result);
+    return result.regions[0];
+  };
+  Side a = side(true, true, "tw_a.mtrace");
+  const RegionPair both = attach(a, side(true, true, "tw_b.mtrace"));
+  EXPECT_EQ(Names(a.trace, both.ops_a), (Strings{"aten::randn", "aten::relu", "aten::item"}));
+  EXPECT_EQ(both.ops_a.size(), both.ops_b.size());
+  const RegionPair without = attach(a, side(false, true, "tw_c.mtrace"));
+  EXPECT_EQ(Names(a.trace, without.ops_a), (Strings{"aten::randn", "aten::relu"}));
+  EXPECT_EQ(without.ops_b.size(), 2u);
 }
 
 // pytorch-76012's shape: a script makes x with randn and runs the same work

@@ -1,0 +1,93 @@
+#include "match/valueless_ops.h"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <tuple>
+
+namespace magneton::match_internal {
+namespace {
+
+// How a left-over op touches a region: it feeds one of the region's ops
+// (an `empty` whose buffer an init fills) or reads one's result (an `item`
+// of a value the region made).
+enum Direction : int { kFeeds = 0, kReads = 1 };
+using Key = std::tuple<int32_t, int, uint64_t>;  // region, direction, op name hash
+
+constexpr int kMaxRounds = 4;  // chains like detach -> empty -> init settle in two
+
+bool Valueless(const DataflowGraph& g, const FingerprintMap& fps, int32_t v) {
+  for (int64_t t : g.outputs[v]) {
+    if (fps.count(t)) return false;
+  }
+  return true;
+}
+
+// The region a left-over valueless op belongs next to: that of the first op
+// it feeds, else of the first op it reads from; -1 for none.
+bool KeyOf(const DataflowGraph& g, const std::vector<int32_t>& region_of, int32_t v, Key* key) {
+  for (int32_t e : g.out_edges[v]) {
+    const int32_t to = g.edges[e].to;
+    if (to < g.op_count() && region_of[to] >= 0) {
+      *key = {region_of[to], kFeeds, g.op_name_hash[v]};
+      return true;
+    }
+  }
+  for (int32_t e : g.in_edges[v]) {
+    const int32_t from = g.edges[e].from;
+    if (from < g.op_count() && region_of[from] >= 0) {
+      *key = {region_of[from], kReads, g.op_name_hash[v]};
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<int32_t> RegionOf(const DataflowGraph& g, const std::vector<RegionPair>& regions, bool side_a) {
+  std::vector<int32_t> out(static_cast<size_t>(g.op_count()), -1);
+  for (size_t r = 0; r < regions.size(); ++r) {
+    for (int32_t v : side_a ? regions[r].nodes_a : regions[r].nodes_b) out[v] = static_cast<int32_t>(r);
+  }
+  return out;
+}
+
+void InsertSorted(std::vector<int32_t>& nodes, std::vector<int64_t>& ops, int32_t node, int64_t op) {
+  nodes.insert(std::upper_bound(nodes.begin(), nodes.end(), node), node);
+  ops.insert(std::upper_bound(ops.begin(), ops.end(), op), op);
+}
+
+}  // namespace
+
+void AttachValuelessOps(const DataflowGraph& a, const FingerprintMap& fa, const DataflowGraph& b,
+                        const FingerprintMap& fb, MatchResult* result) {
+  std::vector<int32_t> region_a = RegionOf(a, result->regions, true);
+  std::vector<int32_t> region_b = RegionOf(b, result->regions, false);
+  for (int round = 0; round < kMaxRounds; ++round) {
+    std::map<Key, std::deque<int32_t>> b_by_key;  // B's candidates, ascending
+    for (int32_t u = 0; u < b.op_count(); ++u) {
+      Key key;
+      if (region_b[u] < 0 && Valueless(b, fb, u) && KeyOf(b, region_b, u, &key)) b_by_key[key].push_back(u);
+    }
+    if (b_by_key.empty()) return;
+    std::vector<std::tuple<int32_t, int32_t, int32_t>> pairs;  // (region, a node, b node)
+    for (int32_t v = 0; v < a.op_count(); ++v) {
+      Key key;
+      if (region_a[v] >= 0 || !Valueless(a, fa, v) || !KeyOf(a, region_a, v, &key)) continue;
+      auto it = b_by_key.find(key);
+      if (it == b_by_key.end() || it->second.empty()) continue;
+      pairs.emplace_back(std::get<0>(key), v, it->second.front());
+      it->second.pop_front();
+    }
+    if (pairs.empty()) return;
+    // Assigned after the sweep, so one round's keys all see the same regions.
+    for (const auto& [r, v, u] : pairs) {
+      RegionPair& region = result->regions[static_cast<size_t>(r)];
+      InsertSorted(region.nodes_a, region.ops_a, v, a.op_ids[v]);
+      InsertSorted(region.nodes_b, region.ops_b, u, b.op_ids[u]);
+      region_a[v] = r;
+      region_b[u] = r;
+    }
+  }
+}
+
+}  // namespace magneton::match_internal
