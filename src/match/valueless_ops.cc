@@ -10,8 +10,10 @@ namespace {
 
 // How a left-over op touches a region: it feeds one of the region's ops
 // (an `empty` whose buffer an init fills) or reads one's result (an `item`
-// of a value the region made).
-enum Direction : int { kFeeds = 0, kReads = 1 };
+// of a value the region made); failing both, it runs just before the
+// region's op that comes next in program order (a `lift_fresh` of a Python
+// constant hands back a tensor no op made, so it has no edge at all).
+enum Direction : int { kFeeds = 0, kReads = 1, kPrecedes = 2 };
 using Key = std::tuple<int32_t, int, uint64_t>;  // region, direction, op name hash
 
 constexpr int kMaxRounds = 4;  // chains like detach -> empty -> init settle in two
@@ -24,8 +26,10 @@ bool Valueless(const DataflowGraph& g, const FingerprintMap& fps, int32_t v) {
 }
 
 // The region a left-over valueless op belongs next to: that of the first op
-// it feeds, else of the first op it reads from; -1 for none.
-bool KeyOf(const DataflowGraph& g, const std::vector<int32_t>& region_of, int32_t v, Key* key) {
+// it feeds, else of the first op it reads from, else of the next op in
+// program order that a region holds (`next_in_region`); false for none.
+bool KeyOf(const DataflowGraph& g, const std::vector<int32_t>& region_of, const std::vector<int32_t>& next_in_region,
+           int32_t v, Key* key) {
   for (int32_t e : g.out_edges[v]) {
     const int32_t to = g.edges[e].to;
     if (to < g.op_count() && region_of[to] >= 0) {
@@ -40,7 +44,23 @@ bool KeyOf(const DataflowGraph& g, const std::vector<int32_t>& region_of, int32_
       return true;
     }
   }
+  if (next_in_region[v] >= 0) {
+    *key = {region_of[next_in_region[v]], kPrecedes, g.op_name_hash[v]};
+    return true;
+  }
   return false;
+}
+
+// For each node, the next node after it in program order that a region
+// holds, or -1.
+std::vector<int32_t> NextInRegion(const std::vector<int32_t>& region_of) {
+  std::vector<int32_t> next(region_of.size(), -1);
+  int32_t seen = -1;
+  for (size_t v = region_of.size(); v-- > 0;) {
+    next[v] = seen;
+    if (region_of[v] >= 0) seen = static_cast<int32_t>(v);
+  }
+  return next;
 }
 
 std::vector<int32_t> RegionOf(const DataflowGraph& g, const std::vector<RegionPair>& regions, bool side_a) {
@@ -63,16 +83,17 @@ void AttachValuelessOps(const DataflowGraph& a, const FingerprintMap& fa, const 
   std::vector<int32_t> region_a = RegionOf(a, result->regions, true);
   std::vector<int32_t> region_b = RegionOf(b, result->regions, false);
   for (int round = 0; round < kMaxRounds; ++round) {
+    const std::vector<int32_t> next_a = NextInRegion(region_a), next_b = NextInRegion(region_b);
     std::map<Key, std::deque<int32_t>> b_by_key;  // B's candidates, ascending
     for (int32_t u = 0; u < b.op_count(); ++u) {
       Key key;
-      if (region_b[u] < 0 && Valueless(b, fb, u) && KeyOf(b, region_b, u, &key)) b_by_key[key].push_back(u);
+      if (region_b[u] < 0 && Valueless(b, fb, u) && KeyOf(b, region_b, next_b, u, &key)) b_by_key[key].push_back(u);
     }
     if (b_by_key.empty()) return;
     std::vector<std::tuple<int32_t, int32_t, int32_t>> pairs;  // (region, a node, b node)
     for (int32_t v = 0; v < a.op_count(); ++v) {
       Key key;
-      if (region_a[v] >= 0 || !Valueless(a, fa, v) || !KeyOf(a, region_a, v, &key)) continue;
+      if (region_a[v] >= 0 || !Valueless(a, fa, v) || !KeyOf(a, region_a, next_a, v, &key)) continue;
       auto it = b_by_key.find(key);
       if (it == b_by_key.end() || it->second.empty()) continue;
       pairs.emplace_back(std::get<0>(key), v, it->second.front());

@@ -339,16 +339,21 @@ TEST(MatchRegions, OpsWithoutValuesGoWithTheRegionTheyRead) {
 
 // The attachment itself, on a region given by hand: A's item of the
 // region's result joins it when B has an item there too; without B's, it
-// stays out, and an item of a value outside the region never joins.
+// stays out, and an item of a value outside the region never joins. A
+// `lift_fresh` of a constant (it reads a tensor no op made and hands it
+// back: no edge at all) joins the region whose op runs next, when B's runs
+// before the same region; B's at the end of the program does not.
 TEST(MatchRegions, AValuelessOpNeedsItsTwinBesideTheSameRegion) {
-  auto side = [](bool item_of_region, bool item_elsewhere, const std::string& name) {
+  auto side = [](bool item_of_region, bool item_elsewhere, bool lift_first, const std::string& name) {
     SyntheticTrace st(testing::TempPath(name));
-    FakeTensor tx = st.New({4, 8}), ty = st.New({4, 8}), tz = st.New({});
+    FakeTensor tx = st.New({4, 8}), ty = st.New({4, 8}), tz = st.New({}), tc = st.New({});
+    if (lift_first) st.Op("aten::lift_fresh", {tc}, {tc});
     st.Op("aten::randn", {}, {tx});
     st.Op("aten::relu", {tx}, {ty});
     st.Op("aten::ones", {}, {tz});
     if (item_of_region) st.Op("aten::item", {ty}, {});
     if (item_elsewhere) st.Op("aten::item", {tz}, {});
+    if (!lift_first) st.Op("aten::lift_fresh", {tc}, {tc});
     Side s;
     s.trace = st.Finish();
     s.fps[testing::TensorIdOf(s.trace, tx)] = FingerprintOf(Random(32, 5, -1.f, 1.f), {4, 8});
@@ -360,19 +365,26 @@ TEST(MatchRegions, AValuelessOpNeedsItsTwinBesideTheSameRegion) {
     auto ga = BuildDataflowGraph(a.trace, {});
     auto gb = BuildDataflowGraph(b.trace, {});
     EXPECT_TRUE(ga.ok() && gb.ok());
+    auto node_of = [](const DataflowGraph& g, const Trace& t, const std::string& op) {
+      for (int32_t v = 0; v < g.op_count(); ++v)
+        if (t.str(t.ops[g.op_ids[v]].name_id) == op) return v;
+      return -1;
+    };
     MatchResult result;
     RegionPair region;  // randn + relu on both sides
-    region.nodes_a = region.nodes_b = {0, 1};
-    region.ops_a = region.ops_b = {0, 1};
+    region.nodes_a = {node_of(*ga, a.trace, "aten::randn"), node_of(*ga, a.trace, "aten::relu")};
+    region.nodes_b = {node_of(*gb, b.trace, "aten::randn"), node_of(*gb, b.trace, "aten::relu")};
+    for (int32_t v : region.nodes_a) region.ops_a.push_back(ga->op_ids[v]);
+    for (int32_t v : region.nodes_b) region.ops_b.push_back(gb->op_ids[v]);
     result.regions.push_back(region);
     match_internal::AttachValuelessOps(*ga, a.fps, *gb, b.fps, &result);
     return result.regions[0];
   };
-  Side a = side(true, true, "tw_a.mtrace");
-  const RegionPair both = attach(a, side(true, true, "tw_b.mtrace"));
-  EXPECT_EQ(Names(a.trace, both.ops_a), (Strings{"aten::randn", "aten::relu", "aten::item"}));
+  Side a = side(true, true, true, "tw_a.mtrace");
+  const RegionPair both = attach(a, side(true, true, true, "tw_b.mtrace"));
+  EXPECT_EQ(Names(a.trace, both.ops_a), (Strings{"aten::lift_fresh", "aten::randn", "aten::relu", "aten::item"}));
   EXPECT_EQ(both.ops_a.size(), both.ops_b.size());
-  const RegionPair without = attach(a, side(false, true, "tw_c.mtrace"));
+  const RegionPair without = attach(a, side(false, true, false, "tw_c.mtrace"));
   EXPECT_EQ(Names(a.trace, without.ops_a), (Strings{"aten::randn", "aten::relu"}));
   EXPECT_EQ(without.ops_b.size(), 2u);
 }
