@@ -71,11 +71,6 @@ std::vector<int32_t> RegionOf(const DataflowGraph& g, const std::vector<RegionPa
   return out;
 }
 
-void InsertSorted(std::vector<int32_t>& nodes, std::vector<int64_t>& ops, int32_t node, int64_t op) {
-  nodes.insert(std::upper_bound(nodes.begin(), nodes.end(), node), node);
-  ops.insert(std::upper_bound(ops.begin(), ops.end(), op), op);
-}
-
 }  // namespace
 
 void AttachValuelessOps(const DataflowGraph& a, const FingerprintMap& fa, const DataflowGraph& b,
@@ -101,12 +96,29 @@ void AttachValuelessOps(const DataflowGraph& a, const FingerprintMap& fa, const 
     }
     if (pairs.empty()) return;
     // Assigned after the sweep, so one round's keys all see the same regions.
+    // Appended, then each region touched is sorted once: inserting in place
+    // would cost a region's size per op (a long run's one large region with
+    // an item per step).
+    std::vector<int32_t> touched;
     for (const auto& [r, v, u] : pairs) {
       RegionPair& region = result->regions[static_cast<size_t>(r)];
-      InsertSorted(region.nodes_a, region.ops_a, v, a.op_ids[v]);
-      InsertSorted(region.nodes_b, region.ops_b, u, b.op_ids[u]);
+      region.nodes_a.push_back(v);
+      region.ops_a.push_back(a.op_ids[v]);
+      region.nodes_b.push_back(u);
+      region.ops_b.push_back(b.op_ids[u]);
       region_a[v] = r;
       region_b[u] = r;
+      touched.push_back(r);
+    }
+    std::sort(touched.begin(), touched.end());
+    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    for (int32_t r : touched) {
+      RegionPair& region = result->regions[static_cast<size_t>(r)];
+      // Node order is op-id order, so the two lists sort alike.
+      std::sort(region.nodes_a.begin(), region.nodes_a.end());
+      std::sort(region.ops_a.begin(), region.ops_a.end());
+      std::sort(region.nodes_b.begin(), region.nodes_b.end());
+      std::sort(region.ops_b.begin(), region.ops_b.end());
     }
   }
 }
