@@ -19,7 +19,7 @@ enum : unsigned int { kNvmlDeviceMigEnable = 1 };
 
 // Field ids of nvmlDeviceGetFieldValues (nvml.h NVML_FI_DEV_*); ids never change.
 enum : unsigned int {
-  kNvmlFieldPowerInstant = 186,  // current GPU power, mW (driver R535+ on every architecture)
+  kNvmlFieldPowerInstant = 186,  // current GPU power, mW (newer drivers, every architecture)
   kNvmlFieldEnergy = 191,        // total energy since the driver loaded, mJ
 };
 // nvmlValueType_t values we accept for the two fields above.

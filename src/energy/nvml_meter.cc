@@ -31,7 +31,7 @@ struct NvmlLibrary {
   nvmlDeviceGetHandleByUUID_fn get_handle_by_uuid = nullptr;  // optional
   nvmlDeviceGetTotalEnergyConsumption_fn get_energy = nullptr;  // optional: pre-Volta lacks it
   nvmlDeviceGetPowerUsage_fn get_power = nullptr;
-  nvmlDeviceGetFieldValues_fn get_field_values = nullptr;  // optional: drivers before R384 lack it
+  nvmlDeviceGetFieldValues_fn get_field_values = nullptr;  // optional: older drivers lack it
   nvmlDeviceGetMigMode_fn get_mig_mode = nullptr;  // optional: pre-Ampere drivers lack it
 
   std::string Error(nvmlReturn_t r) const {
@@ -317,7 +317,7 @@ StatusOr<PowerSource> ChooseSource(const NvmlLibrary& lib, Gpu& g, const std::st
       return PowerSource::kInstant;
     }
     why_not_instant = "its instant-power field reads " + (r == kNvmlSuccess ? std::string("no usable value") : lib.Error(r)) +
-                      " (it needs driver R535 or newer)";
+                      " (older drivers lack the field; newer ones have it on every architecture)";
   }
   if (wanted == "instant") return Unavailable(g.domain + " has no instant power: " + why_not_instant);
   if (wanted != "average" && lib.get_energy && lib.get_energy(g.device, &mj) == kNvmlSuccess)

@@ -4,7 +4,7 @@
 //   FAKE_NVML_MODE          normal | power_only | wrap | mig | init_fail |
 //                           instant | instant_nocounter (nvmlDeviceGetFieldValues
 //                           has the instant-power field; other modes say
-//                           NOT_SUPPORTED for it, as drivers before R535 do)
+//                           NOT_SUPPORTED for it, as older drivers do)
 //   FAKE_NVML_STEP_MJ       energy added per energy read (default 100 mJ)
 //   FAKE_NVML_POWER_MW      power reported in power_only (default 250000 mW)
 //   FAKE_NVML_WRAP_AFTER    wrap: reads before the counter restarts at 0 (default 3)
@@ -151,7 +151,7 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetPowerUsage(nvml
 
 // The instant-power field (a constant FAKE_NVML_POWER_MW) and the energy
 // field (that power over the time since nvmlInit, scaled by
-// FAKE_NVML_COUNTER_PERCENT), as drivers R535+ report them.
+// FAKE_NVML_COUNTER_PERCENT), as newer drivers report them.
 __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count,
                                                                               nvmlFieldValue_t* values) {
   const int i = Index(device);
