@@ -54,6 +54,8 @@ class Trace:
 
     def __init__(self, tables: dict, pandas):
         self.path: str = tables["path"]
+        #: label, command_line, host, cwd, engine, start_unix_ns, versions; and extra: every other meta key as the
+        #: trace stores it (energy.*, window.*, gpu.*, recorder.*; docs/TRACE_FORMAT.md "meta")
         self.meta: dict = tables["meta"]
         #: domain, provenance, domains, total_uj, attributed_uj, unattributed_uj, job_uj, window_*_ns, note
         self.energy_info: dict = tables["energy_info"]

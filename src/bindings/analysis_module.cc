@@ -61,6 +61,11 @@ nb::dict MetaDict(const magneton::RunMetadata& m) {
   out["engine"] = m.engine;
   out["start_unix_ns"] = m.start_unix_ns;
   out["versions"] = versions;
+  // Every other meta key (energy.*, window.*, gpu.*, recorder.*, …;
+  // docs/TRACE_FORMAT.md "meta"), as the trace stores them.
+  nb::dict extra;
+  for (const auto& [key, value] : m.extra) extra[key.c_str()] = value;
+  out["extra"] = extra;
   return out;
 }
 

@@ -95,6 +95,18 @@ def test_open_gives_the_traces_ops_with_units_scopes_and_user_frames(runs):
     assert detach and all("torch/" in o["frame"] and o["user_frame"].startswith(program) for o in detach)
 
 
+def test_open_gives_every_meta_key_of_the_trace(runs):
+    a, _, _, _ = runs
+    t = magneton.open(a, as_frames=False)
+    stored = dict(TraceDB(a).query("SELECT key, value FROM meta"))
+    assert t.meta["label"] == stored.get("label", "")
+    # Everything else the trace says about itself (how energy was taken, what --values did) is there as stored.
+    assert t.meta["extra"]["values"] == "fingerprints"
+    assert t.meta["extra"]["energy.provenance"] in ("measured", "estimated")
+    for key, value in t.meta["extra"].items():
+        assert stored[key] == value, key
+
+
 def test_open_gives_per_op_energy_with_provenance_on_every_row(runs):
     a, _, _, _ = runs
     t = magneton.open(a, as_frames=False)
