@@ -18,11 +18,19 @@ using Key = std::tuple<int32_t, int, uint64_t>;  // region, direction, op name h
 
 constexpr int kMaxRounds = 4;  // chains like detach -> empty -> init settle in two
 
-bool Valueless(const DataflowGraph& g, const FingerprintMap& fps, int32_t v) {
-  for (int64_t t : g.outputs[v]) {
-    if (fps.count(t)) return false;
+// Per node: whether none of its results has a fingerprint. Fixed for the
+// whole pass, so it is worked out once, not in every round.
+std::vector<bool> ValuelessNodes(const DataflowGraph& g, const FingerprintMap& fps) {
+  std::vector<bool> out(static_cast<size_t>(g.op_count()), true);
+  for (int32_t v = 0; v < g.op_count(); ++v) {
+    for (int64_t t : g.outputs[v]) {
+      if (fps.count(t)) {
+        out[v] = false;
+        break;
+      }
+    }
   }
-  return true;
+  return out;
 }
 
 // The region a left-over valueless op belongs next to: that of the first op
@@ -77,18 +85,19 @@ void AttachValuelessOps(const DataflowGraph& a, const FingerprintMap& fa, const 
                         const FingerprintMap& fb, MatchResult* result) {
   std::vector<int32_t> region_a = RegionOf(a, result->regions, true);
   std::vector<int32_t> region_b = RegionOf(b, result->regions, false);
+  const std::vector<bool> valueless_a = ValuelessNodes(a, fa), valueless_b = ValuelessNodes(b, fb);
   for (int round = 0; round < kMaxRounds; ++round) {
     const std::vector<int32_t> next_a = NextInRegion(region_a), next_b = NextInRegion(region_b);
     std::map<Key, std::deque<int32_t>> b_by_key;  // B's candidates, ascending
     for (int32_t u = 0; u < b.op_count(); ++u) {
       Key key;
-      if (region_b[u] < 0 && Valueless(b, fb, u) && KeyOf(b, region_b, next_b, u, &key)) b_by_key[key].push_back(u);
+      if (region_b[u] < 0 && valueless_b[u] && KeyOf(b, region_b, next_b, u, &key)) b_by_key[key].push_back(u);
     }
     if (b_by_key.empty()) return;
     std::vector<std::tuple<int32_t, int32_t, int32_t>> pairs;  // (region, a node, b node)
     for (int32_t v = 0; v < a.op_count(); ++v) {
       Key key;
-      if (region_a[v] >= 0 || !Valueless(a, fa, v) || !KeyOf(a, region_a, next_a, v, &key)) continue;
+      if (region_a[v] >= 0 || !valueless_a[v] || !KeyOf(a, region_a, next_a, v, &key)) continue;
       auto it = b_by_key.find(key);
       if (it == b_by_key.end() || it->second.empty()) continue;
       pairs.emplace_back(std::get<0>(key), v, it->second.front());

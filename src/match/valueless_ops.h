@@ -4,10 +4,10 @@
 // that changes nothing hands back its input. Value matching cannot place
 // them, so identical runs left them "unmatched on both sides" (padding's
 // identical pair: 246 of 7 218 ops). Each such op left over joins the
-// region its graph neighbour is in, paired with a like-named op of the
-// other side that neighbours the same region in the same direction, k-th
-// with k-th in op order. An op with no neighbour in a region, or no twin,
-// stays unmatched.
+// region its graph neighbour is in (else, with no edge to any region, the
+// region of the next op in program order), paired with a like-named op of
+// the other side that touches the same region the same way, k-th with k-th
+// in op order. An op without such a twin stays unmatched.
 #pragma once
 
 #include <vector>
