@@ -21,6 +21,7 @@
 #include "runner/subprocess.h"
 #include "eval/eval.h"
 #include "eval/eval_env.h"
+#include "eval/spread.h"
 
 namespace magneton::cli {
 namespace {
@@ -123,6 +124,10 @@ class EvalCommand : public Command {
     sub->add_option("--markdown", markdown_path_,
                     "Write the results page here (default: docs/EVALUATION.md next to the cases folder, for a full "
                     "run only; a --case or --quick run writes it only when this is given)");
+    sub->add_option("--spread-with", spread_with_,
+                    "Earlier full runs' --json files: the results page shows this run beside them (run-to-run "
+                    "spread of F1, which case was missed in which run)")
+        ->delimiter(',');
     sub->add_flag("--prepare-envs", prepare_envs_,
                   "Only create (or find) the cached environments of the cases' env.json and print each side's "
                   "interpreter; record nothing");
@@ -164,6 +169,13 @@ class EvalCommand : public Command {
     }
     const bool full = want.empty();
     if (prepare_envs_) return PrepareEnvs(cases);
+    // Earlier runs are read before this one is recorded: a wrong path fails in a second, not after the suite.
+    std::vector<eval::RunSummary> runs;
+    for (const std::string& path : spread_with_) {
+      auto earlier = eval::ReadRunSummary(path);
+      if (!earlier.ok()) return Fail(earlier.status().message());
+      runs.push_back(std::move(*earlier));
+    }
     // The folder holding the cases folder (the repository for cases/).
     const fs::path base = fs::absolute(fs::path(cases_dir_) / "..").lexically_normal();
 
@@ -207,7 +219,14 @@ class EvalCommand : public Command {
     std::string markdown = markdown_path_;
     if (markdown.empty() && full) markdown = (base / "docs" / "EVALUATION.md").string();
     if (!markdown.empty()) {
-      Status st = WriteTextFile(markdown, eval::RenderMarkdown(report));
+      std::string spread;
+      if (!runs.empty()) {
+        auto this_run = eval::SummarizeRun(eval::ToJson(report), "this run");
+        if (!this_run.ok()) return Fail(this_run.status().message());
+        runs.push_back(std::move(*this_run));
+        spread = eval::RenderSpread(runs);
+      }
+      Status st = WriteTextFile(markdown, eval::RenderMarkdown(report, spread));
       if (!st.ok()) return Fail(st.message());
       std::fprintf(stderr, "magneton eval: wrote %s\n", markdown.c_str());
     }
@@ -224,7 +243,7 @@ class EvalCommand : public Command {
 
  private:
   std::string cases_dir_, work_dir_, json_path_, markdown_path_;
-  std::vector<std::string> case_ids_;
+  std::vector<std::string> case_ids_, spread_with_;
   bool quick_ = false, reuse_ = false, verbose_ = false, prepare_envs_ = false;
   int repeats_ = 1;
   eval::SweepOptions sweep_;

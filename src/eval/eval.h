@@ -216,7 +216,9 @@ std::vector<CaseResult> RunSuite(const std::vector<CaseDir>& cases, const RunOpt
                                  const CaseRecorder& record, const Progress& progress);
 
 std::string RenderTable(const Report& report);     // terminal
-std::string RenderMarkdown(const Report& report);  // docs/EVALUATION.md
+// docs/EVALUATION.md; `after_headline`: a section placed right after the
+// headline (the run-to-run spread, spread.h), "" for none.
+std::string RenderMarkdown(const Report& report, const std::string& after_headline = "");
 nlohmann::json ToJson(const Report& report);
 
 }  // namespace magneton::eval

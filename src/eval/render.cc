@@ -117,7 +117,7 @@ std::string RenderTable(const Report& r) {
   return s;
 }
 
-std::string RenderMarkdown(const Report& r) {
+std::string RenderMarkdown(const Report& r, const std::string& after_headline) {
   const SweepOptions& o = r.options;
   const size_t hi = HeadlineIndex(r);
   const Counts h = CountAt(r.cases, hi);
@@ -170,7 +170,9 @@ std::string RenderMarkdown(const Report& r) {
                    Num(o.epsilons[best / o.taus.size()]), Num(o.taus[best % o.taus.size()]), b.precision(), b.recall());
   if (failed) s += fmt::format(" {} case(s) failed to run (see below).", failed);
   if (skipped) s += fmt::format(" {} case(s) skipped on this machine (see below; they count in no score).", skipped);
-  s += "\n\n";
+  s += "\n";
+  s += after_headline;
+  s += "\n";
 
   s += "## How it is scored\n\n";
   s += "- Each case's `a.py` and `b.py` are recorded with `--values`; the diff runs in-process (detect + diagnose) "
