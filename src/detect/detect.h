@@ -242,6 +242,8 @@ void AssessOneRecording(DetectResult& result, const Options& options);
 DetectResult CombineRuns(DetectResult reference, const std::vector<DetectResult>& repeats, const Options& options);
 // A percentile bootstrap over paired units (a_k, b_k): intervals on
 // sum(a)/sum(b) and on sum(costly) - sum(cheap). Deterministic for a seed.
+// Over 4 096 units, the delta method's normal interval instead (the same to
+// within the bootstrap's own error there, without resamples x units draws).
 void BootstrapRatio(const std::vector<std::pair<double, double>>& units, bool a_costly, const Options& options,
                     uint64_t seed, Interval* ratio, Interval* saving);
 // The two-sided Student t quantile for `confidence` and `df` degrees of freedom.

@@ -229,11 +229,50 @@ double StudentT(double confidence, size_t df) {
   return ninety ? 1.645 : 1.960;
 }
 
+namespace {
+
+// The ratio of two sums over many paired units is normal to well within the
+// interval's own error (central limit), and the percentile bootstrap costs
+// resamples x units draws: 6e8 for a loop body seen 300 000 times, 17% of a
+// 1.8 M-op diff. Beyond kBootstrapMaxUnits the delta method gives the
+// interval: Var(sum a / sum b) ~ n Var(a_k - R b_k) / (sum b)^2, taken on
+// the log scale so the bounds stay positive; the saving's Var(sum(a - b))
+// = n Var(a_k - b_k).
+constexpr size_t kBootstrapMaxUnits = 4096;
+
+bool NormalRatio(const std::vector<std::pair<double, double>>& units, bool a_costly, const Options& options,
+                 Interval* ratio, Interval* saving) {
+  const double n = static_cast<double>(units.size());
+  double sa = 0, sb = 0;
+  for (const auto& [a, b] : units) {
+    sa += a;
+    sb += b;
+  }
+  if (sa <= 0 || sb <= 0) return false;  // a side that spent nothing: the bootstrap's handling
+  const double r = sa / sb;
+  double linear_ss = 0, diff_ss = 0;
+  const double mean_diff = (sa - sb) / n;
+  for (const auto& [a, b] : units) {
+    linear_ss += (a - r * b) * (a - r * b);  // mean of a - r b is 0 by the choice of r
+    diff_ss += (a - b - mean_diff) * (a - b - mean_diff);
+  }
+  const double z = StudentT(options.confidence, std::numeric_limits<size_t>::max());
+  const double se_log_ratio = std::sqrt(linear_ss / (n - 1) * n) / sb / r;
+  const double se_saving = std::sqrt(diff_ss / (n - 1) * n);
+  const double saving_uj = a_costly ? sa - sb : sb - sa;
+  *ratio = {true, r * std::exp(-z * se_log_ratio), r * std::exp(z * se_log_ratio)};
+  *saving = {true, saving_uj - z * se_saving, saving_uj + z * se_saving};
+  return true;
+}
+
+}  // namespace
+
 void BootstrapRatio(const std::vector<std::pair<double, double>>& units, bool a_costly, const Options& options,
                     uint64_t seed, Interval* ratio, Interval* saving) {
   *ratio = {};
   *saving = {};
   if (units.size() < 2) return;
+  if (units.size() > kBootstrapMaxUnits && NormalRatio(units, a_costly, options, ratio, saving)) return;
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<size_t> pick(0, units.size() - 1);
   const int resamples = std::max(100, options.bootstrap_resamples);

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <random>
 
 #include <string>
 #include <vector>
@@ -162,6 +164,47 @@ TEST(DetectUncertainty, TheBootstrapIsReproducible) {
   EXPECT_EQ(r1.high, r2.high);
   EXPECT_LT(r1.low, 12.0 / 6.0);  // the point ratio lies inside
   EXPECT_GT(r1.high, 12.0 / 6.0);
+}
+
+// Past 4 096 units the interval is the delta method's; it must agree with what
+// the bootstrap gives on the same kind of data just below that size.
+TEST(DetectUncertainty, ManyUnitsGetTheNormalIntervalTheBootstrapWouldGive) {
+  std::mt19937_64 rng(7);
+  std::lognormal_distribution<double> a_cost(std::log(30.0), 0.4), b_cost(std::log(20.0), 0.3);
+  auto draw = [&](size_t n) {
+    std::vector<std::pair<double, double>> units;
+    for (size_t k = 0; k < n; ++k) units.emplace_back(a_cost(rng), b_cost(rng));
+    return units;
+  };
+  const auto small = draw(4096), large = draw(4097 * 4);
+  Interval rs, ss, rl, sl;
+  BootstrapRatio(small, true, {}, 1, &rs, &ss);
+  BootstrapRatio(large, true, {}, 1, &rl, &sl);
+  ASSERT_TRUE(rs.known && rl.known && ss.known && sl.known);
+  double sa = 0, sb = 0;
+  for (const auto& [a, b] : large) {
+    sa += a;
+    sb += b;
+  }
+  // The point estimates lie inside.
+  EXPECT_LT(rl.low, sa / sb);
+  EXPECT_GT(rl.high, sa / sb);
+  EXPECT_LT(sl.low, sa - sb);
+  EXPECT_GT(sl.high, sa - sb);
+  // Four times the units: half the log width of the ratio's interval (1 / sqrt(4)), and
+  // twice the width of the saving's (a sum over four times as many units), within the
+  // bootstrap's own resampling error.
+  const double log_width_small = std::log(rs.high / rs.low), log_width_large = std::log(rl.high / rl.low);
+  EXPECT_NEAR(log_width_large / log_width_small, 0.5, 0.05);
+  EXPECT_NEAR((sl.high - sl.low) / (ss.high - ss.low), 2.0, 0.2);
+  // Below the size, the bootstrap: its bounds depend on the seed.
+  Interval other, unused;
+  BootstrapRatio(small, true, {}, 2, &other, &unused);
+  EXPECT_NE(other.low, rs.low);
+  // Above it, the same interval whatever the seed.
+  BootstrapRatio(large, true, {}, 2, &other, &unused);
+  EXPECT_EQ(other.low, rl.low);
+  EXPECT_EQ(other.high, rl.high);
 }
 
 TEST(DetectUncertainty, StudentQuantiles) {

@@ -107,6 +107,21 @@ def test_eval_two_cases_end_to_end(tmp_path, magneton_bin):
     # A subset run never overwrites the suite's results page by default.
     assert not (tmp_path / "docs").exists()
 
+    # The same recordings scored again beside the first run (--spread-with its
+    # JSON): the page shows both runs, each at the target, and no case moved.
+    again = tmp_path / "again.md"
+    r = run_cli("eval", CASES, "--case", "identical,topk-sort", "--reuse", "--work-dir", str(runs),
+                "--markdown", str(again), "--spread-with", str(out_json))
+    assert r.returncode == 0, r.stderr[-3000:]
+    spread = again.read_text().split("## Run-to-run spread", 1)[1].split("\n## ", 1)[0]
+    assert f"run 1 (`{out_json}`)" in spread and "| this run |" in spread, spread
+    assert "in 2 of 2 run(s)" in spread and "scored wrong in" not in spread, spread
+    # A file that is not an eval's JSON fails at once, before anything is recorded.
+    r = run_cli("eval", CASES, "--case", "identical", "--reuse", "--work-dir", str(runs),
+                "--spread-with", str(tmp_path / "topk-sort.diff.json"))
+    assert r.returncode != 0 and "not the --json output of magneton eval" in r.stderr, r.stderr
+    assert "identical: reusing" not in r.stderr, r.stderr
+
 
 def test_eval_rejects_an_unknown_case(magneton_bin):
     r = run_cli("eval", CASES, "--case", "no-such-case")
