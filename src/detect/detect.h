@@ -81,7 +81,7 @@ struct Interval {
 struct Uncertainty {
   Interval ratio;      // on energy_ratio (A/B)
   Interval saving_uj;  // on the costlier side's excess energy (costly - cheap)
-  std::string method;  // "bootstrap" (over units of one recording), "t" (over runs), "" (none)
+  std::string method;  // "bootstrap" or "delta" (over units of one recording), "t" (over runs), "" (none)
   std::string unit;    // "instances", "op pairs", "runs"
   size_t units = 0;    // how many were resampled
   size_t runs = 1;     // recordings per side the finding was seen in
@@ -244,7 +244,8 @@ DetectResult CombineRuns(DetectResult reference, const std::vector<DetectResult>
 // sum(a)/sum(b) and on sum(costly) - sum(cheap). Deterministic for a seed.
 // Over 4 096 units, the delta method's normal interval instead (the same to
 // within the bootstrap's own error there, without resamples x units draws).
-void BootstrapRatio(const std::vector<std::pair<double, double>>& units, bool a_costly, const Options& options,
+// Returns the method used: "bootstrap" or "delta".
+const char* BootstrapRatio(const std::vector<std::pair<double, double>>& units, bool a_costly, const Options& options,
                     uint64_t seed, Interval* ratio, Interval* saving);
 // The two-sided Student t quantile for `confidence` and `df` degrees of freedom.
 double StudentT(double confidence, size_t df);

@@ -267,12 +267,12 @@ bool NormalRatio(const std::vector<std::pair<double, double>>& units, bool a_cos
 
 }  // namespace
 
-void BootstrapRatio(const std::vector<std::pair<double, double>>& units, bool a_costly, const Options& options,
-                    uint64_t seed, Interval* ratio, Interval* saving) {
+const char* BootstrapRatio(const std::vector<std::pair<double, double>>& units, bool a_costly, const Options& options,
+                           uint64_t seed, Interval* ratio, Interval* saving) {
   *ratio = {};
   *saving = {};
-  if (units.size() < 2) return;
-  if (units.size() > kBootstrapMaxUnits && NormalRatio(units, a_costly, options, ratio, saving)) return;
+  if (units.size() < 2) return "bootstrap";
+  if (units.size() > kBootstrapMaxUnits && NormalRatio(units, a_costly, options, ratio, saving)) return "delta";
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<size_t> pick(0, units.size() - 1);
   const int resamples = std::max(100, options.bootstrap_resamples);
@@ -298,6 +298,7 @@ void BootstrapRatio(const std::vector<std::pair<double, double>>& units, bool a_
   };
   *ratio = {true, at(ratios, tail), at(ratios, 1 - tail)};
   *saving = {true, at(savings, tail), at(savings, 1 - tail)};
+  return "bootstrap";
 }
 
 void AssessOneRecording(DetectResult& r, const Options& options) {
@@ -307,10 +308,9 @@ void AssessOneRecording(DetectResult& r, const Options& options) {
     f.uncertainty_note.clear();
     std::vector<std::pair<double, double>> units = UnitsOf(f, &f.uncertainty.unit);
     if (units.size() >= 2) {
-      f.uncertainty.method = "bootstrap";
       f.uncertainty.units = units.size();
-      BootstrapRatio(units, f.wasteful_side != 'B', options, SeedOf(f), &f.uncertainty.ratio,
-                     &f.uncertainty.saving_uj);
+      f.uncertainty.method = BootstrapRatio(units, f.wasteful_side != 'B', options, SeedOf(f), &f.uncertainty.ratio,
+                                            &f.uncertainty.saving_uj);
     } else {
       f.uncertainty.unit.clear();
     }
