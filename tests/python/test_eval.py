@@ -115,7 +115,10 @@ def test_eval_two_cases_end_to_end(tmp_path, magneton_bin):
     assert r.returncode == 0, r.stderr[-3000:]
     spread = again.read_text().split("## Run-to-run spread", 1)[1].split("\n## ", 1)[0]
     assert f"run 1 (`{out_json}`)" in spread and "| this run |" in spread, spread
-    assert "in 2 of 2 run(s)" in spread and "scored wrong in" not in spread, spread
+    # Both runs scored the same recordings, so both are at the target or neither is.
+    in_range = [c["f1"] for c in report["sweep"] if 1e-5 <= c["epsilon"] <= 5e-2 and c["tau"] == headline["tau"]]
+    at_target = 2 if min(in_range) >= 0.9 else 0
+    assert f"in {at_target} of 2 run(s)" in spread and "scored wrong in" not in spread, spread
     # A file that is not an eval's JSON fails at once, before anything is recorded.
     r = run_cli("eval", CASES, "--case", "identical", "--reuse", "--work-dir", str(runs),
                 "--spread-with", str(tmp_path / "topk-sort.diff.json"))
