@@ -176,6 +176,10 @@ class EvalCommand : public Command {
       if (!earlier.ok()) return Fail(earlier.status().message());
       runs.push_back(std::move(*earlier));
     }
+    // The spread goes on the results page, which a --case or --quick run writes only when asked.
+    if (!runs.empty() && markdown_path_.empty() && !full) {
+      return Fail("--spread-with puts the spread on the results page: give --markdown for a --case or --quick run");
+    }
     // The folder holding the cases folder (the repository for cases/).
     const fs::path base = fs::absolute(fs::path(cases_dir_) / "..").lexically_normal();
 

@@ -124,6 +124,9 @@ def test_eval_two_cases_end_to_end(tmp_path, magneton_bin):
                 "--spread-with", str(tmp_path / "topk-sort.diff.json"))
     assert r.returncode != 0 and "not the --json output of magneton eval" in r.stderr, r.stderr
     assert "identical: reusing" not in r.stderr, r.stderr
+    # A subset run writes no page unless asked, so a spread with nowhere to go is refused, not dropped.
+    r = run_cli("eval", CASES, "--case", "identical", "--reuse", "--work-dir", str(runs), "--spread-with", str(out_json))
+    assert r.returncode != 0 and "give --markdown" in r.stderr, r.stderr
 
 
 def test_eval_rejects_an_unknown_case(magneton_bin):
