@@ -266,6 +266,7 @@ class Recorder {
   void WriteRecorderOp(std::string_view name, int64_t start_ns, int64_t end_ns, std::string args);
   void ForgetAllValues();
   void WriteWindowMeta();  // at Stop
+  void WriteMachineLoadMeta();  // at Stop
 
   static std::atomic<Recorder*> active_;
   std::mutex window_mu_;
@@ -278,6 +279,9 @@ class Recorder {
   bool window_configured_ = false;  // ConfigureWindow was called (--window, --start-after, --duration)
   std::unique_ptr<TraceWriter> writer_;
   std::unique_ptr<class EnergySession> energy_;
+  // /proc/stat and this process's CPU time at Start: the machine's load over
+  // the recording is written at Stop (record/machine_load.h).
+  std::unique_ptr<struct MachineLoadStart> load_start_;
   std::unique_ptr<State> state_;
   uint64_t generation_;
   bool record_values_;

@@ -5,6 +5,7 @@
 // are regions of their own; repeated regions are aggregated.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -171,6 +172,14 @@ struct SideSummary {
   double issue_uj = 0;        // the part of idle_in_job_uj charged to ops as issue time
   double device_idle_in_job_uj = 0;  // a GPU's energy inside the job while it ran nothing
   std::string basis = "host";        // energy::Attribution::basis
+  // What else used the machine's CPUs over the recording, as shares of all
+  // its CPU time (trace meta machine.*, record/machine_load.h): other
+  // processes, and the hypervisor's steal. Negative when the trace does not
+  // say (an older trace, or /proc/stat unreadable).
+  double others_cpu_share = -1;
+  double steal_share = -1;
+  // others + steal, or negative when unknown.
+  double MachineLoad() const { return others_cpu_share < 0 ? -1 : others_cpu_share + std::max(0.0, steal_share); }
 };
 
 struct DetectResult {
@@ -229,6 +238,14 @@ double EffectivePairs(const std::vector<PairRatio>& pairs);
 // Whether the exit-cut tensors hold the same values within `epsilon`.
 bool OutputsAgree(const std::vector<TensorPair>& outputs, const FingerprintMap& fa, const FingerprintMap& fb,
                   double epsilon, std::string* note);
+
+// How much slower the costlier side may have run for the machine alone. A
+// program that would use every CPU gets (1 - load) of them, so its time can
+// grow by 1 / (1 - load); the cheaper side's own load is divided out. An
+// upper bound (a single-threaded program on a large machine may not slow at
+// all), which is what a demotion needs. 1 when a side does not say or the
+// gap is within 10% of the machine's CPU time.
+double LoadSlowdownBound(const SideSummary& costly, const SideSummary& cheap);
 
 // The uncertainty step on one recording per side (called by
 // DetectFromMatch): an interval per finding by a paired bootstrap over its

@@ -27,6 +27,20 @@
 #include "detect/detect.h"
 
 namespace magneton::detect {
+
+// The machine's load (other processes' CPU time and steal, as shares of
+// all its CPU time) differs between the sides by at least this much before
+// it is weighed: a quiet machine drifts by a few percent between runs.
+constexpr double kMaterialLoadGap = 0.10;
+// Beyond this the bound below grows without limit; count it as this.
+constexpr double kMaxLoadCounted = 0.9;
+
+double LoadSlowdownBound(const SideSummary& costly, const SideSummary& cheap) {
+  const double lc = costly.MachineLoad(), lo = cheap.MachineLoad();
+  if (lc < 0 || lo < 0 || lc - lo < kMaterialLoadGap) return 1;
+  return (1 - std::min(lo, kMaxLoadCounted)) / (1 - std::min(lc, kMaxLoadCounted));
+}
+
 namespace {
 
 constexpr char kMoreRuns[] =
@@ -159,6 +173,28 @@ std::string ShiftReason(const DetectResult& r, const Finding& f, const Options& 
   return fmt::format("{}'s whole run is {} costlier on the work both sides share (typical same-work op pair), and "
                      "this region{} by no more than that",
                      f.wasteful_side, Percent(run), f.uncertainty.ratio.known ? " (by its interval)" : "");
+}
+
+
+// A finding whose costlier side ran on a busier machine, by no more than
+// that business can explain, says nothing about the code: the same program
+// recorded beside two busy loops on this project's 2-core VM ran 4.6x
+// slower, and a region with different ops (no interval, no same-work pair to
+// compare) was called waste on the wrong side.
+std::string LoadReason(const DetectResult& r, const Finding& f, const Options& options) {
+  const bool b_costly = f.wasteful_side == 'B';
+  const SideSummary& costly = b_costly ? r.b : r.a;
+  const SideSummary& cheap = b_costly ? r.a : r.b;
+  const double bound = LoadSlowdownBound(costly, cheap);
+  if (bound <= 1) return "";
+  const double region = f.uncertainty.ratio.known ? CostlyRatioBound(f)
+                                                  : (b_costly ? 1 / f.energy_ratio : f.energy_ratio);
+  if (region > bound * (1 + options.tau)) return "";
+  return fmt::format("other work took {:.0f}% of the machine's CPU time while {} was recorded ({:.0f}% while {} "
+                     "was): that alone can make {} up to {:.2f}x costlier, and this region{} is costlier by no more; "
+                     "record both sides again on a quiet machine, or {}",
+                     100 * costly.MachineLoad(), b_costly ? 'B' : 'A', 100 * cheap.MachineLoad(), b_costly ? 'A' : 'B',
+                     b_costly ? 'B' : 'A', bound, f.uncertainty.ratio.known ? " (by its interval)" : "", kMoreRuns);
 }
 
 // Why a timing-only finding of one recording per side cannot be told from
@@ -323,6 +359,10 @@ void AssessOneRecording(DetectResult& r, const Options& options) {
       continue;
     }
     if (DemoteIfStraddles(f, options)) continue;
+    if (std::string why = LoadReason(r, f, options); !why.empty()) {
+      Demote(f, std::move(why));
+      continue;
+    }
     if (!timing_only && options.differing_settings.empty()) {
       const std::string why = ShiftReason(r, f, options);
       if (!why.empty()) {
@@ -411,6 +451,19 @@ DetectResult CombineRuns(DetectResult r, const std::vector<DetectResult>& repeat
   }
   r.a.job_uj = Mean(job_a);
   r.b.job_uj = Mean(job_b);
+  // The machine's load: the mean over runs, unknown if any run does not say.
+  auto mean_load = [&repeats](SideSummary& side, bool a_side) {
+    std::vector<double> others{side.others_cpu_share}, steal{side.steal_share};
+    for (const DetectResult& rep : repeats) {
+      others.push_back((a_side ? rep.a : rep.b).others_cpu_share);
+      steal.push_back((a_side ? rep.a : rep.b).steal_share);
+    }
+    const bool known = std::all_of(others.begin(), others.end(), [](double v) { return v >= 0; });
+    side.others_cpu_share = known ? Mean(others) : -1;
+    side.steal_share = known ? Mean(steal) : -1;
+  };
+  mean_load(r.a, true);
+  mean_load(r.b, false);
   std::vector<double> run_wide{std::log(r.run_wide_ratio)};
   for (const DetectResult& rep : repeats) run_wide.push_back(std::log(rep.run_wide_ratio));
   r.run_wide_ratio = std::exp(Mean(run_wide));
@@ -461,6 +514,8 @@ DetectResult CombineRuns(DetectResult r, const std::vector<DetectResult>& repeat
     if (f.point_verdict == Verdict::kEqual) continue;
     if (DemoteIfStraddles(f, options)) {
       if (ca.size() < n) f.uncertainty_note += fmt::format(" (found in {} of {} runs)", ca.size(), n);
+    } else if (std::string why = LoadReason(r, f, options); !why.empty()) {
+      Demote(f, std::move(why));
     }
   }
   RankFindings(r.findings);

@@ -4,6 +4,7 @@
 #include "fingerprint/fingerprint.h"
 #include "fingerprint/value_parts.h"
 #include "record/energy_session.h"
+#include "record/machine_load.h"
 #include "trust/trace_trust.h"
 
 #include <sched.h>
@@ -276,7 +277,30 @@ Recorder::Recorder(std::unique_ptr<TraceWriter> writer, uint64_t generation, boo
       generation_(generation),
       record_values_(record_values) {}
 
+struct MachineLoadStart {
+  record::CpuTicks ticks;
+  int64_t own_cpu_ns = 0;
+};
+
 Recorder::~Recorder() = default;
+
+// What else ran on the machine while this recording did; a failure is said
+// in the trace, not hidden (docs/TRACE_FORMAT.md, machine.*).
+void Recorder::WriteMachineLoadMeta() {
+  if (!load_start_) return;  // Start wrote machine.load_error
+  auto end = record::ReadCpuTicks();
+  if (!end.ok()) {
+    writer_->SetMeta("machine.load_error", end.status().message());
+    return;
+  }
+  auto load = record::LoadBetween(load_start_->ticks, *end, record::ProcessCpuNs() - load_start_->own_cpu_ns,
+                                  sysconf(_SC_CLK_TCK));
+  if (!load.ok()) {
+    writer_->SetMeta("machine.load_error", load.status().message());
+    return;
+  }
+  for (const auto& [key, value] : record::LoadMeta(*load)) writer_->SetMeta(key, value);
+}
 
 Status Recorder::Start(const std::string& path, const RunMetadata& meta, RecorderOptions options) {
   std::lock_guard<std::mutex> lock(g_lifecycle_mu);
@@ -310,6 +334,11 @@ Status Recorder::Start(const std::string& path, const RunMetadata& meta, Recorde
     } else {
       rec->writer_->SetMeta("energy.status", "no energy recorded: " + session.status().message());
     }
+  }
+  if (auto ticks = record::ReadCpuTicks(); ticks.ok()) {
+    rec->load_start_ = std::make_unique<MachineLoadStart>(MachineLoadStart{*ticks, record::ProcessCpuNs()});
+  } else {
+    rec->writer_->SetMeta("machine.load_error", ticks.status().message());
   }
   active_.store(rec, std::memory_order_release);
   return Status::Ok();
@@ -357,6 +386,7 @@ Status Recorder::Stop() {
   // callbacks already running: they may still be using rec inside a Ref.
   WaitForRefs();
   rec->WriteWindowMeta();
+  rec->WriteMachineLoadMeta();
   Status st = rec->energy_ ? rec->energy_->Stop() : Status::Ok();
   {
     std::lock_guard<std::mutex> state_lock(rec->state_->mu);

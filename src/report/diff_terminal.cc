@@ -56,6 +56,25 @@ double WasteSavingUj(const detect::DetectResult& r) {
   return uj;
 }
 
+// A line when other work used the machine while either side was recorded:
+// its times, and estimated or measured energy, grow with it.
+static std::string MachineLoadLine(const detect::DetectResult& r) {
+  const double la = r.a.MachineLoad(), lb = r.b.MachineLoad();
+  if (std::max(la, lb) < 0.10) return "";
+  auto share = [](double v) { return v < 0 ? std::string("not recorded") : fmt::format("{:.0f}%", 100 * v); };
+  std::string out = fmt::format("machine load: other processes and steal took {} of the CPU time while A was "
+                                "recorded, {} while B was",
+                                share(la), share(lb));
+  const bool b_busier = lb > la;
+  const double bound = b_busier ? detect::LoadSlowdownBound(r.b, r.a) : detect::LoadSlowdownBound(r.a, r.b);
+  if (bound > 1) {
+    out += fmt::format(": {} may look up to {:.2f}x costlier for that alone; findings it can explain are "
+                       "inconclusive",
+                       b_busier ? 'B' : 'A', bound);
+  }
+  return out + "\n";
+}
+
 std::string RenderDiffTerminal(const DiffReportInput& in) {
   const detect::DetectResult& r = *in.result;
   const Provenance p = r.provenance;
@@ -70,6 +89,7 @@ std::string RenderDiffTerminal(const DiffReportInput& in) {
                      magneton::FormatEnergy(r.b.total_uj, p));
   out += fmt::format("energy domain {}: {}{}\n", r.domain, ProvenanceHeading(p),
                      p == Provenance::kMeasured ? "" : " (no hardware counter; a model of CPU time, not joules measured)");
+  out += MachineLoadLine(r);
   size_t waste = 0, trade = 0, inconclusive = 0;
   for (const Finding& f : r.findings) {
     waste += f.verdict == detect::Verdict::kWaste;

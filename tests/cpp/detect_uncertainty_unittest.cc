@@ -335,5 +335,67 @@ TEST(DetectUncertainty, UnmatchedOpsAreOneFindingPerRunWhateverTheyHold) {
   EXPECT_GT(f.uncertainty.saving_uj.low, 250);
 }
 
+// The machine's load while each side was recorded (trace meta machine.*).
+Side Loaded(Side s, double others_cpu_share) {
+  s.trace.meta.extra["machine.others_cpu_share"] = std::to_string(others_cpu_share);
+  s.trace.meta.extra["machine.steal_share"] = "0";
+  return s;
+}
+
+TEST(DetectUncertainty, ACostlierSideRecordedOnABusyMachineIsInconclusive) {
+  // A setting differs, so a whole run 1.5x dearer would be waste
+  // (ARunWideSlowdownASettingExplainsIsWaste); but other work took half the
+  // machine while A ran, which alone can make A up to 1.96x dearer.
+  Options o;
+  o.differing_settings = {"torch.num_threads: 1 -> 2"};
+  auto busy_a = Detect(Loaded(MakeSide(Names(), Costs(150, 75)), 0.5), Loaded(MakeSide(Names(), Costs(100, 50)), 0.02),
+                       o);
+  ASSERT_TRUE(busy_a.ok());
+  EXPECT_NEAR(busy_a->a.others_cpu_share, 0.5, 1e-9);
+  EXPECT_NEAR(LoadSlowdownBound(busy_a->a, busy_a->b), 0.98 / 0.5, 1e-9);
+  for (const Finding& f : busy_a->findings) {
+    if (f.kind != RegionKind::kMatched) continue;
+    EXPECT_EQ(f.point_verdict, Verdict::kWaste);
+    EXPECT_EQ(f.verdict, Verdict::kInconclusive);
+    EXPECT_NE(f.uncertainty_note.find("50% of the machine's CPU time while A was recorded"), std::string::npos)
+        << f.uncertainty_note;
+  }
+  // The busy machine was B's, the cheaper side: A's waste stands.
+  auto busy_b = Detect(Loaded(MakeSide(Names(), Costs(150, 75)), 0.02), Loaded(MakeSide(Names(), Costs(100, 50)), 0.5),
+                       o);
+  ASSERT_TRUE(busy_b.ok());
+  EXPECT_EQ(busy_b->findings.front().verdict, Verdict::kWaste);
+  // A load that explains at most 1.23x (x 1.1 tau) does not cover 1.5x.
+  auto mild = Detect(Loaded(MakeSide(Names(), Costs(150, 75)), 0.2), Loaded(MakeSide(Names(), Costs(100, 50)), 0.02),
+                     o);
+  ASSERT_TRUE(mild.ok());
+  EXPECT_EQ(mild->findings.front().verdict, Verdict::kWaste) << mild->findings.front().uncertainty_note;
+  // A gap under 10% of the machine is drift, not a busy neighbour.
+  EXPECT_EQ(LoadSlowdownBound(Detect(Loaded(MakeSide(Names(), Costs(150, 75)), 0.09),
+                                     Loaded(MakeSide(Names(), Costs(100, 50)), 0.0), o)->a,
+                              SideSummary{}),
+            1);
+}
+
+TEST(DetectUncertainty, RunsThatAgreeOnABusyMachineAreInconclusive) {
+  // RunsThatAgreeAreWaste's ~2x, with other work taking 60% of the machine
+  // in every run of A: that alone can make A 2.45x dearer.
+  auto run = [](double matmul_a_uj, double load_a) {
+    auto r = Detect(Loaded(MakeSide(Names(), Costs(matmul_a_uj, 50)), load_a),
+                    Loaded(MakeSide(Names(), Costs(100, 50)), 0.02));
+    EXPECT_TRUE(r.ok());
+    return *r;
+  };
+  DetectResult busy = CombineRuns(run(200, 0.6), {run(190, 0.55), run(210, 0.65)}, {});
+  EXPECT_NEAR(busy.a.others_cpu_share, 0.6, 1e-9);  // the mean over runs
+  const Finding* matmul = Named(busy, "aten::matmul");
+  ASSERT_NE(matmul, nullptr);
+  EXPECT_EQ(matmul->verdict, Verdict::kInconclusive);
+  EXPECT_NE(matmul->uncertainty_note.find("by its interval"), std::string::npos) << matmul->uncertainty_note;
+  // The same runs on a quiet machine: waste.
+  DetectResult quiet = CombineRuns(run(200, 0.02), {run(190, 0.03), run(210, 0.01)}, {});
+  EXPECT_EQ(Named(quiet, "aten::matmul")->verdict, Verdict::kWaste);
+}
+
 }  // namespace
 }  // namespace magneton::detect

@@ -144,33 +144,23 @@ def test_same_run_twice_has_no_waste(record):
     assert flagged(report), text
 
 
-def test_confirm_reruns_the_wasteful_side_with_the_cause_flipped(tmp_path):
+def test_confirm_reruns_the_wasteful_side_with_the_cause_flipped(record):
     """--confirm re-runs A's recorded command with use_cache set as in B and
-    reports the saving it measured (estimated here)."""
-    script = tmp_path / "gen.py"
-    script.write_text(
-        "import sys, torch\n"
-        "from transformers import GPT2Config, GPT2LMHeadModel\n"
-        "torch.manual_seed(0)\n"
-        "m = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=500, n_positions=256,\n"
-        "                               bos_token_id=499, eos_token_id=499)).eval()\n"
-        "ids = torch.randint(0, 500, (1, 128), generator=torch.Generator().manual_seed(1))\n"
-        "with torch.no_grad():\n"
-        "    m.generate(ids, max_new_tokens=32, min_new_tokens=32, do_sample=False, pad_token_id=0,\n"
-        "               use_cache=sys.argv[1] == 'cache')\n")
-    a, b = str(tmp_path / "nocache.mtrace"), str(tmp_path / "cache.mtrace")
-    for out, mode in ((a, "nocache"), (b, "cache")):
-        r = run_cli("record", "--values", "-o", out, "--", sys.executable, str(script), mode)
-        assert r.returncode == 0, r.stderr
+    reports the saving it measured (estimated here).
+
+    The "gen" contrast, not a smaller one: its real cost difference (~3.5-4x) stands above what this VM does to one
+    run (1.5-2x). A 2-layer n_embd-64 model with a 128-token prompt was tried first; there per-op overhead dominates
+    and use_cache saves only ~2x, so one slowed recording of B, or one fast re-run, erased it (3 failures in 8 runs
+    on a quiet machine: no waste finding to flip, or a re-run that saved under 5%)."""
+    a, b = record("nocache", False, "sdpa"), record("cache", True, "sdpa")
     r = run_cli("diff", a, b, "--min-share", "0.01", "--confirm", "--no-rerun")
     assert r.returncode == 0, r.stderr
-    # The whole diff on failure: a clean-clone run once found no waste finding to flip here (cause open, stop 29).
     assert "--confirm: re-running A" in r.stdout and "call.generate.use_cache = True" in r.stdout, r.stdout
     rerun = a + ".confirm.mtrace"
     cfg = TraceDB(rerun).config()
     # The override took effect in the re-run: generate saw use_cache=True.
     assert cfg["call.generate.use_cache"] == "True"
-    # Without the cache each of the 32 steps recomputes the whole 128+ token
+    # Without the cache each of the 8 steps recomputes the whole 2x256-token
     # prefix: the re-run with the cache saves far more than the 5% that confirms.
     assert "Confirmed: re-running A" in r.stdout and "Not confirmed" not in r.stdout, r.stdout
     assert "(estimated" in r.stdout

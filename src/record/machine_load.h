@@ -1,0 +1,51 @@
+// How busy the machine was with other work while a recording ran: other
+// processes' CPU time and the hypervisor's steal, as shares of all the
+// machine's CPU time over the recording. Estimated energy is a model of wall
+// and CPU time, and measured energy is slowed just as much, so a recording
+// made beside a busy neighbour looks costlier for a reason outside the
+// program: the diff needs to know (detect/uncertainty.cc).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "magneton/status.h"
+
+namespace magneton::record {
+
+// The all-CPU line of /proc/stat, in clock ticks (USER_HZ).
+struct CpuTicks {
+  uint64_t busy = 0;   // user + nice + system + irq + softirq (guest time is inside user)
+  uint64_t steal = 0;  // taken by the hypervisor for other guests
+  uint64_t total = 0;  // every field but guest and guest_nice (counted in user and nice already)
+};
+
+// Parses the "cpu " line of /proc/stat text. Kernels before 2.6.11 lack the
+// steal field; it counts as 0 then.
+StatusOr<CpuTicks> ParseProcStat(const std::string& text);
+
+// Reads $MAGNETON_PROC_ROOT/proc/stat ("" root: the real one).
+StatusOr<CpuTicks> ReadCpuTicks();
+
+// This process's CPU time so far (CLOCK_PROCESS_CPUTIME_ID), in ns.
+int64_t ProcessCpuNs();
+
+struct MachineLoad {
+  double others_cpu_share = 0;  // other processes' busy time / all CPU time, in [0, 1]
+  double steal_share = 0;       // steal / all CPU time, in [0, 1]
+  double seconds = 0;           // the span measured
+};
+
+// The load between two readings, given how much CPU time this process used
+// in between. Fails when the span is too short to say anything (under
+// 10 ticks of all CPUs together).
+StatusOr<MachineLoad> LoadBetween(const CpuTicks& start, const CpuTicks& end, int64_t own_cpu_ns,
+                                  long ticks_per_second);
+
+// The meta rows a recording keeps: machine.others_cpu_share,
+// machine.steal_share, machine.load_seconds (docs/TRACE_FORMAT.md; the diff
+// reads them in detect/regions.cc).
+std::map<std::string, std::string> LoadMeta(const MachineLoad& load);
+
+}  // namespace magneton::record

@@ -1,0 +1,107 @@
+// The machine's load over a recording (record/machine_load.h): /proc/stat
+// parsing, the share arithmetic, and the meta a real recording writes.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "magneton/recorder.h"
+#include "magneton/trace_reader.h"
+#include "record/machine_load.h"
+#include "test_util.h"
+
+namespace magneton::record {
+namespace {
+
+// A 4.x+ kernel's line: user nice system idle iowait irq softirq steal guest guest_nice.
+constexpr char kStat[] =
+    "cpu  1000 10 200 5000 40 5 15 30 70 0\n"
+    "cpu0 500 5 100 2500 20 2 7 15 35 0\n"
+    "intr 123\n";
+
+TEST(MachineLoad, ParsesTheAllCpuLine) {
+  auto t = ParseProcStat(kStat);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->busy, 1000u + 10 + 200 + 5 + 15);  // guest (70) is inside user already
+  EXPECT_EQ(t->steal, 30u);
+  EXPECT_EQ(t->total, t->busy + 5000 + 40 + 30);
+}
+
+TEST(MachineLoad, AnOldKernelWithoutStealCountsNone) {
+  auto t = ParseProcStat("cpu  1 2 3 4 5 6 7\n");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->steal, 0u);
+  EXPECT_EQ(t->total, 28u);
+}
+
+TEST(MachineLoad, TextWithoutTheCpuLineIsAnError) {
+  EXPECT_FALSE(ParseProcStat("cpu0 1 2 3 4 5 6 7\n").ok());
+  EXPECT_FALSE(ParseProcStat("cpu  1 2 3\n").ok());
+  EXPECT_FALSE(ParseProcStat("").ok());
+}
+
+TEST(MachineLoad, OthersAreTheBusyTimeThisProcessDidNotUse) {
+  // 1000 ticks of all CPUs over the span (100 Hz): 600 busy, 50 stolen.
+  CpuTicks start{100, 10, 1000}, end{700, 60, 2000};
+  // This process used 2 s = 200 ticks of it.
+  auto load = LoadBetween(start, end, 2'000'000'000, 100);
+  ASSERT_TRUE(load.ok());
+  EXPECT_NEAR(load->others_cpu_share, 0.4, 1e-12);
+  EXPECT_NEAR(load->steal_share, 0.05, 1e-12);
+  // Sampled ticks can count less than the process's exact CPU time: never below 0.
+  auto quiet = LoadBetween(start, end, 9'000'000'000, 100);
+  ASSERT_TRUE(quiet.ok());
+  EXPECT_EQ(quiet->others_cpu_share, 0);
+}
+
+TEST(MachineLoad, ASpanTooShortToMeasureIsAnError) {
+  CpuTicks start{100, 0, 1000}, end{103, 0, 1005};
+  EXPECT_FALSE(LoadBetween(start, end, 0, 100).ok());
+  EXPECT_FALSE(LoadBetween(end, start, 0, 100).ok());  // a counter that went back
+}
+
+TEST(MachineLoad, ARecordingWritesItsLoad) {
+  // A real Recorder on this machine's /proc/stat, spinning for 300 ms so the
+  // span has ticks to count.
+  const std::string path = testing::TempPath("machine_load.mtrace");
+  RecorderOptions options;
+  options.sample_energy = false;
+  ASSERT_TRUE(Recorder::Start(path, {}, options).ok());
+  volatile double x = 0;
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+       std::chrono::steady_clock::now() < until;) {
+    x = x + 1;
+  }
+  ASSERT_TRUE(Recorder::Stop().ok());
+  auto trace = ReadTrace(path);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  const auto& extra = trace->meta.extra;
+  ASSERT_EQ(extra.count("machine.load_error"), 0u) << extra.at("machine.load_error");
+  ASSERT_EQ(extra.count("machine.others_cpu_share"), 1u);
+  const double others = std::stod(extra.at("machine.others_cpu_share"));
+  EXPECT_GE(others, 0);
+  EXPECT_LE(others, 1);
+  EXPECT_GT(std::stod(extra.at("machine.load_seconds")), 0.2);
+}
+
+TEST(MachineLoad, AnUnreadableProcStatIsSaidInTheTrace) {
+  const std::string path = testing::TempPath("machine_load_error.mtrace");
+  setenv("MAGNETON_PROC_ROOT", "/nonexistent-magneton-root", 1);
+  RecorderOptions options;
+  options.sample_energy = false;
+  const Status started = Recorder::Start(path, {}, options);
+  unsetenv("MAGNETON_PROC_ROOT");
+  ASSERT_TRUE(started.ok());
+  ASSERT_TRUE(Recorder::Stop().ok());
+  auto trace = ReadTrace(path);
+  ASSERT_TRUE(trace.ok());
+  ASSERT_EQ(trace->meta.extra.count("machine.load_error"), 1u);
+  EXPECT_NE(trace->meta.extra.at("machine.load_error").find("/proc/stat"), std::string::npos);
+  EXPECT_EQ(trace->meta.extra.count("machine.others_cpu_share"), 0u);
+}
+
+}  // namespace
+}  // namespace magneton::record
