@@ -36,4 +36,25 @@ std::string FormatBytes(int64_t bytes) {
   return fmt::format("{} B", bytes);
 }
 
+namespace {
+
+// Code points in `text` (bytes that are not UTF-8 continuation bytes).
+size_t CharCount(std::string_view text) {
+  size_t n = 0;
+  for (unsigned char c : text) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+}  // namespace
+
+std::string ClipUtf8(std::string_view text, size_t max_chars, std::string_view ellipsis) {
+  if (CharCount(text) <= max_chars) return std::string(text);
+  const size_t keep = max_chars > CharCount(ellipsis) ? max_chars - CharCount(ellipsis) : 0;
+  size_t chars = 0, end = 0;
+  for (; end < text.size(); ++end) {
+    if ((static_cast<unsigned char>(text[end]) & 0xC0) != 0x80 && chars++ == keep) break;
+  }
+  return std::string(text.substr(0, end)) + std::string(ellipsis);
+}
+
 }  // namespace magneton

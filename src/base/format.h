@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "magneton/provenance.h"
 
@@ -19,5 +20,9 @@ std::string FormatEnergy(double energy_uj, Provenance provenance);
 std::string FormatDuration(int64_t duration_ns);
 // "512 B", "4.1 kB", "3.2 MB", "1.5 GB" (decimal units).
 std::string FormatBytes(int64_t bytes);
+// `text` if it has at most `max_chars` UTF-8 characters, else its first
+// characters and `ellipsis`, max_chars in all. Never cuts inside a
+// character: a byte cut through "→" made a report's stdout invalid UTF-8.
+std::string ClipUtf8(std::string_view text, size_t max_chars, std::string_view ellipsis = "…");
 
 }  // namespace magneton

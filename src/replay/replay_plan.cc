@@ -75,7 +75,7 @@ std::string FormatReplayTable(const std::vector<ReplayRecord>& records) {
   std::string out = fmt::format("{:<60} {:>6} {:>12} {:>8} {:>14} {:>8} {:>14} {:>8}  {}\n", "op signature", "count",
                                 "µs/call", "±%", "µJ/call", "±%", "online µJ", "ratio", "provenance, method");
   for (const ReplayRecord& r : records) {
-    std::string sig = r.signature.size() > 60 ? r.signature.substr(0, 57) + "..." : r.signature;
+    std::string sig = ClipUtf8(r.signature, 60, "...");
     if (!r.error.empty()) {
       out += fmt::format("{:<60} {:>6}  not replayed: {}\n", sig, r.occurrences, r.error);
       continue;

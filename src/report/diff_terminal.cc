@@ -22,10 +22,7 @@ std::string RatioWithInterval(const Finding& f) {
   return fmt::format("{:.2f} [{:.2f}, {:.2f}]", f.energy_ratio, i.low, i.high);
 }
 
-std::string Clip(std::string s, size_t width) {
-  if (s.size() <= width) return s;
-  return s.substr(0, width - 1) + "~";
-}
+std::string Clip(const std::string& s, size_t width) { return ClipUtf8(s, width, "~"); }
 
 }  // namespace
 

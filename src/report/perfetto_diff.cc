@@ -42,7 +42,7 @@ std::string ProcessLabel(const SideTrack& s) {
   const Trace& t = *s.trace;
   std::string what = t.meta.label.empty() ? s.path : t.meta.label;
   std::string command = t.meta.command_line;
-  if (command.size() > 160) command = command.substr(0, 157) + "...";
+  command = ClipUtf8(command, 160, "...");
   if (!command.empty() && command != what) what += " (" + command + ")";
   return std::string(1, s.letter) + ": " + what;
 }

@@ -10,6 +10,7 @@
 #include "trace/op_times.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <unordered_map>
 
 namespace magneton {
@@ -77,6 +78,17 @@ std::string FormatSummary(const Trace& trace, int top) {
     out += fmt::format("window     {} of {} steps recorded ({}; steps from {}), {} unrecorded span(s)\n", steps->second,
                        get("window.steps"), schedule.empty() ? "every step" : schedule, get("window.step_source"),
                        get("window.unrecorded_spans"));
+  }
+  // What else ran on the machine: timings and energy grow with it (docs/DIFF.md "A busy machine").
+  if (auto others = m.extra.find("machine.others_cpu_share"); others != m.extra.end()) {
+    auto steal = m.extra.find("machine.steal_share");
+    const double load = std::atof(others->second.c_str()) + (steal == m.extra.end() ? 0 : std::atof(steal->second.c_str()));
+    out += fmt::format("machine    other processes took {:.0f}% of the CPU time, steal {:.0f}%{}\n",
+                       100 * std::atof(others->second.c_str()),
+                       steal == m.extra.end() ? 0.0 : 100 * std::atof(steal->second.c_str()),
+                       load >= 0.10 ? ": a busy machine; this run's times and energy are inflated by it" : "");
+  } else if (auto error = m.extra.find("machine.load_error"); error != m.extra.end()) {
+    out += fmt::format("machine    load not measured: {}\n", error->second);
   }
   for (const auto& [key, value] : m.extra) {
     // ort.session[N].unknown_nodes / .ambiguous_nodes (docs/TRACE_FORMAT.md)
@@ -198,7 +210,7 @@ std::string DeviceEnergyLines(const Trace& trace, const energy::Attribution& a, 
     for (size_t i = 0; i < rows.size() && i < static_cast<size_t>(top); ++i) {
       const auto& [uj, n, ns] = rows[i].second;
       std::string name = trace.str(rows[i].first);
-      if (name.size() > 40) name = name.substr(0, 39) + "…";
+      name = ClipUtf8(name, 40);
       out += fmt::format("    {:<40} {:>8} {:>12.3f} {:>12}\n", name, n, uj / 1e3, Ms(ns));
     }
   }
