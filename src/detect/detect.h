@@ -159,6 +159,22 @@ struct Options {
   std::vector<std::string> differing_settings;
 };
 
+// What else used the machine's CPUs while a trace was recorded, as shares of
+// all its CPU time (trace meta machine.*, written by record/machine_load.cc):
+// other processes, and the hypervisor's steal. Negative when the trace does
+// not say (an older trace, or /proc/stat unreadable).
+struct MachineLoadShares {
+  double others_cpu_share = -1;
+  double steal_share = -1;
+  // others + steal, or negative when unknown.
+  double Total() const { return others_cpu_share < 0 ? -1 : others_cpu_share + std::max(0.0, steal_share); }
+};
+MachineLoadShares MachineLoadOf(const RunMetadata& meta);
+// A load of this share of the machine's CPU time, or a gap this large
+// between the sides, is material: a quiet machine drifts by a few percent
+// between runs.
+inline constexpr double kMaterialLoad = 0.10;
+
 struct SideSummary {
   double total_uj = 0;        // the domain's energy over the sample window
   double unattributed_uj = 0;  // while no op ran
@@ -172,14 +188,7 @@ struct SideSummary {
   double issue_uj = 0;        // the part of idle_in_job_uj charged to ops as issue time
   double device_idle_in_job_uj = 0;  // a GPU's energy inside the job while it ran nothing
   std::string basis = "host";        // energy::Attribution::basis
-  // What else used the machine's CPUs over the recording, as shares of all
-  // its CPU time (trace meta machine.*, record/machine_load.h): other
-  // processes, and the hypervisor's steal. Negative when the trace does not
-  // say (an older trace, or /proc/stat unreadable).
-  double others_cpu_share = -1;
-  double steal_share = -1;
-  // others + steal, or negative when unknown.
-  double MachineLoad() const { return others_cpu_share < 0 ? -1 : others_cpu_share + std::max(0.0, steal_share); }
+  MachineLoadShares machine;  // the mean over runs after CombineRuns
 };
 
 struct DetectResult {
@@ -244,7 +253,7 @@ bool OutputsAgree(const std::vector<TensorPair>& outputs, const FingerprintMap& 
 // grow by 1 / (1 - load); the cheaper side's own load is divided out. An
 // upper bound (a single-threaded program on a large machine may not slow at
 // all), which is what a demotion needs. 1 when a side does not say or the
-// gap is within 10% of the machine's CPU time.
+// gap is under kMaterialLoad.
 double LoadSlowdownBound(const SideSummary& costly, const SideSummary& cheap);
 
 // The uncertainty step on one recording per side (called by

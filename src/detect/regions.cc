@@ -12,6 +12,21 @@
 #include "detect/detect.h"
 
 namespace magneton::detect {
+
+MachineLoadShares MachineLoadOf(const RunMetadata& meta) {
+  auto share = [&meta](const char* key) {
+    auto it = meta.extra.find(key);
+    if (it == meta.extra.end()) return -1.0;
+    char* end = nullptr;
+    const double v = std::strtod(it->second.c_str(), &end);
+    return end == it->second.c_str() || !std::isfinite(v) ? -1.0 : std::clamp(v, 0.0, 1.0);
+  };
+  MachineLoadShares load;
+  load.others_cpu_share = share("machine.others_cpu_share");
+  load.steal_share = load.others_cpu_share < 0 ? -1 : share("machine.steal_share");
+  return load;
+}
+
 namespace {
 
 // Two regions repeat each other when both sides run the same op-name sequence.
@@ -36,15 +51,7 @@ SideSummary Summarize(const Trace& t, const energy::Attribution& e) {
   s.issue_uj = e.issue_uj;
   s.device_idle_in_job_uj = e.device_idle_in_job_uj;
   s.basis = e.basis;
-  auto share = [&t](const char* key) {
-    auto it = t.meta.extra.find(key);
-    if (it == t.meta.extra.end()) return -1.0;
-    char* end = nullptr;
-    const double v = std::strtod(it->second.c_str(), &end);
-    return end == it->second.c_str() || !std::isfinite(v) ? -1.0 : std::clamp(v, 0.0, 1.0);
-  };
-  s.others_cpu_share = share("machine.others_cpu_share");
-  s.steal_share = s.others_cpu_share < 0 ? -1 : share("machine.steal_share");
+  s.machine = MachineLoadOf(t.meta);
   return s;
 }
 

@@ -28,16 +28,12 @@
 
 namespace magneton::detect {
 
-// The machine's load (other processes' CPU time and steal, as shares of
-// all its CPU time) differs between the sides by at least this much before
-// it is weighed: a quiet machine drifts by a few percent between runs.
-constexpr double kMaterialLoadGap = 0.10;
 // Beyond this the bound below grows without limit; count it as this.
 constexpr double kMaxLoadCounted = 0.9;
 
 double LoadSlowdownBound(const SideSummary& costly, const SideSummary& cheap) {
-  const double lc = costly.MachineLoad(), lo = cheap.MachineLoad();
-  if (lc < 0 || lo < 0 || lc - lo < kMaterialLoadGap) return 1;
+  const double lc = costly.machine.Total(), lo = cheap.machine.Total();
+  if (lc < 0 || lo < 0 || lc - lo < kMaterialLoad) return 1;
   return (1 - std::min(lo, kMaxLoadCounted)) / (1 - std::min(lc, kMaxLoadCounted));
 }
 
@@ -175,9 +171,8 @@ std::string ShiftReason(const DetectResult& r, const Finding& f, const Options& 
                      f.wasteful_side, Percent(run), f.uncertainty.ratio.known ? " (by its interval)" : "");
 }
 
-
 // A finding whose costlier side ran on a busier machine, by no more than
-// that business can explain, says nothing about the code: the same program
+// that load can explain, says nothing about the code: the same program
 // recorded beside two busy loops on this project's 2-core VM ran 4.6x
 // slower, and a region with different ops (no interval, no same-work pair to
 // compare) was called waste on the wrong side.
@@ -193,7 +188,7 @@ std::string LoadReason(const DetectResult& r, const Finding& f, const Options& o
   return fmt::format("other work took {:.0f}% of the machine's CPU time while {} was recorded ({:.0f}% while {} "
                      "was): that alone can make {} up to {:.2f}x costlier, and this region{} is costlier by no more; "
                      "record both sides again on a quiet machine, or {}",
-                     100 * costly.MachineLoad(), b_costly ? 'B' : 'A', 100 * cheap.MachineLoad(), b_costly ? 'A' : 'B',
+                     100 * costly.machine.Total(), b_costly ? 'B' : 'A', 100 * cheap.machine.Total(), b_costly ? 'A' : 'B',
                      b_costly ? 'B' : 'A', bound, f.uncertainty.ratio.known ? " (by its interval)" : "", kMoreRuns);
 }
 
@@ -453,14 +448,13 @@ DetectResult CombineRuns(DetectResult r, const std::vector<DetectResult>& repeat
   r.b.job_uj = Mean(job_b);
   // The machine's load: the mean over runs, unknown if any run does not say.
   auto mean_load = [&repeats](SideSummary& side, bool a_side) {
-    std::vector<double> others{side.others_cpu_share}, steal{side.steal_share};
+    std::vector<double> others{side.machine.others_cpu_share}, steal{side.machine.steal_share};
     for (const DetectResult& rep : repeats) {
-      others.push_back((a_side ? rep.a : rep.b).others_cpu_share);
-      steal.push_back((a_side ? rep.a : rep.b).steal_share);
+      others.push_back((a_side ? rep.a : rep.b).machine.others_cpu_share);
+      steal.push_back((a_side ? rep.a : rep.b).machine.steal_share);
     }
     const bool known = std::all_of(others.begin(), others.end(), [](double v) { return v >= 0; });
-    side.others_cpu_share = known ? Mean(others) : -1;
-    side.steal_share = known ? Mean(steal) : -1;
+    side.machine = known ? MachineLoadShares{Mean(others), Mean(steal)} : MachineLoadShares{};
   };
   mean_load(r.a, true);
   mean_load(r.b, false);

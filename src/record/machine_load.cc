@@ -1,6 +1,5 @@
 #include "record/machine_load.h"
 
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,12 +36,6 @@ StatusOr<CpuTicks> ReadCpuTicks() {
   const char* root = std::getenv("MAGNETON_PROC_ROOT");
   MAGNETON_ASSIGN_OR_RETURN(std::string text, energy::ReadSmallFile(std::string(root ? root : "") + "/proc/stat"));
   return ParseProcStat(text);
-}
-
-int64_t ProcessCpuNs() {
-  timespec ts{};
-  if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return 0;
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
 StatusOr<MachineLoad> LoadBetween(const CpuTicks& start, const CpuTicks& end, int64_t own_cpu_ns,

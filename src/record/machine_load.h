@@ -28,9 +28,6 @@ StatusOr<CpuTicks> ParseProcStat(const std::string& text);
 // Reads $MAGNETON_PROC_ROOT/proc/stat ("" root: the real one).
 StatusOr<CpuTicks> ReadCpuTicks();
 
-// This process's CPU time so far (CLOCK_PROCESS_CPUTIME_ID), in ns.
-int64_t ProcessCpuNs();
-
 struct MachineLoad {
   double others_cpu_share = 0;  // other processes' busy time / all CPU time, in [0, 1]
   double steal_share = 0;       // steal / all CPU time, in [0, 1]

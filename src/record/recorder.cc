@@ -1,6 +1,7 @@
 #include "magneton/recorder.h"
 #include "record/window.h"
 
+#include "base/clock.h"
 #include "fingerprint/fingerprint.h"
 #include "fingerprint/value_parts.h"
 #include "record/energy_session.h"
@@ -293,7 +294,7 @@ void Recorder::WriteMachineLoadMeta() {
     writer_->SetMeta("machine.load_error", end.status().message());
     return;
   }
-  auto load = record::LoadBetween(load_start_->ticks, *end, record::ProcessCpuNs() - load_start_->own_cpu_ns,
+  auto load = record::LoadBetween(load_start_->ticks, *end, ProcessCpuNowNs() - load_start_->own_cpu_ns,
                                   sysconf(_SC_CLK_TCK));
   if (!load.ok()) {
     writer_->SetMeta("machine.load_error", load.status().message());
@@ -336,7 +337,7 @@ Status Recorder::Start(const std::string& path, const RunMetadata& meta, Recorde
     }
   }
   if (auto ticks = record::ReadCpuTicks(); ticks.ok()) {
-    rec->load_start_ = std::make_unique<MachineLoadStart>(MachineLoadStart{*ticks, record::ProcessCpuNs()});
+    rec->load_start_ = std::make_unique<MachineLoadStart>(MachineLoadStart{*ticks, ProcessCpuNowNs()});
   } else {
     rec->writer_->SetMeta("machine.load_error", ticks.status().message());
   }

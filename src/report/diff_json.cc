@@ -21,8 +21,8 @@ json Side(const std::string& path, const Trace& t, const detect::SideSummary& s)
           {"idle_in_job_uj", s.idle_in_job_uj},
           {"device_idle_in_job_uj", s.device_idle_in_job_uj},
           {"issue_uj", s.issue_uj},
-          {"others_cpu_share", s.others_cpu_share < 0 ? json(nullptr) : json(s.others_cpu_share)},
-          {"steal_share", s.steal_share < 0 ? json(nullptr) : json(s.steal_share)}};
+          {"others_cpu_share", s.machine.others_cpu_share < 0 ? json(nullptr) : json(s.machine.others_cpu_share)},
+          {"steal_share", s.machine.steal_share < 0 ? json(nullptr) : json(s.machine.steal_share)}};
 }
 
 json Number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }

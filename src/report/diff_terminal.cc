@@ -56,8 +56,8 @@ double WasteSavingUj(const detect::DetectResult& r) {
 // A line when other work used the machine while either side was recorded:
 // its times, and estimated or measured energy, grow with it.
 static std::string MachineLoadLine(const detect::DetectResult& r) {
-  const double la = r.a.MachineLoad(), lb = r.b.MachineLoad();
-  if (std::max(la, lb) < 0.10) return "";
+  const double la = r.a.machine.Total(), lb = r.b.machine.Total();
+  if (std::max(la, lb) < detect::kMaterialLoad) return "";
   auto share = [](double v) { return v < 0 ? std::string("not recorded") : fmt::format("{:.0f}%", 100 * v); };
   std::string out = fmt::format("machine load: other processes and steal took {} of the CPU time while A was "
                                 "recorded, {} while B was",

@@ -7,10 +7,10 @@
 
 #include "energy/attribution.h"
 #include "base/format.h"
+#include "detect/detect.h"
 #include "trace/op_times.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <unordered_map>
 
 namespace magneton {
@@ -80,13 +80,12 @@ std::string FormatSummary(const Trace& trace, int top) {
                        get("window.unrecorded_spans"));
   }
   // What else ran on the machine: timings and energy grow with it (docs/DIFF.md "A busy machine").
-  if (auto others = m.extra.find("machine.others_cpu_share"); others != m.extra.end()) {
-    auto steal = m.extra.find("machine.steal_share");
-    const double load = std::atof(others->second.c_str()) + (steal == m.extra.end() ? 0 : std::atof(steal->second.c_str()));
+  if (const detect::MachineLoadShares load = detect::MachineLoadOf(m); load.Total() >= 0) {
     out += fmt::format("machine    other processes took {:.0f}% of the CPU time, steal {:.0f}%{}\n",
-                       100 * std::atof(others->second.c_str()),
-                       steal == m.extra.end() ? 0.0 : 100 * std::atof(steal->second.c_str()),
-                       load >= 0.10 ? ": a busy machine; this run's times and energy are inflated by it" : "");
+                       100 * load.others_cpu_share, 100 * std::max(0.0, load.steal_share),
+                       load.Total() >= detect::kMaterialLoad
+                           ? ": a busy machine; this run's times and energy are inflated by it"
+                           : "");
   } else if (auto error = m.extra.find("machine.load_error"); error != m.extra.end()) {
     out += fmt::format("machine    load not measured: {}\n", error->second);
   }

@@ -351,7 +351,7 @@ TEST(DetectUncertainty, ACostlierSideRecordedOnABusyMachineIsInconclusive) {
   auto busy_a = Detect(Loaded(MakeSide(Names(), Costs(150, 75)), 0.5), Loaded(MakeSide(Names(), Costs(100, 50)), 0.02),
                        o);
   ASSERT_TRUE(busy_a.ok());
-  EXPECT_NEAR(busy_a->a.others_cpu_share, 0.5, 1e-9);
+  EXPECT_NEAR(busy_a->a.machine.others_cpu_share, 0.5, 1e-9);
   EXPECT_NEAR(LoadSlowdownBound(busy_a->a, busy_a->b), 0.98 / 0.5, 1e-9);
   for (const Finding& f : busy_a->findings) {
     if (f.kind != RegionKind::kMatched) continue;
@@ -387,7 +387,7 @@ TEST(DetectUncertainty, RunsThatAgreeOnABusyMachineAreInconclusive) {
     return *r;
   };
   DetectResult busy = CombineRuns(run(200, 0.6), {run(190, 0.55), run(210, 0.65)}, {});
-  EXPECT_NEAR(busy.a.others_cpu_share, 0.6, 1e-9);  // the mean over runs
+  EXPECT_NEAR(busy.a.machine.others_cpu_share, 0.6, 1e-9);  // the mean over runs
   const Finding* matmul = Named(busy, "aten::matmul");
   ASSERT_NE(matmul, nullptr);
   EXPECT_EQ(matmul->verdict, Verdict::kInconclusive);
