@@ -30,7 +30,7 @@ class MillisecondCounter : public Meter {
   magneton::Provenance provenance() const override { return magneton::Provenance::kMeasured; }
   magneton::StatusOr<magneton::energy::MeterReading> Read() override {
     magneton::energy::MeterReading r;
-    r.t_ns = magneton::magneton::MonotonicNowNs();
+    r.t_ns = magneton::MonotonicNowNs();
     r.domains.push_back({static_cast<double>(++reads_), magneton::energy::kNaN});
     return r;
   }
