@@ -87,18 +87,14 @@ class Writer {
       ++i;
     }
   }
-  void Runs(const std::vector<int64_t>& values) {
-    size_t runs = 0;
-    for (size_t i = 0; i < values.size(); ++i) runs += i == 0 || values[i] != values[i - 1];
-    Int(static_cast<int64_t>(runs));
-    for (size_t i = 0; i < values.size();) {
-      size_t j = i;
-      while (j < values.size() && values[j] == values[i]) ++j;
-      Int(values[i]);
-      Int(static_cast<int64_t>(j - i));
-      i = j;
+  void Runs(const ChunkCounts& counts) {
+    Int(static_cast<int64_t>(counts.runs().size()));
+    for (const ChunkCounts::Run& r : counts.runs()) {
+      Int(r.value);
+      Int(r.length);
     }
   }
+
   std::string Take() { return std::move(out_); }
 
  private:
@@ -159,20 +155,21 @@ class Reader {
     }
     return true;
   }
-  bool Runs(std::vector<int64_t>* values, size_t n) {
+  bool Runs(ChunkCounts* counts, size_t n) {
     int64_t runs;
     if (!Int(&runs) || runs < 0 || static_cast<uint64_t>(runs) > n) return false;
-    values->clear();
+    counts->clear();
     for (int64_t r = 0; r < runs; ++r) {
       int64_t value, length;
-      if (!Int(&value) || !Int(&length) || length < 1 || static_cast<uint64_t>(length) > n - values->size()) {
+      if (!Int(&value) || !Int(&length) || length < 1 || static_cast<uint64_t>(length) > n - counts->size()) {
         return false;
       }
-      if (r > 0 && value == values->back()) return false;
-      values->insert(values->end(), static_cast<size_t>(length), value);
+      if (r > 0 && value == counts->back()) return false;
+      for (int64_t k = 0; k < length; ++k) counts->push_back(value);
     }
-    return values->size() == n;
+    return counts->size() == n;
   }
+
   bool AtEnd() const { return pos_ == in_.size(); }
 
  private:
@@ -208,8 +205,8 @@ Status CheckCounts(const Fingerprint& fp) {
   }
   for (const AxisMarginal& m : s.marginals) {
     if (m.axis_size < 0) return bad;
-    for (int64_t c : m.chunk_elements) {
-      if (c < 0 || c > n) return bad;
+    for (const ChunkCounts::Run& run : m.chunk_elements.runs()) {
+      if (run.value < 0 || run.value > n) return bad;
     }
   }
   for (const UnfoldingSpectrum& sp : s.spectra) {

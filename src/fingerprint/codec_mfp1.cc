@@ -70,12 +70,13 @@ StatusOr<Fingerprint> DecodeMfp1(std::string_view data) {
       uint8_t n = 0;
       if (!r.Get(&m.axis_size) || !r.Get(&n)) return truncated;
       m.chunk_sums.resize(n);
-      m.chunk_elements.resize(n);
       for (double& v : m.chunk_sums) {
         if (!r.Get(&v)) return truncated;
       }
-      for (int64_t& c : m.chunk_elements) {
+      for (uint8_t k = 0; k < n; ++k) {
+        int64_t c = 0;
         if (!r.Get(&c)) return truncated;
+        m.chunk_elements.push_back(c);
       }
     }
     uint8_t n_spectra = 0;

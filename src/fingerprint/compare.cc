@@ -62,9 +62,13 @@ bool CompareMarginals(const StrongPart& a, const StrongPart& b, double scale, do
       const AxisMarginal& mb = b.marginals[j];
       if (used[j] || ma.axis_size != mb.axis_size || ma.chunk_elements != mb.chunk_elements) continue;
       double sq = 0;
-      for (size_t k = 0; k < ma.chunk_sums.size(); ++k) {
-        const double d = ma.chunk_sums[k] - mb.chunk_sums[k];
-        sq += d * d / (static_cast<double>(std::max<int64_t>(ma.chunk_elements[k], 1)) * scale * scale);
+      size_t k = 0;
+      for (const ChunkCounts::Run& run : ma.chunk_elements.runs()) {
+        const double per_chunk = static_cast<double>(std::max<int64_t>(run.value, 1)) * scale * scale;
+        for (int64_t r = 0; r < run.length && k < ma.chunk_sums.size(); ++r, ++k) {
+          const double d = ma.chunk_sums[k] - mb.chunk_sums[k];
+          sq += d * d / per_chunk;
+        }
       }
       const double dist = std::sqrt(sq / static_cast<double>(std::max<size_t>(ma.chunk_sums.size(), 1)));
       best = std::min(best, dist);

@@ -15,6 +15,39 @@ using namespace fingerprint_internal;
 
 double LayoutInvariantPart::rms() const { return std::sqrt(mean * mean + variance); }
 
+ChunkCounts::ChunkCounts(std::initializer_list<int64_t> values) {
+  for (int64_t v : values) push_back(v);
+}
+
+void ChunkCounts::push_back(int64_t value) {
+  if (!runs_.empty() && runs_.back().value == value) {
+    ++runs_.back().length;
+  } else {
+    runs_.push_back({value, 1});
+  }
+  ++size_;
+}
+
+void ChunkCounts::clear() {
+  runs_.clear();
+  size_ = 0;
+}
+
+int64_t ChunkCounts::operator[](size_t k) const {
+  for (const Run& r : runs_) {
+    if (k < static_cast<size_t>(r.length)) return r.value;
+    k -= static_cast<size_t>(r.length);
+  }
+  return 0;  // out of range, as a vector's would be undefined
+}
+
+std::vector<int64_t> ChunkCounts::Expanded() const {
+  std::vector<int64_t> out;
+  out.reserve(size_);
+  for (const Run& r : runs_) out.insert(out.end(), static_cast<size_t>(r.length), r.value);
+  return out;
+}
+
 StatusOr<Fingerprint> ComputeFingerprint(const TensorBuffer& tensor, const FingerprintOptions& options) {
   if (!tensor.strides.empty() && tensor.strides.size() != tensor.shape.size()) {
     return InvalidArgument("fingerprint: strides have " + std::to_string(tensor.strides.size()) +

@@ -172,7 +172,14 @@ TEST(FingerprintCodec, EveryDoubleAndIntegerComesBackBitForBit) {
   fp.invariant.mean = -0.0;
   fp.invariant.quantile_sample_size = INT64_MAX;
   fp.invariant.element_count = INT64_MAX;
-  fp.strong.marginals[0].chunk_elements.back() = 123456789;
+  {  // a last chunk unlike the others: a second run
+    ChunkCounts& counts = fp.strong.marginals[0].chunk_elements;
+    std::vector<int64_t> values = counts.Expanded();
+    values.back() = 123456789;
+    counts.clear();
+    for (int64_t v : values) counts.push_back(v);
+    ASSERT_EQ(counts.runs().size(), 2u);
+  }
   const std::string blob = EncodeFingerprint(fp);
   auto back = DecodeFingerprint(kFingerprintKind, blob);
   ASSERT_TRUE(back.ok()) << back.status().message();

@@ -224,5 +224,40 @@ TEST(FingerprintInvariance, BroadcastAndEmptyViews) {
   EXPECT_FALSE(ComputeFingerprint(TensorBuffer{row.data(), DType::kFloat32, {3}, {1, 1}}).ok());
 }
 
+// Chunk element counts are held as runs: one run per axis for a power-of-two
+// size (what keeps a decoded fingerprint small), and still every count for
+// an axis that folds unevenly.
+TEST(FingerprintInvariance, ChunkCountsAreRunsOfTheCountsTheyReplace) {
+  const std::vector<float> square = Random(64 * 64, 7);
+  const Fingerprint fp = Fp(square.data(), DType::kFloat32, {64, 64});
+  ASSERT_TRUE(fp.strong.present);
+  ASSERT_EQ(fp.strong.marginals.size(), 2u);
+  for (const AxisMarginal& m : fp.strong.marginals) {
+    EXPECT_EQ(m.chunk_elements.size(), 64u);
+    ASSERT_EQ(m.chunk_elements.runs().size(), 1u);
+    EXPECT_EQ(m.chunk_elements[63], 64);
+  }
+  // 100 rows fold into 64 chunks of 1 or 2 rows of 3 elements.
+  const std::vector<float> uneven = Random(100 * 3, 8);
+  const Fingerprint fu = Fp(uneven.data(), DType::kFloat32, {100, 3});
+  ASSERT_TRUE(fu.strong.present);
+  const ChunkCounts& counts = fu.strong.marginals[0].chunk_elements;
+  ASSERT_EQ(counts.size(), 64u);
+  std::vector<int64_t> expanded = counts.Expanded();
+  int64_t total = 0;
+  for (size_t k = 0; k < expanded.size(); ++k) {
+    EXPECT_TRUE(expanded[k] == 3 || expanded[k] == 6) << k;
+    EXPECT_EQ(counts[k], expanded[k]) << k;
+    total += expanded[k];
+  }
+  EXPECT_EQ(total, 300);
+  EXPECT_GT(counts.runs().size(), 1u);
+  ChunkCounts rebuilt;
+  for (int64_t v : expanded) rebuilt.push_back(v);
+  EXPECT_EQ(rebuilt, counts);
+  rebuilt.push_back(6);
+  EXPECT_FALSE(rebuilt == counts);
+}
+
 }  // namespace
 }  // namespace magneton
