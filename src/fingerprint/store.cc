@@ -6,16 +6,16 @@
 namespace magneton {
 
 StatusOr<FingerprintMap> LoadFingerprints(const std::string& trace_path) {
-  MAGNETON_ASSIGN_OR_RETURN(std::vector<FingerprintRow> rows, ReadFingerprintRows(trace_path));
   FingerprintMap out;
-  for (const FingerprintRow& r : rows) {
+  MAGNETON_RETURN_IF_ERROR(ForEachFingerprintRow(trace_path, [&](const FingerprintRowView& r) -> Status {
     auto fp = DecodeFingerprint(r.kind, r.data);
     if (!fp.ok()) {
       return Status(fp.status().code(), trace_path + ": fingerprint of tensor " + std::to_string(r.tensor_id) + ": " +
                                             fp.status().message());
     }
     out.emplace(r.tensor_id, std::move(fp).value());
-  }
+    return Status::Ok();
+  }));
   return out;
 }
 
