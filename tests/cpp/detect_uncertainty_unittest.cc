@@ -380,6 +380,39 @@ TEST(DetectUncertainty, ACostlierSideRecordedOnABusyMachineIsInconclusive) {
             1);
 }
 
+// A region that occurs once has no interval, and the load's bound is a
+// mean: on the busier costlier side it is inconclusive however large its
+// ratio (two spinners made a one-op GPT-2 region 58x costlier against a
+// 2.74x bound). The same region is waste when the busy machine was the
+// cheaper side's, or when neither was busy.
+TEST(DetectUncertainty, ARegionThatOccursOnceOnTheBusierSideIsInconclusiveAtAnyRatio) {
+  std::vector<std::string> names, names_b;
+  std::vector<double> costs_a, costs_b;
+  for (int i = 0; i < 16; ++i) {
+    names.push_back("aten::op" + std::to_string(i));
+    names_b.push_back(i == 0 ? "aten::other" : names.back());  // op0 runs other ops on B: no same-work pairs
+    costs_a.push_back(i == 0 ? 1000 : 100);  // op0: 10x on A, a mild load's bound is 1.23x
+    costs_b.push_back(100);
+  }
+  Options o;
+  o.differing_settings = {"torch.num_threads: 1 -> 2"};
+  auto verdict_of_op0 = [&](double load_a, double load_b, std::string* note) {
+    auto r = Detect(Loaded(MakeSide(names, costs_a), load_a), Loaded(MakeSide(names_b, costs_b), load_b), o);
+    EXPECT_TRUE(r.ok());
+    const Finding* f = Named(*r, "aten::op0");
+    EXPECT_NE(f, nullptr);
+    if (f == nullptr) return Verdict::kEqual;
+    EXPECT_FALSE(f->uncertainty.ratio.known);
+    *note = f->uncertainty_note;
+    return f->verdict;
+  };
+  std::string note;
+  EXPECT_EQ(verdict_of_op0(0.2, 0.02, &note), Verdict::kInconclusive);
+  EXPECT_NE(note.find("occurs once"), std::string::npos) << note;
+  EXPECT_EQ(verdict_of_op0(0.02, 0.2, &note), Verdict::kWaste) << note;
+  EXPECT_EQ(verdict_of_op0(0.02, 0.02, &note), Verdict::kWaste) << note;
+}
+
 TEST(DetectUncertainty, RunsThatAgreeOnABusyMachineAreInconclusive) {
   // RunsThatAgreeAreWaste's ~2x, with other work taking 60% of the machine
   // in every run of A: that alone can make A 2.45x dearer.
