@@ -7,6 +7,7 @@ Prints counts, measured side by side in one run:
   finding is on the expected side.
 
     python3 bench/verdicts/verdict_stability.py [--trials 20] [--runs 3] [--only identical|compare|waste]
+        [--workloads gpt2-generate,...] [--cases kv-cache,...]
 
 The targets (issue 14) are 20 of 20 for each line. A full run records about 700 programs: hours on two
 cores; --trials 3 takes about 40 minutes. Energy is whatever this machine has (estimated without a counter).
@@ -68,6 +69,7 @@ def main():
     p.add_argument("--runs", type=int, default=3, help="recordings per side for compare")
     p.add_argument("--only", choices=["identical", "compare", "waste"])
     p.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated subset")
+    p.add_argument("--cases", default=",".join(WASTE_CASES), help="comma-separated subset of the waste cases")
     args = p.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("XDG_CONFIG_HOME", tempfile.mkdtemp(prefix="magneton-bench-config-"))
@@ -95,7 +97,7 @@ def main():
                        lambda work, n=name: (lambda w: (not w, f"{len(w)} waste"))(
                            compare(workload_argv(n), workload_argv(n), args.runs, work)))
     if args.only in (None, "waste"):
-        for case in WASTE_CASES:
+        for case in [c for c in args.cases.split(",") if c]:
             folder = os.path.join(REPO, "cases", case)
             with open(os.path.join(folder, "expected.json")) as f:
                 side = json.load(f)["waste_side"].upper()

@@ -172,10 +172,21 @@ struct Options {
 struct MachineLoadShares {
   double others_cpu_share = -1;
   double steal_share = -1;
+  // Over the job (first op to last op, from machine.load_samples), not the
+  // whole recording (every run after CombineRuns).
+  bool over_job = false;
+  // Why the job's load could not be taken although the trace holds a series
+  // (a corrupt machine.load_samples, a job too short for its ticks); empty
+  // otherwise. Said in the reports, never silent.
+  std::string over_job_error;
   // others + steal, or negative when unknown.
   double Total() const { return others_cpu_share < 0 ? -1 : others_cpu_share + std::max(0.0, steal_share); }
 };
 MachineLoadShares MachineLoadOf(const RunMetadata& meta);
+// Over [job_start_ns, job_end_ns] when the trace holds the sampled series
+// (machine.load_samples) and it spans enough ticks; else the whole
+// recording's (MachineLoadOf above).
+MachineLoadShares MachineLoadOf(const RunMetadata& meta, int64_t job_start_ns, int64_t job_end_ns);
 // A load of this share of the machine's CPU time, or a gap this large
 // between the sides, is material: a quiet machine drifts by a few percent
 // between runs.

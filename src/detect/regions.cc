@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "detect/detect.h"
+#include "trace/load_samples.h"
 
 namespace magneton::detect {
 
@@ -24,6 +25,24 @@ MachineLoadShares MachineLoadOf(const RunMetadata& meta) {
   MachineLoadShares load;
   load.others_cpu_share = share("machine.others_cpu_share");
   load.steal_share = load.others_cpu_share < 0 ? -1 : share("machine.steal_share");
+  return load;
+}
+
+MachineLoadShares MachineLoadOf(const RunMetadata& meta, int64_t job_start_ns, int64_t job_end_ns) {
+  const MachineLoadShares whole = MachineLoadOf(meta);
+  auto it = meta.extra.find("machine.load_samples");
+  if (whole.others_cpu_share < 0 || it == meta.extra.end() || job_end_ns <= job_start_ns) return whole;
+  auto series = DecodeLoadSeries(it->second);
+  auto job = series.ok() ? LoadOver(*series, job_start_ns, job_end_ns) : StatusOr<LoadShares>(series.status());
+  if (!job.ok()) {
+    MachineLoadShares fallback = whole;
+    fallback.over_job_error = job.status().message();
+    return fallback;
+  }
+  MachineLoadShares load;
+  load.others_cpu_share = job->others_cpu_share;
+  load.steal_share = job->steal_share;
+  load.over_job = true;
   return load;
 }
 
@@ -51,7 +70,7 @@ SideSummary Summarize(const Trace& t, const energy::Attribution& e) {
   s.issue_uj = e.issue_uj;
   s.device_idle_in_job_uj = e.device_idle_in_job_uj;
   s.basis = e.basis;
-  s.machine = MachineLoadOf(t.meta);
+  s.machine = MachineLoadOf(t.meta, e.ops_start_ns, e.ops_end_ns);
   return s;
 }
 

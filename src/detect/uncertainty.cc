@@ -194,20 +194,24 @@ std::string LoadReason(const DetectResult& r, const Finding& f, const Options& o
   // project's 2-core VM (64% of the machine, a 2.74x bound) a one-op region
   // came out 58x costlier and the whole model 4.4x: with no interval, a
   // region on the busier side is inconclusive at any ratio.
+  const bool over_job = costly.machine.over_job && cheap.machine.over_job;
+  const char* while_ = over_job ? "'s job ran" : " was recorded";
+  const char* while_other = over_job ? "'s did" : " was";
   if (!f.uncertainty.ratio.known) {
-    return fmt::format("other work took {:.0f}% of the machine's CPU time while {} was recorded ({:.0f}% while {} "
-                       "was), and this region occurs once: a busy machine can make one occurrence costlier by any "
+    return fmt::format("other work took {:.0f}% of the machine's CPU time while {}{} ({:.0f}% while {}{}), "
+                       "and this region occurs once: a busy machine can make one occurrence costlier by any "
                        "amount (its mean effect alone is up to {:.2f}x); record both sides again on a quiet machine, "
                        "or {}",
-                       100 * costly.machine.Total(), b_costly ? 'B' : 'A', 100 * cheap.machine.Total(),
-                       b_costly ? 'A' : 'B', bound, kMoreRuns);
+                       100 * costly.machine.Total(), b_costly ? 'B' : 'A', while_, 100 * cheap.machine.Total(),
+                       b_costly ? 'A' : 'B', while_other, bound, kMoreRuns);
   }
   const double region = CostlyRatioBound(f);
   if (region > bound * (1 + options.tau)) return "";
-  return fmt::format("other work took {:.0f}% of the machine's CPU time while {} was recorded ({:.0f}% while {} "
-                     "was): that alone can make {} up to {:.2f}x costlier, and this region{} is costlier by no more; "
+  return fmt::format("other work took {:.0f}% of the machine's CPU time while {}{} ({:.0f}% while {}{}): "
+                     "that alone can make {} up to {:.2f}x costlier, and this region{} is costlier by no more; "
                      "record both sides again on a quiet machine, or {}",
-                     100 * costly.machine.Total(), b_costly ? 'B' : 'A', 100 * cheap.machine.Total(), b_costly ? 'A' : 'B',
+                     100 * costly.machine.Total(), b_costly ? 'B' : 'A', while_, 100 * cheap.machine.Total(),
+                     b_costly ? 'A' : 'B', while_other,
                      b_costly ? 'B' : 'A', bound, f.uncertainty.ratio.known ? " (by its interval)" : "", kMoreRuns);
 }
 
@@ -489,12 +493,14 @@ DetectResult CombineRuns(DetectResult r, const std::vector<DetectResult>& repeat
   // The machine's load: the mean over runs, unknown if any run does not say.
   auto mean_load = [&repeats](SideSummary& side, bool a_side) {
     std::vector<double> others{side.machine.others_cpu_share}, steal{side.machine.steal_share};
+    bool over_job = side.machine.over_job;
     for (const DetectResult& rep : repeats) {
       others.push_back((a_side ? rep.a : rep.b).machine.others_cpu_share);
       steal.push_back((a_side ? rep.a : rep.b).machine.steal_share);
+      over_job = over_job && (a_side ? rep.a : rep.b).machine.over_job;
     }
     const bool known = std::all_of(others.begin(), others.end(), [](double v) { return v >= 0; });
-    side.machine = known ? MachineLoadShares{Mean(others), Mean(steal)} : MachineLoadShares{};
+    side.machine = known ? MachineLoadShares{Mean(others), Mean(steal), over_job, {}} : MachineLoadShares{};
   };
   mean_load(r.a, true);
   mean_load(r.b, false);

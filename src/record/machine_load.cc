@@ -3,10 +3,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <sstream>
 #include <vector>
 
+#include "base/clock.h"
 #include "energy/sysfs.h"
 #include <fmt/format.h>
 
@@ -40,20 +42,64 @@ StatusOr<CpuTicks> ReadCpuTicks() {
 
 StatusOr<MachineLoad> LoadBetween(const CpuTicks& start, const CpuTicks& end, int64_t own_cpu_ns,
                                   long ticks_per_second) {
-  if (ticks_per_second <= 0) return InvalidArgument("clock ticks per second must be positive");
-  if (end.total < start.total + 10 || end.busy < start.busy || end.steal < start.steal) {
-    return FailedPrecondition("the recording was too short to measure the machine's load");
+  const LoadSample from{0, start.busy, start.steal, start.total, 0};
+  const LoadSample to{0, end.busy, end.steal, end.total, own_cpu_ns};
+  auto shares = LoadSharesBetween(from, to, ticks_per_second);
+  if (!shares.ok()) {
+    if (shares.status().code() == StatusCode::kFailedPrecondition) {
+      return FailedPrecondition("the recording was too short to measure the machine's load");
+    }
+    return shares.status();
   }
-  const double total = static_cast<double>(end.total - start.total);
-  const double own_ticks = static_cast<double>(own_cpu_ns) * 1e-9 * static_cast<double>(ticks_per_second);
   MachineLoad load;
-  // Ticks are sampled by the kernel, so this process's exact CPU time can
-  // exceed the busy ticks counted over a short span: clamp at 0.
-  load.others_cpu_share = std::clamp((static_cast<double>(end.busy - start.busy) - own_ticks) / total, 0.0, 1.0);
-  load.steal_share = std::clamp(static_cast<double>(end.steal - start.steal) / total, 0.0, 1.0);
+  load.others_cpu_share = shares->others_cpu_share;
+  load.steal_share = shares->steal_share;
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  load.seconds = total / static_cast<double>(ticks_per_second) / static_cast<double>(std::max(1L, cpus));
+  load.seconds = static_cast<double>(shares->total_ticks) / static_cast<double>(ticks_per_second) /
+                 static_cast<double>(std::max(1L, cpus));
   return load;
+}
+
+StatusOr<std::unique_ptr<LoadSampler>> LoadSampler::Start(int64_t period_ns) {
+  std::unique_ptr<LoadSampler> sampler(new LoadSampler());
+  sampler->series_.ticks_per_second = sysconf(_SC_CLK_TCK);
+  MAGNETON_RETURN_IF_ERROR(sampler->SampleNow());
+  sampler->thread_ = std::thread([s = sampler.get(), period_ns] { s->Run(period_ns); });
+  return sampler;
+}
+
+LoadSampler::~LoadSampler() {
+  if (thread_.joinable()) Stop();
+}
+
+Status LoadSampler::SampleNow() {
+  MAGNETON_ASSIGN_OR_RETURN(CpuTicks ticks, ReadCpuTicks());
+  LoadSample s{MonotonicNowNs(), ticks.busy, ticks.steal, ticks.total, ProcessCpuNowNs()};
+  std::lock_guard<std::mutex> lock(mu_);
+  series_.samples.push_back(s);
+  if (series_.samples.size() > kMaxLoadSamples) ThinLoadSeries(series_, kMaxLoadSamples / 2);
+  return Status::Ok();
+}
+
+void LoadSampler::Run(int64_t period_ns) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!wake_.wait_for(lock, std::chrono::nanoseconds(period_ns), [this] { return stopping_; })) {
+    lock.unlock();
+    (void)SampleNow();  // a failed read leaves a gap; the enclosing samples still span it
+    lock.lock();
+  }
+}
+
+LoadSeries LoadSampler::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  (void)SampleNow();
+  std::lock_guard<std::mutex> lock(mu_);
+  return series_;
 }
 
 std::map<std::string, std::string> LoadMeta(const MachineLoad& load) {

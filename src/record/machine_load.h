@@ -6,11 +6,16 @@
 // program: the diff needs to know (detect/uncertainty.cc).
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "magneton/status.h"
+#include "trace/load_samples.h"
 
 namespace magneton::record {
 
@@ -39,6 +44,32 @@ struct MachineLoad {
 // 10 ticks of all CPUs together).
 StatusOr<MachineLoad> LoadBetween(const CpuTicks& start, const CpuTicks& end, int64_t own_cpu_ns,
                                   long ticks_per_second);
+
+// Samples the load through a recording, every `period_ns` on a thread of
+// its own (a read of /proc/stat, ~20 us), so that the diff can take the load
+// over the job alone (trace/load_samples.h). The series is thinned to
+// kMaxLoadSamples: memory does not grow with the run.
+class LoadSampler {
+ public:
+  static constexpr int64_t kDefaultPeriodNs = 100'000'000;
+  static constexpr size_t kMaxLoadSamples = 4096;
+  // Takes the first sample now; fails when /proc/stat cannot be read.
+  static StatusOr<std::unique_ptr<LoadSampler>> Start(int64_t period_ns = kDefaultPeriodNs);
+  ~LoadSampler();
+  // Takes the last sample and stops the thread; the series, in time order.
+  LoadSeries Stop();
+
+ private:
+  LoadSampler() = default;
+  void Run(int64_t period_ns);
+  Status SampleNow();
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  LoadSeries series_;
+  std::thread thread_;
+};
 
 // The meta rows a recording keeps: machine.others_cpu_share,
 // machine.steal_share, machine.load_seconds (docs/TRACE_FORMAT.md; the diff

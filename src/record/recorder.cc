@@ -279,8 +279,7 @@ Recorder::Recorder(std::unique_ptr<TraceWriter> writer, uint64_t generation, boo
       record_values_(record_values) {}
 
 struct MachineLoadStart {
-  record::CpuTicks ticks;
-  int64_t own_cpu_ns = 0;
+  std::unique_ptr<record::LoadSampler> sampler;
 };
 
 Recorder::~Recorder() = default;
@@ -289,18 +288,19 @@ Recorder::~Recorder() = default;
 // in the trace, not hidden (docs/TRACE_FORMAT.md, machine.*).
 void Recorder::WriteMachineLoadMeta() {
   if (!load_start_) return;  // Start wrote machine.load_error
-  auto end = record::ReadCpuTicks();
-  if (!end.ok()) {
-    writer_->SetMeta("machine.load_error", end.status().message());
-    return;
-  }
-  auto load = record::LoadBetween(load_start_->ticks, *end, ProcessCpuNowNs() - load_start_->own_cpu_ns,
-                                  sysconf(_SC_CLK_TCK));
+  const LoadSeries series = load_start_->sampler->Stop();
+  load_start_.reset();
+  const record::CpuTicks first{series.samples.front().busy, series.samples.front().steal, series.samples.front().total};
+  const record::CpuTicks last{series.samples.back().busy, series.samples.back().steal, series.samples.back().total};
+  auto load = record::LoadBetween(first, last, series.samples.back().own_cpu_ns - series.samples.front().own_cpu_ns,
+                                  series.ticks_per_second);
   if (!load.ok()) {
     writer_->SetMeta("machine.load_error", load.status().message());
     return;
   }
   for (const auto& [key, value] : record::LoadMeta(*load)) writer_->SetMeta(key, value);
+  // The series, so that the diff can take the load over the job alone.
+  writer_->SetMeta("machine.load_samples", EncodeLoadSeries(series));
 }
 
 Status Recorder::Start(const std::string& path, const RunMetadata& meta, RecorderOptions options) {
@@ -336,10 +336,10 @@ Status Recorder::Start(const std::string& path, const RunMetadata& meta, Recorde
       rec->writer_->SetMeta("energy.status", "no energy recorded: " + session.status().message());
     }
   }
-  if (auto ticks = record::ReadCpuTicks(); ticks.ok()) {
-    rec->load_start_ = std::make_unique<MachineLoadStart>(MachineLoadStart{*ticks, ProcessCpuNowNs()});
+  if (auto sampler = record::LoadSampler::Start(); sampler.ok()) {
+    rec->load_start_ = std::make_unique<MachineLoadStart>(MachineLoadStart{std::move(sampler).value()});
   } else {
-    rec->writer_->SetMeta("machine.load_error", ticks.status().message());
+    rec->writer_->SetMeta("machine.load_error", sampler.status().message());
   }
   active_.store(rec, std::memory_order_release);
   return Status::Ok();

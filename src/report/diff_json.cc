@@ -22,7 +22,9 @@ json Side(const std::string& path, const Trace& t, const detect::SideSummary& s)
           {"device_idle_in_job_uj", s.device_idle_in_job_uj},
           {"issue_uj", s.issue_uj},
           {"others_cpu_share", s.machine.others_cpu_share < 0 ? json(nullptr) : json(s.machine.others_cpu_share)},
-          {"steal_share", s.machine.steal_share < 0 ? json(nullptr) : json(s.machine.steal_share)}};
+          {"steal_share", s.machine.steal_share < 0 ? json(nullptr) : json(s.machine.steal_share)},
+          {"load_over_job", s.machine.over_job},
+          {"load_over_job_error", s.machine.over_job_error.empty() ? json(nullptr) : json(s.machine.over_job_error)}};
 }
 
 json Number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }

@@ -59,9 +59,13 @@ static std::string MachineLoadLine(const detect::DetectResult& r) {
   const double la = r.a.machine.Total(), lb = r.b.machine.Total();
   if (std::max(la, lb) < detect::kMaterialLoad) return "";
   auto share = [](double v) { return v < 0 ? std::string("not recorded") : fmt::format("{:.0f}%", 100 * v); };
-  std::string out = fmt::format("machine load: other processes and steal took {} of the CPU time while A was "
-                                "recorded, {} while B was",
-                                share(la), share(lb));
+  const bool over_job = r.a.machine.over_job && r.b.machine.over_job;
+  std::string out = over_job ? fmt::format("machine load: other processes and steal took {} of the CPU time while A's "
+                                           "job ran, {} while B's did",
+                                           share(la), share(lb))
+                             : fmt::format("machine load: other processes and steal took {} of the CPU time while A "
+                                           "was recorded, {} while B was",
+                                           share(la), share(lb));
   const bool b_busier = lb > la;
   const double bound = b_busier ? detect::LoadSlowdownBound(r.b, r.a) : detect::LoadSlowdownBound(r.a, r.b);
   if (bound > 1) {

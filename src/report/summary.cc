@@ -80,12 +80,25 @@ std::string FormatSummary(const Trace& trace, int top) {
                        get("window.unrecorded_spans"));
   }
   // What else ran on the machine: timings and energy grow with it (docs/DIFF.md "A busy machine").
-  if (const detect::MachineLoadShares load = detect::MachineLoadOf(m); load.Total() >= 0) {
-    out += fmt::format("machine    other processes took {:.0f}% of the CPU time, steal {:.0f}%{}\n",
-                       100 * load.others_cpu_share, 100 * std::max(0.0, load.steal_share),
+  if (const detect::MachineLoadShares whole = detect::MachineLoadOf(m); whole.Total() >= 0) {
+    // Over the job (first op to last op) when the recorder sampled a series:
+    // what the diff uses.
+    int64_t job_start_ns = INT64_MAX, job_end_ns = INT64_MIN;
+    for (const OpEvent& op : trace.ops) {
+      job_start_ns = std::min(job_start_ns, op.start_ns);
+      job_end_ns = std::max(job_end_ns, op.end_ns);
+    }
+    const detect::MachineLoadShares load = detect::MachineLoadOf(m, job_start_ns, job_end_ns);
+    out += fmt::format("machine    other processes took {:.0f}% of the CPU time{}, steal {:.0f}%{}\n",
+                       100 * load.others_cpu_share,
+                       load.over_job ? fmt::format(" while the job ran ({:.0f}% over the whole recording)",
+                                                   100 * whole.others_cpu_share)
+                                     : std::string(" over the whole recording"),
+                       100 * std::max(0.0, load.steal_share),
                        load.Total() >= detect::kMaterialLoad
                            ? ": a busy machine; this run's times and energy are inflated by it"
                            : "");
+    if (!load.over_job_error.empty()) out += "warning    the job's own load not taken: " + load.over_job_error + "\n";
   } else if (auto error = m.extra.find("machine.load_error"); error != m.extra.end()) {
     out += fmt::format("machine    load not measured: {}\n", error->second);
   }

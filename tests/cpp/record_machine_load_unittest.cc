@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "magneton/recorder.h"
 #include "magneton/trace_reader.h"
@@ -85,6 +86,28 @@ TEST(MachineLoad, ARecordingWritesItsLoad) {
   EXPECT_GE(others, 0);
   EXPECT_LE(others, 1);
   EXPECT_GT(std::stod(extra.at("machine.load_seconds")), 0.2);
+  // The series sampled through it (every 100 ms, plus the first and the
+  // last), which the diff takes the job's load from.
+  ASSERT_EQ(extra.count("machine.load_samples"), 1u);
+  auto series = DecodeLoadSeries(extra.at("machine.load_samples"));
+  ASSERT_TRUE(series.ok()) << series.status().message();
+  EXPECT_GE(series->samples.size(), 3u);
+  for (size_t i = 1; i < series->samples.size(); ++i) {
+    EXPECT_GE(series->samples[i].t_ns, series->samples[i - 1].t_ns);
+    EXPECT_GE(series->samples[i].total, series->samples[i - 1].total);
+  }
+  // This process spun the whole time: its own CPU time is in the series.
+  EXPECT_GT(series->samples.back().own_cpu_ns - series->samples.front().own_cpu_ns, 200'000'000);
+}
+
+TEST(MachineLoad, TheSamplerKeepsItsSeriesBounded) {
+  auto sampler = LoadSampler::Start(1'000'000);  // every 1 ms
+  ASSERT_TRUE(sampler.ok()) << sampler.status().message();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const LoadSeries series = (*sampler)->Stop();
+  EXPECT_GE(series.samples.size(), 10u);
+  EXPECT_LE(series.samples.size(), LoadSampler::kMaxLoadSamples);
+  EXPECT_GT(series.ticks_per_second, 0);
 }
 
 TEST(MachineLoad, AnUnreadableProcStatIsSaidInTheTrace) {
