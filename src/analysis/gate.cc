@@ -65,25 +65,30 @@ bool GateResult::failed() const {
   return false;
 }
 
-StatusOr<GateResult> RunGate(const std::vector<std::string>& baseline, const std::vector<std::string>& candidate,
-                             const GateOptions& options) {
-  MAGNETON_ASSIGN_OR_RETURN(const JobEnergies jobs, LoadJobEnergies(baseline, candidate, options.domain));
-  GateResult out;
-  out.domain = jobs.domain;
-  out.provenance = jobs.provenance;
-  out.runs_baseline = baseline.size();
-  out.runs_candidate = candidate.size();
-  // The baseline was recorded some other time: unpaired.
-  const JobComparison job = CompareJobs(jobs.first_uj, jobs.second_uj, /*paired=*/false, options.confidence);
-  out.mean_baseline_uj = job.mean_first_uj;
-  out.mean_candidate_uj = job.mean_second_uj;
+GateCheck JobEnergyCheck(const JobComparison& job, const detect::MachineLoadShares& baseline_load,
+                         const detect::MachineLoadShares& candidate_load, const GateOptions& options) {
   const double limit = 1 + options.max_regression;
   GateCheck jc;
   jc.name = "job energy";
   jc.ratio = job.ratio;
   jc.interval = job.interval;
   jc.method = job.method;
-  if (job.interval.known && job.interval.low > limit) {
+  // How much costlier other work on the candidate's machine alone could
+  // make its job (1: no material difference in load).
+  detect::SideSummary baseline, candidate;
+  baseline.machine = baseline_load;
+  candidate.machine = candidate_load;
+  const double load_bound = detect::LoadSlowdownBound(candidate, baseline);
+  if (job.interval.known && job.interval.low > limit && job.interval.low <= load_bound * limit) {
+    jc.state = GateCheckState::kInconclusive;
+    jc.message = fmt::format(
+        "the candidate's job costs {:+.1f}% (interval {:+.1f}% to {:+.1f}%), but other work took {:.0f}% of the "
+        "machine's CPU time while the candidate{} ({:.0f}% for the baseline): that alone can make it up to {:.2f}x "
+        "costlier; record the candidate again on a quiet machine",
+        100 * (job.ratio - 1), 100 * (job.interval.low - 1), 100 * (job.interval.high - 1),
+        100 * candidate_load.Total(), candidate_load.over_job ? "'s jobs ran" : " was recorded",
+        100 * baseline_load.Total(), load_bound);
+  } else if (job.interval.known && job.interval.low > limit) {
     jc.state = GateCheckState::kFail;
     jc.message = fmt::format("the candidate's job costs {:+.1f}% (interval {:+.1f}% to {:+.1f}%), beyond the limit {:+.1f}%",
                              100 * (job.ratio - 1), 100 * (job.interval.low - 1), 100 * (job.interval.high - 1),
@@ -101,7 +106,23 @@ StatusOr<GateResult> RunGate(const std::vector<std::string>& baseline, const std
     jc.message = fmt::format("the candidate's job costs {:+.1f}% (limit {:+.1f}%)", 100 * (job.ratio - 1),
                              100 * options.max_regression);
   }
-  out.checks.push_back(jc);
+  return jc;
+}
+
+StatusOr<GateResult> RunGate(const std::vector<std::string>& baseline, const std::vector<std::string>& candidate,
+                             const GateOptions& options) {
+  MAGNETON_ASSIGN_OR_RETURN(const JobEnergies jobs, LoadJobEnergies(baseline, candidate, options.domain));
+  GateResult out;
+  out.domain = jobs.domain;
+  out.provenance = jobs.provenance;
+  out.runs_baseline = baseline.size();
+  out.runs_candidate = candidate.size();
+  // The baseline was recorded some other time: unpaired.
+  const JobComparison job = CompareJobs(jobs.first_uj, jobs.second_uj, /*paired=*/false, options.confidence);
+  out.mean_baseline_uj = job.mean_first_uj;
+  out.mean_candidate_uj = job.mean_second_uj;
+  out.checks.push_back(
+      JobEnergyCheck(job, detect::MeanLoad(jobs.first_load), detect::MeanLoad(jobs.second_load), options));
 
   // Regions: paired by index over the recordings both sides have.
   const size_t n = std::min(baseline.size(), candidate.size());

@@ -1,4 +1,4 @@
-// The energy-regression gate (`magneton gate`, docs/GATE.md): a candidate's
+// The energy-regression gate (`magneton gate`, docs/DIFF.md): a candidate's
 // recordings against a baseline's. It fails only on a significant
 // regression: the lower end of the interval on candidate/baseline energy is
 // beyond the limit, for the job or for a matched region whose extra energy
@@ -44,6 +44,15 @@ struct GateResult {
   std::string regions_note;       // why regions were not compared, if so
   bool failed() const;
 };
+
+// The job check: fail when the interval's lower end is beyond the limit,
+// unless the candidate's runs had materially more of the machine taken by
+// other work (the mean over runs) and that load alone could make its job as
+// much costlier: then inconclusive, naming both loads (docs/DIFF.md "A busy
+// machine"). A CI runner shared with other jobs must not fail a candidate
+// for its neighbours.
+GateCheck JobEnergyCheck(const JobComparison& job, const detect::MachineLoadShares& baseline_load,
+                         const detect::MachineLoadShares& candidate_load, const GateOptions& options);
 
 StatusOr<GateResult> RunGate(const std::vector<std::string>& baseline, const std::vector<std::string>& candidate,
                              const GateOptions& options);

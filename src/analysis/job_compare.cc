@@ -54,6 +54,8 @@ StatusOr<JobEnergies> LoadJobEnergies(const std::vector<std::string>& first, con
       out.provenance = e.provenance;
       have_provenance = true;
       (side == &first ? out.first_uj : out.second_uj).push_back(e.job_uj);
+      (side == &first ? out.first_load : out.second_load)
+          .push_back(detect::MachineLoadOf(t.meta, e.ops_start_ns, e.ops_end_ns));
     }
   }
   return out;

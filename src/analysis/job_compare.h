@@ -16,6 +16,9 @@ struct JobEnergies {
   std::string domain;  // one domain for every trace (ChooseDomain on the first pair)
   Provenance provenance = Provenance::kEstimated;
   std::vector<double> first_uj, second_uj;  // job energy (first op to last op) per recording
+  // Other work on the machine per recording, over its job where the trace
+  // holds the sampled series (detect::MachineLoadOf).
+  std::vector<detect::MachineLoadShares> first_load, second_load;
 };
 // Reads every trace and attributes its energy in one domain; refuses
 // traces whose provenance differs (measured and estimated never compare).

@@ -187,6 +187,9 @@ MachineLoadShares MachineLoadOf(const RunMetadata& meta);
 // (machine.load_samples) and it spans enough ticks; else the whole
 // recording's (MachineLoadOf above).
 MachineLoadShares MachineLoadOf(const RunMetadata& meta, int64_t job_start_ns, int64_t job_end_ns);
+// The mean over runs (every run's over_job for over_job); unknown when any
+// run's is.
+MachineLoadShares MeanLoad(const std::vector<MachineLoadShares>& runs);
 // A load of this share of the machine's CPU time, or a gap this large
 // between the sides, is material: a quiet machine drifts by a few percent
 // between runs.

@@ -46,6 +46,21 @@ MachineLoadShares MachineLoadOf(const RunMetadata& meta, int64_t job_start_ns, i
   return load;
 }
 
+MachineLoadShares MeanLoad(const std::vector<MachineLoadShares>& runs) {
+  if (runs.empty()) return {};
+  MachineLoadShares mean;
+  mean.others_cpu_share = mean.steal_share = 0;
+  mean.over_job = true;
+  for (const MachineLoadShares& r : runs) {
+    if (r.others_cpu_share < 0) return {};
+    mean.others_cpu_share += r.others_cpu_share / static_cast<double>(runs.size());
+    mean.steal_share += std::max(0.0, r.steal_share) / static_cast<double>(runs.size());
+    mean.over_job = mean.over_job && r.over_job;
+    if (mean.over_job_error.empty()) mean.over_job_error = r.over_job_error;
+  }
+  return mean;
+}
+
 namespace {
 
 // Two regions repeat each other when both sides run the same op-name sequence.

@@ -491,19 +491,11 @@ DetectResult CombineRuns(DetectResult r, const std::vector<DetectResult>& repeat
   r.a.job_uj = Mean(job_a);
   r.b.job_uj = Mean(job_b);
   // The machine's load: the mean over runs, unknown if any run does not say.
-  auto mean_load = [&repeats](SideSummary& side, bool a_side) {
-    std::vector<double> others{side.machine.others_cpu_share}, steal{side.machine.steal_share};
-    bool over_job = side.machine.over_job;
-    for (const DetectResult& rep : repeats) {
-      others.push_back((a_side ? rep.a : rep.b).machine.others_cpu_share);
-      steal.push_back((a_side ? rep.a : rep.b).machine.steal_share);
-      over_job = over_job && (a_side ? rep.a : rep.b).machine.over_job;
-    }
-    const bool known = std::all_of(others.begin(), others.end(), [](double v) { return v >= 0; });
-    side.machine = known ? MachineLoadShares{Mean(others), Mean(steal), over_job, {}} : MachineLoadShares{};
-  };
-  mean_load(r.a, true);
-  mean_load(r.b, false);
+  for (const bool a_side : {true, false}) {
+    std::vector<MachineLoadShares> loads{(a_side ? r.a : r.b).machine};
+    for (const DetectResult& rep : repeats) loads.push_back((a_side ? rep.a : rep.b).machine);
+    (a_side ? r.a : r.b).machine = MeanLoad(loads);
+  }
   // Each run's shift on the same work, for the findings a verdict rests on.
   // Not when a setting that reaches every op differs: then a shift the same
   // work shares may be the code's (the diagnosis names the setting).

@@ -47,7 +47,9 @@ TEST(LoadSamples, MalformedTextIsAClearError) {
                           "100;5,2,3,4,5;1,2,3,4,5"}) {
     auto s = DecodeLoadSeries(bad);
     EXPECT_FALSE(s.ok()) << bad;
-    if (!s.ok()) EXPECT_NE(s.status().message().find("machine.load_samples"), std::string::npos);
+    if (!s.ok()) {
+      EXPECT_NE(s.status().message().find("machine.load_samples"), std::string::npos);
+    }
   }
   EXPECT_TRUE(DecodeLoadSeries("100").ok());  // no samples is a series, too short for any window
 }
