@@ -87,12 +87,6 @@ struct Uncertainty {
   size_t units = 0;    // how many were resampled
   size_t runs = 1;     // recordings per side the finding was seen in
   size_t runs_given = 1;  // recordings per side the diff was given
-  // Several runs, no differing setting that reaches every op: the ratio
-  // interval is over each run's log ratio net of that run's shift (its
-  // typical same-work op pair, this finding's own left out; run_shift.h).
-  // run_shift is the geometric mean of those shifts (A/B); 1 when not net.
-  bool net_of_run_shift = false;
-  double run_shift = 1;
 };
 
 struct Finding {

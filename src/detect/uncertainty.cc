@@ -15,22 +15,16 @@
 //
 // Several recordings per side: the runs are the replication. The interval is
 // a Student t interval over the runs' log ratios (paired A_k with B_k, which
-// interleaved recording makes share the machine's state), each net of its
-// run's shift on the same work when no setting that reaches every op differs:
-// the run-to-run noise this VM adds (runs 1.5-2x apart) moves every region of
-// a run together, and three runs with it left in needed a ~1.9x ratio to
-// clear tau (the kv-cache case, 1.3-1.6x, missed in three evaluations).
+// interleaved recording makes share the machine's state).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
-#include <optional>
 #include <random>
 
 #include <fmt/format.h>
 
 #include "detect/detect.h"
-#include "detect/run_shift.h"
 
 namespace magneton::detect {
 
@@ -432,27 +426,6 @@ void EstablishSlowdown(Finding& f, const std::vector<SideCost>& ca, const std::v
 
 }  // namespace
 
-namespace {
-
-// Each run's log ratio less that run's shift on the same work; a run whose
-// matching lacks the finding stays "no difference" (0). Nullopt when a run
-// where the finding was found has too few same-work pairs to measure its
-// shift: then no run is adjusted.
-std::optional<std::vector<double>> NetOfRunShifts(const std::vector<double>& logs,
-                                                  const std::vector<const Finding*>& in_run,
-                                                  const std::vector<RunShift>& shifts) {
-  std::vector<double> net = logs;
-  for (size_t i = 0; i < logs.size(); ++i) {
-    if (in_run[i] == nullptr) continue;
-    const std::optional<double> shift = shifts[i].LogShiftExcluding(in_run[i]);
-    if (!shift) return std::nullopt;
-    net[i] -= *shift;
-  }
-  return net;
-}
-
-}  // namespace
-
 DetectResult CombineRuns(DetectResult r, const std::vector<DetectResult>& repeats, const Options& options) {
   const size_t n = 1 + repeats.size();
   r.runs = n;
@@ -496,15 +469,6 @@ DetectResult CombineRuns(DetectResult r, const std::vector<DetectResult>& repeat
     for (const DetectResult& rep : repeats) loads.push_back((a_side ? rep.a : rep.b).machine);
     (a_side ? r.a : r.b).machine = MeanLoad(loads);
   }
-  // Each run's shift on the same work, for the findings a verdict rests on.
-  // Not when a setting that reaches every op differs: then a shift the same
-  // work shares may be the code's (the diagnosis names the setting).
-  const bool net_of_shift = options.differing_settings.empty();
-  std::vector<RunShift> shifts;
-  if (net_of_shift) {
-    shifts.emplace_back(r);
-    for (const DetectResult& rep : repeats) shifts.emplace_back(rep);
-  }
   std::vector<double> run_wide{std::log(r.run_wide_ratio)};
   for (const DetectResult& rep : repeats) run_wide.push_back(std::log(rep.run_wide_ratio));
   r.run_wide_ratio = std::exp(Mean(run_wide));
@@ -513,12 +477,9 @@ DetectResult CombineRuns(DetectResult r, const std::vector<DetectResult>& repeat
     std::vector<SideCost> ca{f.a}, cb{f.b};
     std::vector<double> logs{LogRatio(f.a.energy_uj, f.b.energy_uj)};
     std::vector<double> excess{f.a.energy_uj - f.b.energy_uj};
-    // Run i's finding (null where its matching lacks it), for the shifts.
-    std::vector<const Finding*> in_run{&f};
     const std::string key = KeyOf(f);
     for (size_t k = 0; k < repeats.size(); ++k) {
       const Finding* g = find(f, key, k);
-      in_run.push_back(g);
       if (g == nullptr) {
         // Not found in this run's matching: no difference measured there.
         logs.push_back(0);
@@ -550,15 +511,6 @@ DetectResult CombineRuns(DetectResult r, const std::vector<DetectResult>& repeat
     f.uncertainty.method = "t";
     f.uncertainty.unit = "runs";
     f.uncertainty.units = n;
-    // Equal findings keep the raw interval: no verdict rests on it, and
-    // leaving each one out of every run's pairs costs a pass over them.
-    if (net_of_shift && f.point_verdict != Verdict::kEqual) {
-      if (std::optional<std::vector<double>> net = NetOfRunShifts(logs, in_run, shifts)) {
-        f.uncertainty.net_of_run_shift = true;
-        f.uncertainty.run_shift = std::exp(Mean(logs) - Mean(*net));
-        logs = std::move(*net);
-      }
-    }
     const Interval log_interval = TInterval(logs, options.confidence);
     f.uncertainty.ratio = {log_interval.known, std::exp(log_interval.low), std::exp(log_interval.high)};
     const bool a_costly = f.wasteful_side != 'B';
@@ -569,12 +521,6 @@ DetectResult CombineRuns(DetectResult r, const std::vector<DetectResult>& repeat
       if (ca.size() < n) f.uncertainty_note += fmt::format(" (found in {} of {} runs)", ca.size(), n);
     } else if (std::string why = LoadReason(r, f, options); !why.empty()) {
       Demote(f, std::move(why));
-    }
-    if (f.uncertainty.net_of_run_shift) {
-      f.uncertainty_note += fmt::format("{}the interval is net of each run's shift on the same work (the runs' "
-                                        "typical same-work op pair, this region's own left out: A/B {:.3g} on "
-                                        "average)",
-                                        f.uncertainty_note.empty() ? "" : "; ", f.uncertainty.run_shift);
     }
   }
   RankFindings(r.findings);

@@ -131,7 +131,6 @@ json UncertaintyJson(const detect::Finding& f, double confidence) {
           {"units", u.units},
           {"runs", u.runs},
           {"runs_given", u.runs_given},
-          {"net_of_run_shift", u.net_of_run_shift ? json(u.run_shift) : json(nullptr)},
           {"energy_ratio", IntervalJson(u.ratio)},
           {"saving_uj", IntervalJson(u.saving_uj)},
           {"point_verdict", detect::VerdictName(f.point_verdict)},

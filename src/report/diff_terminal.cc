@@ -102,8 +102,7 @@ std::string RenderDiffTerminal(const DiffReportInput& in) {
                      r.options.tau, r.runs, r.matched_region_pairs, r.findings.size(), waste, trade, inconclusive,
                      magneton::FormatEnergy(WasteSavingUj(r), p));
   out += fmt::format("intervals: {:.0f}% on A/B, {}\n", 100 * r.options.confidence,
-                     r.runs > 1 ? "Student t over the runs' log ratios (net of each run's shift on the same work "
-                                  "where no setting that reaches every op differs)"
+                     r.runs > 1 ? "Student t over the runs' log ratios"
                                 : "paired bootstrap over each region's occurrences in the one recording");
   if (inconclusive) {
     out += "inconclusive: the point estimate differs by more than tau, the evidence does not; record more runs per "

@@ -437,47 +437,5 @@ TEST(DetectUncertainty, RunsThatAgreeOnABusyMachineAreInconclusive) {
   EXPECT_EQ(Named(mild, "aten::matmul")->verdict, Verdict::kWaste) << Named(mild, "aten::matmul")->uncertainty_note;
 }
 
-// Three runs whose machine made A's every op m times dearer (m = 1.6, 0.8,
-// 1.2, as this VM's runs move); matmul is `matmul_ratio` times dearer on A
-// beyond that, softmax the same work.
-DetectResult ShiftedRun(double m, double matmul_ratio, const Options& o = {}) {
-  auto r = Detect(MakeSide(Names(), Costs(100 * matmul_ratio * m, 50 * m)), MakeSide(Names(), Costs(100, 50)), o);
-  EXPECT_TRUE(r.ok());
-  return *r;
-}
-
-TEST(DetectUncertainty, AShiftThatMovesEveryRegionOfARunIsTakenOutOfTheInterval) {
-  DetectResult combined = CombineRuns(ShiftedRun(1.6, 1.5), {ShiftedRun(0.8, 1.5), ShiftedRun(1.2, 1.5)}, {});
-  const Finding* matmul = Named(combined, "aten::matmul");
-  ASSERT_NE(matmul, nullptr);
-  EXPECT_EQ(matmul->verdict, Verdict::kWaste) << matmul->uncertainty_note;
-  EXPECT_TRUE(matmul->uncertainty.net_of_run_shift);
-  EXPECT_NEAR(matmul->uncertainty.run_shift, std::cbrt(1.6 * 0.8 * 1.2), 1e-9);
-  EXPECT_NEAR(matmul->uncertainty.ratio.low, 1.5, 1e-9);  // net of the shift, every run says 1.5x
-  EXPECT_NEAR(matmul->uncertainty.ratio.high, 1.5, 1e-9);
-  EXPECT_NE(matmul->uncertainty_note.find("net of each run's shift"), std::string::npos) << matmul->uncertainty_note;
-  // Softmax is measured against matmul's pairs (its own left out): no
-  // evidence that A's softmax costs more than the run's shift.
-  EXPECT_NE(Named(combined, "aten::softmax")->verdict, Verdict::kWaste);
-
-  // Twin: a setting that reaches every op differs, so the shift may be the
-  // code's and stays in: 2.4x, 1.2x and 1.8x straddle tau.
-  Options o;
-  o.differing_settings = {"torch.num_threads: 1 -> 2"};
-  DetectResult raw = CombineRuns(ShiftedRun(1.6, 1.5, o), {ShiftedRun(0.8, 1.5, o), ShiftedRun(1.2, 1.5, o)}, o);
-  matmul = Named(raw, "aten::matmul");
-  ASSERT_NE(matmul, nullptr);
-  EXPECT_FALSE(matmul->uncertainty.net_of_run_shift);
-  EXPECT_EQ(matmul->verdict, Verdict::kInconclusive) << matmul->uncertainty_note;
-
-  // Twin: the same matmul ratios with no shift on the same work to explain
-  // them (softmax costs the same in every run): still inconclusive.
-  DetectResult untracked = CombineRuns(ShiftedRun(1.0, 2.4), {ShiftedRun(1.0, 1.2), ShiftedRun(1.0, 1.8)}, {});
-  matmul = Named(untracked, "aten::matmul");
-  ASSERT_NE(matmul, nullptr);
-  EXPECT_TRUE(matmul->uncertainty.net_of_run_shift);
-  EXPECT_EQ(matmul->verdict, Verdict::kInconclusive) << matmul->uncertainty_note;
-}
-
 }  // namespace
 }  // namespace magneton::detect
