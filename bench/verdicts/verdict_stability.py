@@ -58,9 +58,12 @@ def identical_one_recording(name, work):
 
 
 def compare(argv_a, argv_b, runs, work):
+    """The waste findings, and how many pairs compare recorded (more than `runs` when a verdict was undecided)."""
     out = os.path.join(work, "diff.json")
     magneton("compare", "-n", str(runs), "--values", "--out-dir", work, "--json", out, "--", *argv_a, "--", *argv_b)
-    return waste_findings(out)
+    with open(out) as f:
+        recorded = json.load(f).get("runs", runs)
+    return waste_findings(out), recorded
 
 
 def main():
@@ -94,8 +97,8 @@ def main():
     if args.only in (None, "compare"):
         for name in names:
             trial_loop(f"identical {name}, compare -n {args.runs}: 0 waste",
-                       lambda work, n=name: (lambda w: (not w, f"{len(w)} waste"))(
-                           compare(workload_argv(n), workload_argv(n), args.runs, work)))
+                       lambda work, n=name: (lambda w, k: (not w, f"{len(w)} waste, {k} runs"))(
+                           *compare(workload_argv(n), workload_argv(n), args.runs, work)))
     if args.only in (None, "waste"):
         for case in [c for c in args.cases.split(",") if c]:
             folder = os.path.join(REPO, "cases", case)
@@ -105,9 +108,9 @@ def main():
             argv_b = [sys.executable, os.path.join(folder, "b.py")]
 
             def one(work, side=side, argv_a=argv_a, argv_b=argv_b):
-                w = compare(argv_a, argv_b, args.runs, work)
+                w, recorded = compare(argv_a, argv_b, args.runs, work)
                 top = w[0]["costlier_side"] if w else "-"
-                return top == side, f"top waste on {top}, expected {side}"
+                return top == side, f"top waste on {top}, expected {side}, {recorded} runs"
 
             trial_loop(f"waste {case}, compare -n {args.runs}: called on {side}", one)
     print("\nsummary (trials meeting the target / trials):")

@@ -11,6 +11,7 @@ StatusOr<AbRecordResult> RecordInterleaved(const AbRecordRequest& request, Proce
   namespace fs = std::filesystem;
   if (request.argv_a.empty() || request.argv_b.empty()) return InvalidArgument("compare needs two commands");
   if (request.runs < 1) return InvalidArgument("compare needs at least one run per side");
+  if (request.first_run < 1) return InvalidArgument("pairs are numbered from 1");
   std::error_code ec;
   fs::create_directories(request.out_dir, ec);
   if (ec) return InvalidArgument("cannot create " + request.out_dir + ": " + ec.message());
@@ -18,7 +19,8 @@ StatusOr<AbRecordResult> RecordInterleaved(const AbRecordRequest& request, Proce
   AbProgress p;
   p.total = 2 * request.runs;
   const int64_t t0 = now_ns();
-  for (int k = 1; k <= request.runs; ++k) {
+  const int last = request.first_run + request.runs - 1;
+  for (int k = request.first_run; k <= last; ++k) {
     // A B, B A, A B, ...: whichever side goes first in a pair meets a colder
     // machine (page cache, frequency); alternating spreads that over both.
     const std::vector<char> order = k % 2 == 1 ? std::vector<char>{'A', 'B'} : std::vector<char>{'B', 'A'};
@@ -30,7 +32,7 @@ StatusOr<AbRecordResult> RecordInterleaved(const AbRecordRequest& request, Proce
       req.output = (fs::path(request.out_dir) / (stem + ".mtrace")).string();
       req.log_path = (fs::path(request.out_dir) / (stem + ".log")).string();
       req.label = stem;
-      p.current = std::string(1, side) + " " + std::to_string(k) + "/" + std::to_string(request.runs);
+      p.current = std::string(1, side) + " " + std::to_string(k) + "/" + std::to_string(last);
       if (progress) progress(p);
       MAGNETON_ASSIGN_OR_RETURN(const RecordRunResult r, runner.Record(req));
       if (r.exit_code != 0) {

@@ -17,6 +17,10 @@ namespace magneton::analysis {
 struct AbRecordRequest {
   std::vector<std::string> argv_a, argv_b;  // the two programs
   int runs = 3;                             // recordings per side
+  // The index of the first pair (a.<first_run>.mtrace): a confirmation round
+  // appends pairs to the ones already recorded, keeping the A B / B A
+  // alternation going.
+  int first_run = 1;
   bool values = false;                      // fingerprint tensor values (needed for region matching)
   std::string out_dir;                      // traces go to out_dir/{a,b}.<k>.mtrace, logs beside them
 };

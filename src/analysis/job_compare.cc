@@ -96,4 +96,13 @@ JobComparison CompareJobs(const std::vector<double>& first_uj, const std::vector
   return c;
 }
 
+JobCall CallJobs(const JobComparison& c, double tau) {
+  const double first_over_second = 1 / c.ratio;
+  const bool beyond = first_over_second > 1 + tau || first_over_second < 1 / (1 + tau);
+  if (!c.interval.known) return JobCall::kNoInterval;
+  if (1 / c.interval.high > 1 + tau) return JobCall::kFirstCostsMore;
+  if (1 / c.interval.low < 1 / (1 + tau)) return JobCall::kSecondCostsMore;
+  return beyond ? JobCall::kInconclusive : JobCall::kNoDifference;
+}
+
 }  // namespace magneton::analysis

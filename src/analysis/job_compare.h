@@ -36,4 +36,14 @@ struct JobComparison {
 JobComparison CompareJobs(const std::vector<double>& first_uj, const std::vector<double>& second_uj, bool paired,
                           double confidence);
 
+// What a comparison says of the first side against the second at tau.
+enum class JobCall {
+  kNoInterval,      // one recording per side: a point estimate only
+  kFirstCostsMore,  // the interval's low end on first/second clears 1 + tau
+  kSecondCostsMore,
+  kInconclusive,    // the point estimate is beyond tau, its interval is not: record more runs
+  kNoDifference,    // the point estimate is within tau
+};
+JobCall CallJobs(const JobComparison& comparison, double tau);
+
 }  // namespace magneton::analysis

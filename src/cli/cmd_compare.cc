@@ -12,6 +12,8 @@
 
 #include "analysis/ab_record.h"
 #include "analysis/job_compare.h"
+#include "analysis/more_runs.h"
+#include "analysis/session_data.h"
 #include "base/format.h"
 #include "cli/command.h"
 #include "cli/text_file.h"
@@ -45,6 +47,10 @@ class CompareCommand : public Command {
     auto* sub = app.add_subcommand(
         "compare", "Record two programs N times each, interleaved, and compare them with an interval over the runs");
     sub->add_option("-n,--runs", runs_, "Recordings per side")->default_val(3)->check(CLI::Range(1, 50));
+    sub->add_option("--more-runs", more_runs_,
+                    "Pairs recorded more, once, when a verdict's interval straddles tau (default: as many as -n; 0: "
+                    "none)")
+        ->check(CLI::Range(-1, 50));
     sub->add_flag("-v,--verbose", verbose_, "Every finding's full evidence in the diff, not the terse lines");
     sub->add_flag("--values", values_,
                   "Fingerprint tensor values and diff region by region (otherwise only job energy is compared)");
@@ -86,27 +92,57 @@ class CompareCommand : public Command {
     auto recorded = analysis::RecordInterleaved(req, processes, ShowProgress, NowNs);
     if (!recorded.ok()) return Fail(recorded.status().message());
 
-    auto jobs = analysis::LoadJobEnergies(recorded->traces_a, recorded->traces_b, options_.domain);
-    if (!jobs.ok()) return Fail(jobs.status().message());
-    const analysis::JobComparison job =
-        analysis::CompareJobs(jobs->first_uj, jobs->second_uj, /*paired=*/true, 0.95);
+    // Analyse; when a verdict is left open by its interval, record more pairs
+    // once (--more-runs) and analyse them all.
+    int more = more_runs_ < 0 ? runs_ : more_runs_;
+    std::string why_more;
+    StatusOr<analysis::JobEnergies> jobs = Internal("not loaded");
+    analysis::JobComparison job;
+    std::unique_ptr<AnalysisSession> session;
+    for (;;) {
+      jobs = analysis::LoadJobEnergies(recorded->traces_a, recorded->traces_b, options_.domain);
+      if (!jobs.ok()) return Fail(jobs.status().message());
+      job = analysis::CompareJobs(jobs->first_uj, jobs->second_uj, /*paired=*/true, 0.95);
+      if (values_) {
+        session.reset();  // one session's traces in memory at a time
+        auto opened = AnalysisSession::OpenRuns(recorded->traces_a, recorded->traces_b, options_);
+        if (!opened.ok()) return Fail(opened.status().message());
+        session = std::move(*opened);
+        Status st = session->Diff();
+        if (!st.ok()) return Fail(st.message());
+      }
+      const analysis::Undecided undecided = analysis::FindUndecided(
+          session && session->data().detection ? &*session->data().detection : nullptr,
+          analysis::CallJobs(job, options_.tau));
+      const int add = analysis::PairsToAdd(undecided, more);
+      if (add == 0) break;
+      const int done = static_cast<int>(recorded->traces_a.size());
+      why_more = fmt::format("{} more per side: {} undecided after {}", add, undecided.Describe(), done);
+      std::fprintf(stderr, "%s undecided after %d run(s) per side: recording %d more per side (--more-runs 0: none)\n",
+                   undecided.Describe().c_str(), done, add);
+      req.first_run = done + 1;
+      req.runs = add;
+      more -= add;
+      auto extra = analysis::RecordInterleaved(req, processes, ShowProgress, NowNs);
+      if (!extra.ok()) return Fail(extra.status().message());
+      recorded->traces_a.insert(recorded->traces_a.end(), extra->traces_a.begin(), extra->traces_a.end());
+      recorded->traces_b.insert(recorded->traces_b.end(), extra->traces_b.begin(), extra->traces_b.end());
+    }
+    if (!why_more.empty()) std::printf("runs: %zu per side (%s)\n", recorded->traces_a.size(), why_more.c_str());
     PrintJob(*jobs, job);
 
     if (!values_) {
       std::printf("(record with --values to find which regions differ and why)\n");
       return 0;
     }
-    auto session = AnalysisSession::OpenRuns(recorded->traces_a, recorded->traces_b, options_);
-    if (!session.ok()) return Fail(session.status().message());
-    Status st = (*session)->Diff();
-    if (!st.ok()) return Fail(st.message());
-    std::printf("\n%s", (*session)->TerminalReport(verbose_).c_str());
+    Status st;
+    std::printf("\n%s", session->TerminalReport(verbose_).c_str());
     if (!json_path_.empty()) {
-      st = WriteTextFile(json_path_, (*session)->JsonReport());
+      st = WriteTextFile(json_path_, session->JsonReport());
       if (!st.ok()) return Fail(st.message());
     }
     if (!html_path_.empty()) {
-      st = WriteTextFile(html_path_, (*session)->HtmlReport());
+      st = WriteTextFile(html_path_, session->HtmlReport());
       if (!st.ok()) return Fail(st.message());
     }
     return 0;
@@ -126,18 +162,26 @@ class CompareCommand : public Command {
     }
     const double lo = 1 / job.interval.high, hi = 1 / job.interval.low;
     std::string call = "no difference beyond tau";
-    if (lo > 1 + options_.tau) {
-      call = "A costs more";
-    } else if (hi < 1 / (1 + options_.tau)) {
-      call = "B costs more";
-    } else if (a_over_b > 1 + options_.tau || a_over_b < 1 / (1 + options_.tau)) {
-      call = "inconclusive: the interval straddles tau; record more runs";
+    switch (analysis::CallJobs(job, options_.tau)) {
+      case analysis::JobCall::kFirstCostsMore:
+        call = "A costs more";
+        break;
+      case analysis::JobCall::kSecondCostsMore:
+        call = "B costs more";
+        break;
+      case analysis::JobCall::kInconclusive:
+        call = "inconclusive: the interval straddles tau; record more runs";
+        break;
+      case analysis::JobCall::kNoInterval:
+      case analysis::JobCall::kNoDifference:
+        break;
     }
     std::printf("  A/B %.3f, 95%% interval [%.3f, %.3f] (%s over %zu runs): %s\n", a_over_b, lo, hi,
                 job.method.c_str(), job.runs_first, call.c_str());
   }
 
   int runs_ = 3;
+  int more_runs_ = -1;  // -1: as many as runs_
   bool verbose_ = false;
   bool values_ = false;
   std::string out_dir_, json_path_, html_path_;

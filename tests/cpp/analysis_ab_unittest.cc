@@ -7,6 +7,7 @@
 
 #include "analysis/ab_record.h"
 #include "analysis/job_compare.h"
+#include "analysis/more_runs.h"
 #include "test_util.h"
 
 namespace magneton::analysis {
@@ -69,6 +70,79 @@ TEST(AbRecord, AFailingRunStopsAndNamesItsLog) {
   EXPECT_NE(out.status().message().find("B 2/3 exited with code 3"), std::string::npos) << out.status().message();
   EXPECT_NE(out.status().message().find("b.2.log"), std::string::npos);
   EXPECT_EQ(runner.records.size(), 3u);
+}
+
+TEST(AbRecord, MorePairsContinueTheNumberingAndTheAlternation) {
+  ScriptedRecorder runner;
+  AbRecordRequest req;
+  req.argv_a = {"a.py"};
+  req.argv_b = {"b.py"};
+  req.runs = 2;
+  req.first_run = 4;
+  req.out_dir = testing::TempPath("ab-more");
+  std::vector<AbProgress> seen;
+  auto out = RecordInterleaved(req, runner, [&](const AbProgress& p) { seen.push_back(p); },
+                               [] { return int64_t{0}; });
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  std::vector<std::string> order;
+  for (const RecordRunRequest& r : runner.records) order.push_back(r.argv.back());
+  // Pair 4 is even: B first; pair 5: A first.
+  EXPECT_EQ(order, (std::vector<std::string>{"b.py", "a.py", "a.py", "b.py"}));
+  ASSERT_EQ(out->traces_a.size(), 2u);
+  EXPECT_NE(out->traces_a[0].find("a.4.mtrace"), std::string::npos);
+  EXPECT_NE(out->traces_b[1].find("b.5.mtrace"), std::string::npos);
+  EXPECT_EQ(seen.front().current, "B 4/5");
+  EXPECT_EQ(seen.back().done, 4);
+  req.first_run = 0;
+  EXPECT_FALSE(RecordInterleaved(req, runner, nullptr, [] { return int64_t{0}; }).ok());
+}
+
+detect::Finding FindingWith(detect::Verdict verdict, detect::Verdict point_verdict) {
+  detect::Finding f;
+  f.verdict = verdict;
+  f.point_verdict = point_verdict;
+  return f;
+}
+
+TEST(MoreRuns, OnlyVerdictsTheIntervalLeftOpenAskForMorePairs) {
+  using detect::Verdict;
+  detect::DetectResult r;
+  r.findings = {FindingWith(Verdict::kWaste, Verdict::kWaste),
+                FindingWith(Verdict::kInconclusive, Verdict::kEqual),  // never beyond tau: decided
+                FindingWith(Verdict::kEqual, Verdict::kEqual)};
+  Undecided u = FindUndecided(&r, JobCall::kFirstCostsMore);
+  EXPECT_FALSE(u.any());
+  EXPECT_EQ(PairsToAdd(u, 3), 0);
+
+  r.findings.push_back(FindingWith(Verdict::kInconclusive, Verdict::kWaste));
+  r.findings.push_back(FindingWith(Verdict::kInconclusive, Verdict::kTradeOff));
+  u = FindUndecided(&r, JobCall::kNoDifference);
+  EXPECT_EQ(u.findings, 2u);
+  EXPECT_FALSE(u.job);
+  EXPECT_EQ(u.Describe(), "2 findings");
+  EXPECT_EQ(PairsToAdd(u, 3), 3);
+  EXPECT_EQ(PairsToAdd(u, 0), 0);  // --more-runs 0
+
+  u = FindUndecided(nullptr, JobCall::kInconclusive);  // compare without --values
+  EXPECT_TRUE(u.job);
+  EXPECT_EQ(u.Describe(), "the job energy");
+  EXPECT_FALSE(FindUndecided(nullptr, JobCall::kNoInterval).any());
+}
+
+TEST(JobCompare, CallsASideOnlyWhenTheIntervalClearsTau) {
+  JobComparison c;
+  c.ratio = 1 / 1.5;  // second/first: A costs 1.5x
+  c.interval = {true, 1 / 1.8, 1 / 1.2};
+  EXPECT_EQ(CallJobs(c, 0.1), JobCall::kFirstCostsMore);
+  c.interval = {true, 1 / 1.8, 1 / 1.05};
+  EXPECT_EQ(CallJobs(c, 0.1), JobCall::kInconclusive);
+  c.ratio = 1 / 1.05;
+  EXPECT_EQ(CallJobs(c, 0.1), JobCall::kNoDifference);
+  c.ratio = 1.5;
+  c.interval = {true, 1.2, 1.8};
+  EXPECT_EQ(CallJobs(c, 0.1), JobCall::kSecondCostsMore);
+  c.interval = {};
+  EXPECT_EQ(CallJobs(c, 0.1), JobCall::kNoInterval);
 }
 
 TEST(JobCompare, ConsistentRunsGiveATightPairedInterval) {

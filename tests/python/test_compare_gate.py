@@ -52,7 +52,10 @@ def program(tmp_path_factory):
 def _compare(tmp_path_factory, program, redo_a, redo_b, name):
     out = tmp_path_factory.mktemp(name)
     report = out / "diff.json"
-    r = run_cli("compare", "-n", str(RUNS), "--values", "--out-dir", str(out), "--json", str(report), "--",
+    # --more-runs 0: these tests pin what RUNS pairs give; more pairs for an
+    # undecided verdict are test_compare_records_more_pairs_when_undecided's.
+    r = run_cli("compare", "-n", str(RUNS), "--more-runs", "0", "--values", "--out-dir", str(out), "--json",
+                str(report), "--",
                 sys.executable, program, str(redo_a), "--", sys.executable, program, str(redo_b))
     assert r.returncode == 0, r.stdout + r.stderr
     traces_a = [str(out / f"a.{k}.mtrace") for k in range(1, RUNS + 1)]
@@ -94,6 +97,32 @@ def test_compare_calls_redone_work_waste_with_an_interval_over_the_runs(redone):
     assert u["energy_ratio"]["low"] > 1.1, u
     assert u["energy_ratio"]["low"] <= top["energy_ratio"] <= u["energy_ratio"]["high"]
     assert "A costs more" in r.stdout, r.stdout
+
+
+def test_compare_records_more_pairs_when_undecided(program, tmp_path):
+    # At tau 0 any difference of the means counts, and two pairs of identical
+    # programs give a paired t interval (1 degree of freedom) that straddles
+    # 1 unless both pairs happen to differ the same way by more than their
+    # spread (a 95% interval: about 1 time in 20). Either way the call must be
+    # one the recorded pairs support.
+    r = run_cli("compare", "-n", "2", "--tau", "0", "--more-runs", "1", "--out-dir", str(tmp_path), "--",
+                sys.executable, program, "1", "--", sys.executable, program, "1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    if "undecided after 2 run(s) per side: recording 1 more per side" in r.stderr:
+        assert (tmp_path / "a.3.mtrace").exists() and (tmp_path / "b.3.mtrace").exists()
+        assert not (tmp_path / "a.4.mtrace").exists()  # once, not until decided
+        assert "runs: 3 per side (1 more per side: the job energy undecided after 2)" in r.stdout, r.stdout
+        assert "job energy over 3 run(s) per side" in r.stdout
+    else:
+        assert "A costs more" in r.stdout or "B costs more" in r.stdout, r.stdout
+        assert not (tmp_path / "a.3.mtrace").exists()
+    # A job whose point estimate is within tau is decided: no more pairs.
+    out = tmp_path / "wide"
+    r = run_cli("compare", "-n", "2", "--tau", "100", "--out-dir", str(out), "--",
+                sys.executable, program, "1", "--", sys.executable, program, "1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "no difference beyond tau" in r.stdout, r.stdout
+    assert "undecided" not in r.stderr and not (out / "a.3.mtrace").exists()
 
 
 def test_gate_passes_an_identical_pair(identical, tmp_path):
