@@ -14,6 +14,7 @@ cores; --trials 3 takes about 40 minutes. Energy is whatever this machine has (e
 """
 import argparse
 import json
+import shutil
 import os
 import subprocess
 import sys
@@ -73,6 +74,8 @@ def main():
     p.add_argument("--only", choices=["identical", "compare", "waste"])
     p.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated subset")
     p.add_argument("--cases", default=",".join(WASTE_CASES), help="comma-separated subset of the waste cases")
+    p.add_argument("--keep-misses", metavar="DIR",
+                   help="copy a missed trial's traces and report to DIR/<label>-<trial> (to see why it missed)")
     args = p.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("XDG_CONFIG_HOME", tempfile.mkdtemp(prefix="magneton-bench-config-"))
@@ -84,6 +87,10 @@ def main():
         for t in range(args.trials):
             with tempfile.TemporaryDirectory(prefix="magneton-bench-") as work:
                 ok, detail = fn(work)
+                if not ok and args.keep_misses:
+                    kept = os.path.join(args.keep_misses, f"{label.split(',')[0].replace(' ', '-')}-{t + 1}")
+                    shutil.copytree(work, kept, dirs_exist_ok=True)
+                    detail += f" (kept in {kept})"
             good += ok
             print(f"  {label} trial {t + 1}/{args.trials}: {'ok' if ok else 'MISS'} {detail}", file=sys.stderr,
                   flush=True)

@@ -96,12 +96,28 @@ JobComparison CompareJobs(const std::vector<double>& first_uj, const std::vector
   return c;
 }
 
-JobCall CallJobs(const JobComparison& c, double tau) {
+double JobLoadBound(const JobComparison& c, const detect::MachineLoadShares& first_load,
+                    const detect::MachineLoadShares& second_load) {
+  detect::SideSummary first, second;
+  first.machine = first_load;
+  second.machine = second_load;
+  const bool first_costlier = c.ratio < 1;  // ratio is second/first
+  return first_costlier ? detect::LoadSlowdownBound(first, second) : detect::LoadSlowdownBound(second, first);
+}
+
+JobCall CallJobs(const JobComparison& c, double tau, const detect::MachineLoadShares& first_load,
+                 const detect::MachineLoadShares& second_load) {
   const double first_over_second = 1 / c.ratio;
   const bool beyond = first_over_second > 1 + tau || first_over_second < 1 / (1 + tau);
   if (!c.interval.known) return JobCall::kNoInterval;
-  if (1 / c.interval.high > 1 + tau) return JobCall::kFirstCostsMore;
-  if (1 / c.interval.low < 1 / (1 + tau)) return JobCall::kSecondCostsMore;
+  // The interval on costlier/cheaper: its low end must clear 1 + tau, and
+  // the costlier side's load bound times that.
+  const double low_first = 1 / c.interval.high, low_second = c.interval.low;
+  const double bound = JobLoadBound(c, first_load, second_load);
+  if (low_first > 1 + tau) return low_first <= bound * (1 + tau) ? JobCall::kBusierCostsMore : JobCall::kFirstCostsMore;
+  if (low_second > 1 + tau) {
+    return low_second <= bound * (1 + tau) ? JobCall::kBusierCostsMore : JobCall::kSecondCostsMore;
+  }
   return beyond ? JobCall::kInconclusive : JobCall::kNoDifference;
 }
 

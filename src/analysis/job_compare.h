@@ -42,8 +42,19 @@ enum class JobCall {
   kFirstCostsMore,  // the interval's low end on first/second clears 1 + tau
   kSecondCostsMore,
   kInconclusive,    // the point estimate is beyond tau, its interval is not: record more runs
+  kBusierCostsMore, // the interval clears tau, but other work on the costlier side's machine could explain it
   kNoDifference,    // the point estimate is within tau
 };
-JobCall CallJobs(const JobComparison& comparison, double tau);
+// `first_load`, `second_load`: each side's mean load over its runs
+// (detect::MeanLoad of JobEnergies' loads); a side that costs more while
+// other work took materially more of its machine is called kBusierCostsMore
+// when the load's bound (detect::LoadSlowdownBound) times (1 + tau) reaches
+// its interval's low end: the rule the diff applies to findings and the gate
+// to a job (docs/DIFF.md, "A busy machine").
+JobCall CallJobs(const JobComparison& comparison, double tau, const detect::MachineLoadShares& first_load = {},
+                 const detect::MachineLoadShares& second_load = {});
+// The load bound of that rule for the costlier side (1: no material difference).
+double JobLoadBound(const JobComparison& comparison, const detect::MachineLoadShares& first_load,
+                    const detect::MachineLoadShares& second_load);
 
 }  // namespace magneton::analysis

@@ -13,7 +13,9 @@ std::string Undecided::Describe() const {
 
 Undecided FindUndecided(const detect::DetectResult* detection, JobCall job) {
   Undecided out;
-  out.job = job == JobCall::kInconclusive;
+  // A job the costlier side's busier machine could explain is open too: the
+  // further pairs may run on a quieter one.
+  out.job = job == JobCall::kInconclusive || job == JobCall::kBusierCostsMore;
   if (detection == nullptr) return out;
   for (const detect::Finding& f : detection->findings) {
     // Only what the interval left open: a finding that is inconclusive

@@ -113,7 +113,8 @@ class CompareCommand : public Command {
       }
       const analysis::Undecided undecided = analysis::FindUndecided(
           session && session->data().detection ? &*session->data().detection : nullptr,
-          analysis::CallJobs(job, options_.tau));
+          analysis::CallJobs(job, options_.tau, detect::MeanLoad(jobs->first_load),
+                             detect::MeanLoad(jobs->second_load)));
       const int add = analysis::PairsToAdd(undecided, more);
       if (add == 0) break;
       const int done = static_cast<int>(recorded->traces_a.size());
@@ -161,8 +162,10 @@ class CompareCommand : public Command {
       return;
     }
     const double lo = 1 / job.interval.high, hi = 1 / job.interval.low;
+    const detect::MachineLoadShares load_a = detect::MeanLoad(jobs.first_load);
+    const detect::MachineLoadShares load_b = detect::MeanLoad(jobs.second_load);
     std::string call = "no difference beyond tau";
-    switch (analysis::CallJobs(job, options_.tau)) {
+    switch (analysis::CallJobs(job, options_.tau, load_a, load_b)) {
       case analysis::JobCall::kFirstCostsMore:
         call = "A costs more";
         break;
@@ -172,6 +175,18 @@ class CompareCommand : public Command {
       case analysis::JobCall::kInconclusive:
         call = "inconclusive: the interval straddles tau; record more runs";
         break;
+      case analysis::JobCall::kBusierCostsMore: {
+        const bool a_costlier = a_over_b > 1;
+        const detect::MachineLoadShares& busy = a_costlier ? load_a : load_b;
+        const detect::MachineLoadShares& quiet = a_costlier ? load_b : load_a;
+        call = fmt::format(
+            "inconclusive: other work took {:.0f}% of the machine's CPU time while {}{} ({:.0f}% for {}), "
+            "which alone can make it up to {:.2f}x costlier; record again on a quieter machine",
+            100 * busy.Total(), a_costlier ? 'A' : 'B', busy.over_job ? "'s jobs ran" : " was recorded",
+            100 * quiet.Total(), a_costlier ? 'B' : 'A',
+            analysis::JobLoadBound(job, load_a, load_b));
+        break;
+      }
       case analysis::JobCall::kNoInterval:
       case analysis::JobCall::kNoDifference:
         break;

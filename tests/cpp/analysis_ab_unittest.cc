@@ -145,6 +145,30 @@ TEST(JobCompare, CallsASideOnlyWhenTheIntervalClearsTau) {
   EXPECT_EQ(CallJobs(c, 0.1), JobCall::kNoInterval);
 }
 
+TEST(JobCompare, ACostlierSideOnABusierMachineIsNotCalled) {
+  JobComparison c;
+  c.ratio = 1 / 1.5;  // A costs 1.5x, interval [1.3, 1.8]
+  c.interval = {true, 1 / 1.8, 1 / 1.3};
+  detect::MachineLoadShares quiet, busy;
+  quiet.others_cpu_share = 0.02;
+  quiet.steal_share = 0;
+  busy.others_cpu_share = 0.45;  // bound (1 - 0.02) / (1 - 0.45) = 1.78
+  busy.steal_share = 0;
+  EXPECT_NEAR(JobLoadBound(c, busy, quiet), 0.98 / 0.55, 1e-9);
+  EXPECT_EQ(CallJobs(c, 0.1, busy, quiet), JobCall::kBusierCostsMore);
+  EXPECT_TRUE(FindUndecided(nullptr, JobCall::kBusierCostsMore).job);
+  // The quieter side costing more is called: the load would have slowed the other.
+  EXPECT_EQ(CallJobs(c, 0.1, quiet, busy), JobCall::kFirstCostsMore);
+  // A gap under kMaterialLoad is no evidence.
+  busy.others_cpu_share = 0.08;
+  EXPECT_EQ(CallJobs(c, 0.1, busy, quiet), JobCall::kFirstCostsMore);
+  // A ratio beyond the bound is called even on the busier machine.
+  busy.others_cpu_share = 0.45;
+  c.ratio = 1 / 3.0;
+  c.interval = {true, 1 / 3.5, 1 / 2.5};
+  EXPECT_EQ(CallJobs(c, 0.1, busy, quiet), JobCall::kFirstCostsMore);
+}
+
 TEST(JobCompare, ConsistentRunsGiveATightPairedInterval) {
   const JobComparison c = CompareJobs({100, 120, 90}, {200, 236, 185}, /*paired=*/true, 0.95);
   EXPECT_EQ(c.method, "paired t");
