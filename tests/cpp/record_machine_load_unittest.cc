@@ -11,6 +11,7 @@
 
 #include "magneton/recorder.h"
 #include "magneton/trace_reader.h"
+#include "base/clock.h"
 #include "record/machine_load.h"
 #include "test_util.h"
 
@@ -65,15 +66,17 @@ TEST(MachineLoad, ASpanTooShortToMeasureIsAnError) {
 }
 
 TEST(MachineLoad, ARecordingWritesItsLoad) {
-  // A real Recorder on this machine's /proc/stat, spinning for 300 ms so the
-  // span has ticks to count.
+  // A real Recorder on this machine's /proc/stat, spinning until this thread
+  // has used 300 ms of CPU: then the span lasts at least that long (ticks to
+  // count) and the process's own CPU grew by at least that much, however
+  // busy the machine. Spinning for 300 ms of wall time got 196 ms of CPU
+  // under ctest -j2 on two cores, and the check on own CPU below failed.
   const std::string path = testing::TempPath("machine_load.mtrace");
   RecorderOptions options;
   options.sample_energy = false;
   ASSERT_TRUE(Recorder::Start(path, {}, options).ok());
   volatile double x = 0;
-  for (auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
-       std::chrono::steady_clock::now() < until;) {
+  for (const int64_t until_ns = ThreadCpuNowNs() + 300'000'000; ThreadCpuNowNs() < until_ns;) {
     x = x + 1;
   }
   ASSERT_TRUE(Recorder::Stop().ok());
