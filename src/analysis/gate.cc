@@ -74,11 +74,9 @@ GateCheck JobEnergyCheck(const JobComparison& job, const detect::MachineLoadShar
   jc.interval = job.interval;
   jc.method = job.method;
   // How much costlier other work on the candidate's machine alone could
-  // make its job (1: no material difference in load).
-  detect::SideSummary baseline, candidate;
-  baseline.machine = baseline_load;
-  candidate.machine = candidate_load;
-  const double load_bound = detect::LoadSlowdownBound(candidate, baseline);
+  // make its job (1: no material difference in load). Used only where the
+  // candidate costs more, so it is the candidate's bound.
+  const double load_bound = JobLoadBound(job, baseline_load, candidate_load);
   if (job.interval.known && job.interval.low > limit && job.interval.low <= load_bound * limit) {
     jc.state = GateCheckState::kInconclusive;
     jc.message = fmt::format(

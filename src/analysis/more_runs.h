@@ -14,7 +14,10 @@ namespace magneton::analysis {
 
 struct Undecided {
   size_t findings = 0;  // inconclusive findings whose point estimate is waste or trade-off
-  bool job = false;     // the job's energy: beyond tau by the point estimate, not by its interval
+  // The job's energy: beyond tau by the point estimate, not by its
+  // interval, or by its interval only as far as the costlier side's busier
+  // machine explains (JobCall::kInconclusive, kBusierCostsMore).
+  bool job = false;
   bool any() const { return findings > 0 || job; }
   std::string Describe() const;  // "2 findings and the job energy", for the progress line
 };

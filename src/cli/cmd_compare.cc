@@ -98,6 +98,7 @@ class CompareCommand : public Command {
     std::string why_more;
     StatusOr<analysis::JobEnergies> jobs = Internal("not loaded");
     analysis::JobComparison job;
+    analysis::JobCall job_call = analysis::JobCall::kNoInterval;
     std::unique_ptr<AnalysisSession> session;
     for (;;) {
       jobs = analysis::LoadJobEnergies(recorded->traces_a, recorded->traces_b, options_.domain);
@@ -111,10 +112,10 @@ class CompareCommand : public Command {
         Status st = session->Diff();
         if (!st.ok()) return Fail(st.message());
       }
+      job_call = analysis::CallJobs(job, options_.tau, detect::MeanLoad(jobs->first_load),
+                                    detect::MeanLoad(jobs->second_load));
       const analysis::Undecided undecided = analysis::FindUndecided(
-          session && session->data().detection ? &*session->data().detection : nullptr,
-          analysis::CallJobs(job, options_.tau, detect::MeanLoad(jobs->first_load),
-                             detect::MeanLoad(jobs->second_load)));
+          session && session->data().detection ? &*session->data().detection : nullptr, job_call);
       const int add = analysis::PairsToAdd(undecided, more);
       if (add == 0) break;
       const int done = static_cast<int>(recorded->traces_a.size());
@@ -130,7 +131,7 @@ class CompareCommand : public Command {
       recorded->traces_b.insert(recorded->traces_b.end(), extra->traces_b.begin(), extra->traces_b.end());
     }
     if (!why_more.empty()) std::printf("runs: %zu per side (%s)\n", recorded->traces_a.size(), why_more.c_str());
-    PrintJob(*jobs, job);
+    PrintJob(*jobs, job, job_call);
 
     if (!values_) {
       std::printf("(record with --values to find which regions differ and why)\n");
@@ -150,7 +151,8 @@ class CompareCommand : public Command {
   }
 
  private:
-  void PrintJob(const analysis::JobEnergies& jobs, const analysis::JobComparison& job) const {
+  void PrintJob(const analysis::JobEnergies& jobs, const analysis::JobComparison& job,
+                analysis::JobCall job_call) const {
     const Provenance p = jobs.provenance;
     std::printf("job energy over %zu run(s) per side (domain %s, %s):\n", job.runs_first, jobs.domain.c_str(),
                 ProvenanceHeading(p));
@@ -165,7 +167,7 @@ class CompareCommand : public Command {
     const detect::MachineLoadShares load_a = detect::MeanLoad(jobs.first_load);
     const detect::MachineLoadShares load_b = detect::MeanLoad(jobs.second_load);
     std::string call = "no difference beyond tau";
-    switch (analysis::CallJobs(job, options_.tau, load_a, load_b)) {
+    switch (job_call) {
       case analysis::JobCall::kFirstCostsMore:
         call = "A costs more";
         break;
