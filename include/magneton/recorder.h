@@ -247,13 +247,21 @@ class Recorder {
   Recorder(std::unique_ptr<TraceWriter> writer, uint64_t generation, bool record_values);
   // viewed_id: for a view output, the id of the input value it aliases, else kNoId.
   void FingerprintValue(int64_t tensor_id, const TensorView& t, int64_t viewed_id);
+  // Keeps `encoded` for views of value_id read at this offset and layout;
+  // the fingerprint mutex held.
+  void CacheFingerprintLocked(int64_t value_id, int64_t storage_offset, uint64_t layout_hash,
+                              const std::shared_ptr<const std::string>& encoded);
   // Counts a device fingerprint's outcome (meta recorder.device_fingerprint*).
   void NoteDeviceFingerprint(const Status& status);
-  int64_t ResolveTensor(const TensorView& t, bool is_output, int64_t op_id, int64_t viewed_id = kNoId);
+  // buffer_write: an output the op wrote into a buffer one of its inputs
+  // held (TensorEntry::buffer_write).
+  int64_t ResolveTensor(const TensorView& t, bool is_output, int64_t op_id, int64_t viewed_id = kNoId,
+                        bool buffer_write = false);
   // Registers a new value; state mutex held. key_ptr: the private TensorKey.
   // fingerprinted: the caller fingerprints it now (else the op that returns
   // it does, once its values exist).
-  int64_t NewTensor(const TensorView& t, bool is_output, int64_t op_id, const void* key_ptr, bool fingerprinted);
+  int64_t NewTensor(const TensorView& t, bool is_output, int64_t op_id, const void* key_ptr, bool fingerprinted,
+                    bool buffer_write = false);
 
   // Marks this thread in flight and returns the active session; with none,
   // leaves the mark at once (a null Ref never delays a Stop).

@@ -5,19 +5,11 @@
 #include <cmath>
 #include <limits>
 
+#include "fingerprint/order_stats.h"
 #include "fingerprint/strong_part.h"
 
 namespace magneton::fingerprint_internal {
 namespace {
-
-// Selects the order statistics at `ranks` (ascending) in place: O(n log k).
-void SelectRanks(std::vector<double>& v, size_t lo, size_t hi, const int64_t* rank_begin, const int64_t* rank_end) {
-  if (rank_begin >= rank_end || lo >= hi) return;
-  const int64_t* mid = rank_begin + (rank_end - rank_begin) / 2;
-  std::nth_element(v.begin() + lo, v.begin() + *mid, v.begin() + hi);
-  SelectRanks(v, lo, static_cast<size_t>(*mid), rank_begin, mid);
-  SelectRanks(v, static_cast<size_t>(*mid) + 1, hi, mid + 1, rank_end);
-}
 
 void FillQuantiles(std::vector<double> finite, LayoutInvariantPart* out) {
   out->quantiles.fill(0);
@@ -33,12 +25,16 @@ void FillQuantiles(std::vector<double> finite, LayoutInvariantPart* out) {
   }
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  SelectRanks(finite, 0, n, ranks.data(), ranks.data() + ranks.size());
+  const std::vector<double> picked = SelectOrderStatistics(&finite, ranks);
+  auto at_rank = [&](int64_t k) {
+    return picked[static_cast<size_t>(std::lower_bound(ranks.begin(), ranks.end(), k) - ranks.begin())];
+  };
   for (int i = 0; i < kFingerprintQuantiles; ++i) {
-    const auto k = static_cast<size_t>(std::floor(pos[i]));
+    const auto k = static_cast<int64_t>(std::floor(pos[i]));
     const double frac = pos[i] - static_cast<double>(k);
-    const double hi = k + 1 < n ? finite[k + 1] : finite[k];
-    out->quantiles[i] = finite[k] + frac * (hi - finite[k]);
+    const double low = at_rank(k);
+    const double hi = k + 1 < static_cast<int64_t>(n) ? at_rank(k + 1) : low;
+    out->quantiles[i] = low + frac * (hi - low);
   }
 }
 

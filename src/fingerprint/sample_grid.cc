@@ -108,7 +108,6 @@ std::vector<double> GatherGrid(const TensorBuffer& tensor, const std::vector<int
   std::vector<double> out;
   const int64_t count = grid.element_count();
   if (count == 0) return out;
-  out.reserve(static_cast<size_t>(count));
   const size_t rank = grid.axes.size();
   if (rank == 0) {
     out.push_back(LoadElement(tensor.dtype, tensor.data, 0));
@@ -123,10 +122,21 @@ std::vector<double> GatherGrid(const TensorBuffer& tensor, const std::vector<int
   }
   std::vector<size_t> index(rank, 0);
   const auto& inner = step[rank - 1];
+  // Every position of the innermost axis (an exact grid): one strided run,
+  // converted by the vectorised loop when the axis is contiguous.
+  const bool inner_whole = static_cast<int64_t>(inner.size()) == grid.full_sizes[rank - 1];
+  const int64_t inner_count = static_cast<int64_t>(inner.size());
+  out.resize(static_cast<size_t>(count));
+  double* dst = out.data();
   while (true) {
     int64_t base = 0;
     for (size_t k = 0; k + 1 < rank; ++k) base += step[k][index[k]];
-    for (int64_t off : inner) out.push_back(LoadElement(tensor.dtype, tensor.data, base + off));
+    if (inner_whole) {
+      LoadElements(tensor.dtype, tensor.data, base, inner_count, axis_stride[rank - 1], dst);
+    } else {
+      LoadAtOffsets(tensor.dtype, tensor.data, base, inner.data(), inner_count, dst);
+    }
+    dst += inner_count;
     size_t d = rank - 1;
     bool done = true;
     while (d > 0) {

@@ -49,6 +49,16 @@ void LoadTyped(const T* p, int64_t count, int64_t stride, double* out) {
   }
 }
 
+template <typename T>
+void LoadTypedAt(const T* p, const int64_t* offsets, int64_t count, double* out) {
+  for (int64_t i = 0; i < count; ++i) out[i] = static_cast<double>(p[offsets[i]]);
+}
+
+template <typename Convert>
+void Load16At(const uint16_t* p, const int64_t* offsets, int64_t count, double* out, Convert convert) {
+  for (int64_t i = 0; i < count; ++i) out[i] = static_cast<double>(convert(p[offsets[i]]));
+}
+
 template <typename Convert>
 void Load16(const uint16_t* p, int64_t count, int64_t stride, double* out, Convert convert) {
   for (int64_t i = 0; i < count; ++i) out[i] = static_cast<double>(convert(p[i * stride]));
@@ -79,6 +89,34 @@ void LoadElements(DType dtype, const void* data, int64_t offset, int64_t count, 
     case DType::kBool: {
       const uint8_t* p = static_cast<const uint8_t*>(data) + offset;
       for (int64_t i = 0; i < count; ++i) out[i] = p[i * stride] != 0 ? 1.0 : 0.0;
+      return;
+    }
+  }
+}
+
+void LoadAtOffsets(DType dtype, const void* data, int64_t base, const int64_t* offsets, int64_t count, double* out) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return LoadTypedAt(static_cast<const float*>(data) + base, offsets, count, out);
+    case DType::kFloat64:
+      return LoadTypedAt(static_cast<const double*>(data) + base, offsets, count, out);
+    case DType::kFloat16:
+      return Load16At(static_cast<const uint16_t*>(data) + base, offsets, count, out, HalfToFloat);
+    case DType::kBFloat16:
+      return Load16At(static_cast<const uint16_t*>(data) + base, offsets, count, out, BFloat16ToFloat);
+    case DType::kInt64:
+      return LoadTypedAt(static_cast<const int64_t*>(data) + base, offsets, count, out);
+    case DType::kInt32:
+      return LoadTypedAt(static_cast<const int32_t*>(data) + base, offsets, count, out);
+    case DType::kInt16:
+      return LoadTypedAt(static_cast<const int16_t*>(data) + base, offsets, count, out);
+    case DType::kInt8:
+      return LoadTypedAt(static_cast<const int8_t*>(data) + base, offsets, count, out);
+    case DType::kUInt8:
+      return LoadTypedAt(static_cast<const uint8_t*>(data) + base, offsets, count, out);
+    case DType::kBool: {
+      const uint8_t* p = static_cast<const uint8_t*>(data) + base;
+      for (int64_t i = 0; i < count; ++i) out[i] = p[offsets[i]] != 0 ? 1.0 : 0.0;
       return;
     }
   }

@@ -16,6 +16,9 @@ float BFloat16ToFloat(uint16_t b);
 // Converts `count` elements at data + (offset + k * stride) elements to double.
 void LoadElements(DType dtype, const void* data, int64_t offset, int64_t count, int64_t stride, double* out);
 double LoadElement(DType dtype, const void* data, int64_t offset);
+// Converts the elements at data + (base + offsets[k]) to double: one dtype
+// dispatch per call, not per element (the sample grid's gather).
+void LoadAtOffsets(DType dtype, const void* data, int64_t base, const int64_t* offsets, int64_t count, double* out);
 
 std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& shape);
 

@@ -109,6 +109,13 @@ struct TensorEntry {
   // allocation (aten::empty) or a write-only argument is registered before
   // its values exist; the op that hands it back as its output fingerprints it.
   bool fingerprinted = false;
+  // The producing op wrote the value into a buffer that existed before it
+  // (copy_'s or add_'s self, an out= argument). An op that hands back such a
+  // value made by an op nested in it may have written it again since:
+  // addmm copies the bias in with a nested copy_, then its BLAS call adds
+  // the product, with no recorded op and no version bump. Its values are
+  // final only at the enclosing op's end (ResolveTensor).
+  bool buffer_write = false;
 };
 
 struct PairHash {
@@ -133,13 +140,14 @@ struct PendingOp {
   std::vector<RecorderSpan> recorder_spans;
 };
 
-// A view of one value with one layout and its encoded fingerprint: reused
-// for the same view made again (weight.t() in every forward). Found by the
-// viewed value's id, not by address, because freed memory is reused at once
-// by new values; dropped when that value is forgotten (ForgetLocked).
+// A value read through one layout, and its encoded fingerprint: reused for a
+// view that reads the same elements in the same order (weight.t() made again
+// in every forward; view(1, 1, n) of an op's (1, n) result). Found by the
+// value's id, not by address, because freed memory is reused at once by new
+// values; dropped when that value is forgotten (ForgetLocked).
 struct ViewFingerprint {
   int64_t storage_offset;
-  uint64_t layout_hash;
+  uint64_t layout_hash;  // ValueLayoutHash
   std::shared_ptr<const std::string> encoded;
 };
 
@@ -201,6 +209,24 @@ uint64_t LayoutHash(const TensorView& t) {
   return Mix(h, static_cast<uint64_t>(t.ndim));
 }
 
+// What a fingerprint reads of a view's layout: the fingerprint stage reads a
+// value through its dims of size > 1 only (MakeSampleGrid, the strong part),
+// so two views of one value that differ only in size-1 dims (unsqueeze;
+// view(1, 1, n) of a (1, n) result) have one fingerprint, bit for bit
+// (tests/cpp/fingerprint_invariance_unittest.cc).
+uint64_t ValueLayoutHash(const TensorView& t) {
+  uint64_t h = std::hash<std::string_view>{}(t.dtype);
+  h = Mix(h, std::hash<std::string_view>{}(t.device));
+  uint64_t kept = 0;
+  for (int32_t i = 0; i < t.ndim; ++i) {
+    if (t.sizes[i] == 1) continue;
+    h = Mix(h, static_cast<uint64_t>(t.sizes[i]));
+    h = Mix(h, t.strides ? static_cast<uint64_t>(t.strides[i]) : 0);
+    ++kept;
+  }
+  return Mix(Mix(h, kept), t.strides ? 1 : 0);
+}
+
 TensorKey KeyOf(const TensorView& t) {
   return TensorKey{t.storage_addr, t.storage_uid, t.storage_offset, t.version, LayoutHash(t)};
 }
@@ -246,14 +272,18 @@ struct Recorder::State {
   static constexpr size_t kSweepFloor = 16384;
   size_t sweep_at = kSweepFloor;
   std::map<std::map<std::string, std::string>, int64_t> runtime_states;
-  // --values: encoded fingerprints of views by (viewed value, offset,
-  // layout). Views recreated every step (weight.t() in each forward) are then
-  // fingerprinted once, not once per step. Nothing else is reused: an address
-  // with the same layout and version can hold a new value (freed and
-  // reallocated memory, writes by nested ops that bump no version counter).
+  // --values: encoded fingerprints by (value, offset, layout), for the views
+  // of that value: a value's own and those of its views. Views recreated
+  // every step (weight.t() in each forward) are fingerprinted once, not once
+  // per step, and a view that reads its value's elements in the value's own
+  // order (HF's view(1, 1, n) of a Conv1D's addmm result) takes the value's
+  // fingerprint. Nothing else is reused: an address with the same layout and
+  // version can hold a new value (freed and reallocated memory, writes by
+  // nested ops that bump no version counter).
   std::mutex fingerprint_mu;
-  std::unordered_map<int64_t, std::vector<ViewFingerprint>> fingerprints;  // by viewed value id
-  size_t fingerprints_cached = 0;
+  std::unordered_map<int64_t, std::vector<ViewFingerprint>> fingerprints;  // by value id
+  size_t fingerprint_bytes_cached = 0;
+  int64_t fingerprints_reused = 0;
 
   // Drops the value under `key`, with the fingerprints cached for its views.
   // mu held; its id is never looked up again (ids are 1:1 with keys).
@@ -265,8 +295,13 @@ struct Recorder::State {
     uninitialized_ids.erase(id);
     ++tensors_forgotten;
     std::lock_guard<std::mutex> lock(fingerprint_mu);
+    DropCachedLocked(id);
+  }
+
+  // Drops the fingerprints kept for views of value `id`; fingerprint_mu held.
+  void DropCachedLocked(int64_t id) {
     if (auto f = fingerprints.find(id); f != fingerprints.end()) {
-      fingerprints_cached -= f->second.size();
+      for (const ViewFingerprint& v : f->second) fingerprint_bytes_cached -= v.encoded->size();
       fingerprints.erase(f);
     }
   }
@@ -403,6 +438,8 @@ Status Recorder::Stop() {
                             std::to_string(rec->device_fingerprints_skipped_.load()));
       rec->writer_->SetMeta("recorder.device_fingerprint_errors",
                             std::to_string(rec->device_fingerprint_errors_.load()));
+      std::lock_guard<std::mutex> fp_lock(rec->state_->fingerprint_mu);
+      rec->writer_->SetMeta("recorder.fingerprints_reused", std::to_string(rec->state_->fingerprints_reused));
     }
   }
   Status closed = rec->writer_->Close();
@@ -505,7 +542,8 @@ void Recorder::AddStateSetter(StateSetter setter) {
 
 size_t Recorder::OpDepth() const { return Local(generation_).ops.size(); }
 
-int64_t Recorder::ResolveTensor(const TensorView& t, bool is_output, int64_t op_id, int64_t viewed_id) {
+int64_t Recorder::ResolveTensor(const TensorView& t, bool is_output, int64_t op_id, int64_t viewed_id,
+                                bool buffer_write) {
   const TensorKey key = KeyOf(t);
   std::unique_lock<std::mutex> lock(state_->mu);
   auto it = state_->tensors.find(key);
@@ -522,6 +560,19 @@ int64_t Recorder::ResolveTensor(const TensorView& t, bool is_output, int64_t op_
       // (native_layer_norm's result), or copy_'s written self, gets its
       // fingerprint here, or it would have none.
       const int64_t id = it->second.id;
+      if (it->second.producer_op_id > op_id && it->second.buffer_write) {
+        // Written into its buffer by a nested op, and maybe again by this
+        // op's kernel since (TensorEntry::buffer_write): fingerprinted anew,
+        // as this op's output. The row is replaced (the program reads the
+        // final values), and what was kept for the earlier values goes.
+        it->second.producer_op_id = op_id;
+        it->second.buffer_write = false;
+        if (it->second.fingerprinted) {
+          it->second.fingerprinted = false;
+          std::lock_guard<std::mutex> fp_lock(state_->fingerprint_mu);
+          state_->DropCachedLocked(id);
+        }
+      }
       if (!record_values_ || !t.has_readable_values() || it->second.fingerprinted || t.uninitialized) return id;
       // A view op handing back its nested view of an unwritten buffer
       // (select over as_strided inside index_select) wrote nothing either.
@@ -548,7 +599,7 @@ int64_t Recorder::ResolveTensor(const TensorView& t, bool is_output, int64_t op_
   const bool uninitialized = fresh_nested_input || t.uninitialized ||
                              (t.is_view && viewed_id != kNoId && state_->uninitialized_ids.count(viewed_id));
   const bool fingerprint = record_values_ && t.has_readable_values() && !uninitialized;
-  int64_t id = NewTensor(t, is_output, op_id, &key, fingerprint);
+  int64_t id = NewTensor(t, is_output, op_id, &key, fingerprint, is_output && buffer_write);
   if (uninitialized && record_values_) state_->uninitialized_ids.insert(id);
   lock.unlock();
   if (fingerprint) FingerprintValue(id, t, viewed_id);
@@ -556,7 +607,7 @@ int64_t Recorder::ResolveTensor(const TensorView& t, bool is_output, int64_t op_
 }
 
 int64_t Recorder::NewTensor(const TensorView& t, bool is_output, int64_t op_id, const void* key_ptr,
-                            bool fingerprinted) {
+                            bool fingerprinted, bool buffer_write) {
   const TensorKey& key = *static_cast<const TensorKey*>(key_ptr);
   // Shape and strides go to the writer as spans of the view (no vector per
   // tensor on the traced thread).
@@ -568,8 +619,15 @@ int64_t Recorder::NewTensor(const TensorView& t, bool is_output, int64_t op_id, 
   meta.device = std::string(t.device);
   meta.version = t.version;
   meta.producer_op_id = is_output ? op_id : kNoId;
+  if (auto old = state_->tensors.find(key); old != state_->tensors.end()) {
+    // A new value under the same key (written without a version bump): the
+    // old id is never looked up again, nor is what was kept for its views.
+    std::lock_guard<std::mutex> fp_lock(state_->fingerprint_mu);
+    state_->DropCachedLocked(old->second.id);
+  }
   const bool inserted =
-      state_->tensors.insert_or_assign(key, TensorEntry{meta.id, meta.producer_op_id, fingerprinted}).second;
+      state_->tensors.insert_or_assign(key, TensorEntry{meta.id, meta.producer_op_id, fingerprinted, buffer_write})
+          .second;
   if (key.storage_uid != 0) {
     // A write bumps the version counter that all views of a storage share,
     // so this storage's values at older versions can no longer be read
@@ -627,7 +685,7 @@ void Recorder::ForgetAllValues() {
   state_->sweep_at = State::kSweepFloor;
   std::lock_guard<std::mutex> fp_lock(state_->fingerprint_mu);
   state_->fingerprints.clear();
-  state_->fingerprints_cached = 0;
+  state_->fingerprint_bytes_cached = 0;
 }
 
 void Recorder::ForgetStorages(const std::vector<uint64_t>& storage_uids) {
@@ -644,10 +702,11 @@ void Recorder::ForgetStorages(const std::vector<uint64_t>& storage_uids) {
 }
 
 void Recorder::FingerprintValue(int64_t tensor_id, const TensorView& t, int64_t viewed_id) {
-  const uint64_t layout_hash = LayoutHash(t);
+  const uint64_t layout_hash = ValueLayoutHash(t);
   // Reuse needs a version counter that moves on every write: inference-mode
   // tensors have none, so their values may have changed under the same id.
-  const bool reusable = viewed_id != kNoId && t.version_tracked;
+  const bool cacheable = t.version_tracked;
+  const bool reusable = viewed_id != kNoId && cacheable;
   if (reusable) {
     std::shared_ptr<const std::string> cached;
     {
@@ -656,6 +715,11 @@ void Recorder::FingerprintValue(int64_t tensor_id, const TensorView& t, int64_t 
         for (const ViewFingerprint& v : it->second) {
           if (v.storage_offset == t.storage_offset && v.layout_hash == layout_hash) cached = v.encoded;
         }
+      }
+      if (cached) {
+        ++state_->fingerprints_reused;
+        // The view's own views (view(...).t()) find it under its id too.
+        CacheFingerprintLocked(tensor_id, t.storage_offset, layout_hash, cached);
       }
     }
     if (cached) {
@@ -684,19 +748,35 @@ void Recorder::FingerprintValue(int64_t tensor_id, const TensorView& t, int64_t 
   if (!fp.ok()) return;
   auto encoded = std::make_shared<const std::string>(std::move(fp).value());
   writer_->AppendFingerprint(tensor_id, std::string(kFingerprintKind), *encoded);
-  if (reusable) {
+  if (cacheable) {
     std::lock_guard<std::mutex> lock(state_->fingerprint_mu);
-    // Entries go with their viewed value (ForgetLocked); this bound is for a
-    // long-lived value viewed in ever new layouts. Clearing costs only
-    // recomputation, never a wrong fingerprint.
-    constexpr size_t kMaxCached = 100'000;
-    if (state_->fingerprints_cached >= kMaxCached) {
-      state_->fingerprints.clear();
-      state_->fingerprints_cached = 0;
-    }
-    state_->fingerprints[viewed_id].push_back({t.storage_offset, layout_hash, std::move(encoded)});
-    ++state_->fingerprints_cached;
+    CacheFingerprintLocked(tensor_id, t.storage_offset, layout_hash, encoded);
+    if (reusable) CacheFingerprintLocked(viewed_id, t.storage_offset, layout_hash, encoded);
   }
+}
+
+void Recorder::CacheFingerprintLocked(int64_t value_id, int64_t storage_offset, uint64_t layout_hash,
+                                      const std::shared_ptr<const std::string>& encoded) {
+  // Entries go with their value (ForgetLocked), so the cache holds the live
+  // values' fingerprints; this bound is for a program that keeps very many
+  // values alive, or one value viewed in ever new layouts. Clearing costs
+  // only recomputation, never a wrong fingerprint.
+  constexpr size_t kMaxCachedBytes = 32u << 20;
+  if (state_->fingerprint_bytes_cached + encoded->size() > kMaxCachedBytes) {
+    state_->fingerprints.clear();
+    state_->fingerprint_bytes_cached = 0;
+  }
+  std::vector<ViewFingerprint>& kept = state_->fingerprints[value_id];
+  for (ViewFingerprint& v : kept) {
+    if (v.storage_offset == storage_offset && v.layout_hash == layout_hash) {
+      state_->fingerprint_bytes_cached -= v.encoded->size();
+      v.encoded = encoded;
+      state_->fingerprint_bytes_cached += encoded->size();
+      return;
+    }
+  }
+  kept.push_back({storage_offset, layout_hash, encoded});
+  state_->fingerprint_bytes_cached += encoded->size();
 }
 
 void Recorder::NoteDeviceFingerprint(const Status& status) {
@@ -728,7 +808,7 @@ void Recorder::AddOverwrittenInput(int32_t slot, const TensorView& tensor) {
   int64_t id;
   {
     std::lock_guard<std::mutex> lock(state_->mu);
-    id = NewTensor(tensor, /*is_output=*/true, p.event.id, &key, /*fingerprinted=*/false);
+    id = NewTensor(tensor, /*is_output=*/true, p.event.id, &key, /*fingerprinted=*/false, /*buffer_write=*/true);
   }
   p.links.push_back({p.event.id, TensorRole::kInput, slot, id});
   p.input_storages.emplace_back(tensor.storage_addr, id);
@@ -739,12 +819,16 @@ void Recorder::AddOutput(int32_t slot, const TensorView& tensor) {
   if (ts.ops.empty()) return;
   PendingOp& p = ts.ops.back();
   int64_t viewed_id = kNoId;
-  if (tensor.is_view) {
-    for (const auto& [addr, id] : p.input_storages) {
-      if (addr == tensor.storage_addr) viewed_id = id;
-    }
+  bool aliases_input = false;
+  for (const auto& [addr, id] : p.input_storages) {
+    if (addr != tensor.storage_addr) continue;
+    aliases_input = true;
+    if (tensor.is_view) viewed_id = id;
   }
-  p.links.push_back({p.event.id, TensorRole::kOutput, slot, ResolveTensor(tensor, true, p.event.id, viewed_id)});
+  // Not a view, yet in an input's buffer: the op wrote into it (add_, out=).
+  const bool buffer_write = aliases_input && !tensor.is_view;
+  p.links.push_back(
+      {p.event.id, TensorRole::kOutput, slot, ResolveTensor(tensor, true, p.event.id, viewed_id, buffer_write)});
 }
 
 void Recorder::EndOp(std::string args) { EndOp(std::move(args), 0, MonotonicNowNs()); }

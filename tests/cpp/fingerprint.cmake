@@ -3,3 +3,4 @@ magneton_test(fingerprint_codec_unittest)
 target_compile_definitions(fingerprint_codec_unittest PRIVATE
   MAGNETON_FINGERPRINT_CORPUS="${PROJECT_SOURCE_DIR}/fuzz/corpus/fingerprint_codec")
 magneton_test(fingerprint_parts_unittest)
+magneton_test(order_stats_unittest)

@@ -259,5 +259,26 @@ TEST(FingerprintInvariance, ChunkCountsAreRunsOfTheCountsTheyReplace) {
   EXPECT_FALSE(rebuilt == counts);
 }
 
+
+// The recorder hands a value's fingerprint to a view that reads the same
+// elements in the same order and differs only in size-1 dims (its
+// ValueLayoutHash skips them): that is only right if the fingerprint is the
+// same bit for bit. A view that reorders the elements is not such a view.
+TEST(FingerprintInvariance, SizeOneDimsDoNotChangeTheEncodedFingerprint) {
+  const std::vector<float> v = Random(12 * 64, 21);
+  const std::string flat = EncodeFingerprint(Fp(v.data(), DType::kFloat32, {768}));
+  EXPECT_EQ(EncodeFingerprint(Fp(v.data(), DType::kFloat32, {1, 768}, {768, 1})), flat);
+  EXPECT_EQ(EncodeFingerprint(Fp(v.data(), DType::kFloat32, {1, 1, 768}, {0, 768, 1})), flat);
+  const std::string grid = EncodeFingerprint(Fp(v.data(), DType::kFloat32, {12, 64}));
+  EXPECT_EQ(EncodeFingerprint(Fp(v.data(), DType::kFloat32, {1, 12, 1, 64}, {768, 64, 64, 1})), grid);
+  // Sampled (past the exact limit) as well.
+  const std::vector<float> big = Random(300 * 400, 22);
+  EXPECT_EQ(EncodeFingerprint(Fp(big.data(), DType::kFloat32, {1, 300, 1, 400}, {5, 400, 7, 1})),
+            EncodeFingerprint(Fp(big.data(), DType::kFloat32, {300, 400})));
+  // Other non-trivial dims, or the same ones in another order, change it.
+  EXPECT_NE(grid, flat);
+  EXPECT_NE(EncodeFingerprint(Fp(v.data(), DType::kFloat32, {64, 12}, {1, 64})), grid);
+}
+
 }  // namespace
 }  // namespace magneton

@@ -373,6 +373,87 @@ TEST(Recorder, ValuesWrittenInPlaceWithoutVersionBumpAreFingerprintedAgain) {
   EXPECT_TRUE(Equivalent(copied, fps->at(Input(*trace, copy, 1)), 1e-6));
 }
 
+// addmm puts the bias into its result with a nested copy_, then its BLAS
+// call adds the product: no recorded op, no version bump. The value addmm
+// returns is the sum, and its fingerprint must be the sum's, not the bias's
+// that copy_ left (GPT-2's Conv1D outputs were fingerprinted as their bias).
+// The twin: a nested op's fresh output handed back unchanged (linear over
+// addmm) keeps the fingerprint it has.
+TEST(Recorder, AValueANestedOpWroteIntoItsBufferIsFingerprintedWhenReturned) {
+  std::string path = TempPath("addmm_values.mtrace");
+  Recorder* rec = StartRecordingValues(path);
+  ASSERT_NE(rec, nullptr);
+  std::vector<float> bias = {1, 1, 1, 1}, result = {0, 0, 0, 0};
+  FakeTensor b{reinterpret_cast<uintptr_t>(bias.data()), 0, {4}, {1}};
+  FakeTensor r{reinterpret_cast<uintptr_t>(result.data()), 0, {4}, {1}};
+  const int64_t linear = rec->BeginOp(rec->InternString("aten::linear"), kNoId);
+  rec->AddInput(0, WithData(b, bias.data()));
+  const int64_t addmm = rec->BeginOp(rec->InternString("aten::addmm"), kNoId);
+  rec->AddInput(0, WithData(b, bias.data()));
+  const int64_t copy = rec->BeginOp(rec->InternString("aten::copy_"), kNoId);
+  rec->AddOverwrittenInput(0, WithData(r, result.data()));
+  rec->AddInput(1, WithData(b, bias.data()));
+  result = bias;
+  rec->AddOutput(0, WithData(r, result.data()));
+  rec->EndOp("");
+  result = {11, 21, 31, 41};  // the BLAS call adds the product in place
+  rec->AddOutput(0, WithData(r, result.data()));
+  rec->EndOp("");
+  rec->AddOutput(0, WithData(r, result.data()));
+  rec->EndOp("");
+  ASSERT_TRUE(Recorder::Stop().ok());
+  auto trace = ReadTrace(path);
+  auto fps = LoadFingerprints(path);
+  ASSERT_TRUE(trace.ok() && fps.ok());
+  const int64_t value = Output(*trace, addmm);
+  EXPECT_EQ(value, Output(*trace, copy)) << "one buffer, one value id";
+  EXPECT_EQ(value, Output(*trace, linear));
+  ASSERT_TRUE(fps->count(value));
+  EXPECT_DOUBLE_EQ(fps->at(value).invariant.mean, 26.0) << "fingerprinted as the bias copy_ left, not the sum";
+  EXPECT_DOUBLE_EQ(fps->at(value).invariant.max, 41.0);
+  // Computed twice (copy_'s end, addmm's end), never three times: linear
+  // hands back what addmm made.
+  int fingerprint_ops = 0;
+  for (const OpEvent& op : trace->ops) fingerprint_ops += trace->strings[op.name_id] == "magneton::fingerprint";
+  EXPECT_EQ(fingerprint_ops, 3) << "the bias input, copy_'s result, addmm's result";
+}
+
+// A view that reads its value's elements in the value's own order, adding
+// or dropping size-1 dims (HF Conv1D's view(1, 1, n) of its (1, n) addmm
+// result), takes the value's fingerprint instead of computing it again; a
+// view that reorders the elements (t()) computes its own.
+TEST(Recorder, AViewThatOnlyAddsSizeOneDimsTakesItsValuesFingerprint) {
+  std::string path = TempPath("unsqueeze_values.mtrace");
+  Recorder* rec = StartRecordingValues(path);
+  ASSERT_NE(rec, nullptr);
+  std::vector<float> buffer = {3, 1, 4, 1, 5, 9};
+  FakeTensor value{reinterpret_cast<uintptr_t>(buffer.data()), 0, {2, 3}, {3, 1}};
+  FakeTensor unsqueezed{value.addr, 0, {1, 2, 1, 3}, {6, 3, 3, 1}};
+  FakeTensor transposed{value.addr, 0, {3, 2}, {1, 3}};
+  auto op = [&](const char* name, const FakeTensor* in, const FakeTensor& out, bool view) {
+    const int64_t id = rec->BeginOp(rec->InternString(name), kNoId);
+    if (in) rec->AddInput(0, WithData(*in, buffer.data()));
+    TensorView v = WithData(out, buffer.data());
+    v.is_view = view;
+    rec->AddOutput(0, v);
+    rec->EndOp("");
+    return id;
+  };
+  const int64_t made = op("aten::mul", nullptr, value, false);
+  const int64_t view = op("aten::view", &value, unsqueezed, true);
+  const int64_t t = op("aten::t", &value, transposed, true);
+  ASSERT_TRUE(Recorder::Stop().ok());
+  auto trace = ReadTrace(path);
+  auto fps = LoadFingerprints(path);
+  ASSERT_TRUE(trace.ok() && fps.ok());
+  ASSERT_TRUE(trace->meta.extra.count("recorder.fingerprints_reused"));
+  EXPECT_EQ(trace->meta.extra.at("recorder.fingerprints_reused"), "1");
+  const Fingerprint& f_value = fps->at(Output(*trace, made));
+  EXPECT_EQ(EncodeFingerprint(fps->at(Output(*trace, view))), EncodeFingerprint(f_value));
+  EXPECT_NE(EncodeFingerprint(fps->at(Output(*trace, t))), EncodeFingerprint(f_value));
+  EXPECT_TRUE(Equivalent(fps->at(Output(*trace, t)), f_value, 1e-6));
+}
+
 TEST(Recorder, OpsFromManyThreadsNestPerThread) {
   std::string path = TempPath("threads.mtrace");
   ASSERT_TRUE(Recorder::Start(path, RunMetadata{}).ok());
