@@ -31,13 +31,6 @@ double BestSeconds(int reps, auto&& fn) {
 
 }  // namespace
 
-// The recorder's options (Recorder::EncodeValueFingerprint).
-magneton::FingerprintOptions RecorderOptions() {
-  magneton::FingerprintOptions options;
-  options.exact_max_elements = 1 << 13;
-  return options;
-}
-
 // "1x12x64" -> {1, 12, 64}
 std::vector<int64_t> ParseShape(const char* text) {
   std::vector<int64_t> shape;
@@ -69,9 +62,9 @@ int SmallTensors(int argc, char** argv) {
       x = static_cast<float>(static_cast<int32_t>(s)) * 4.6566e-10f;
     }
     magneton::TensorBuffer buf{src.data(), magneton::DType::kFloat32, shape, {}};
-    magneton::FingerprintOptions light = RecorderOptions();
+    magneton::FingerprintOptions light = magneton::ValueFingerprintOptions();
     light.compute_strong = false;
-    const magneton::FingerprintOptions full = RecorderOptions();
+    const magneton::FingerprintOptions full = magneton::ValueFingerprintOptions();
     constexpr int kCalls = 200;
     double sink = 0;
     auto per_call_us = [&](auto&& fn) {

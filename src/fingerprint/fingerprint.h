@@ -145,6 +145,16 @@ struct FingerprintOptions {
   bool compute_strong = true;
 };
 
+// What `record --values` computes for every tensor, inline on the traced
+// thread: exact quantiles only up to 8k elements (the default 64k sorts cost
+// milliseconds per activation); larger ones use the sample grid, whose error
+// the comparison already allows for. fingerprint_bench --small times it.
+inline FingerprintOptions ValueFingerprintOptions() {
+  FingerprintOptions options;
+  options.exact_max_elements = 1 << 13;
+  return options;
+}
+
 inline constexpr int kMaxMarginalValues = 64;
 inline constexpr int kMaxSingularValues = 8;
 

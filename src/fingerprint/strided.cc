@@ -40,86 +40,65 @@ float BFloat16ToFloat(uint16_t b) {
 
 namespace {
 
-template <typename T>
-void LoadTyped(const T* p, int64_t count, int64_t stride, double* out) {
-  if (stride == 1) {
-    for (int64_t i = 0; i < count; ++i) out[i] = static_cast<double>(p[i]);  // vectorised
-  } else {
-    for (int64_t i = 0; i < count; ++i) out[i] = static_cast<double>(p[i * stride]);
+// An element's value as a double, for each stored type.
+struct AsIs {
+  template <typename T>
+  double operator()(T x) const { return static_cast<double>(x); }
+};
+struct Half {
+  double operator()(uint16_t x) const { return HalfToFloat(x); }
+};
+struct BFloat16 {
+  double operator()(uint16_t x) const { return BFloat16ToFloat(x); }
+};
+struct Bool {
+  double operator()(uint8_t x) const { return x != 0 ? 1.0 : 0.0; }
+};
+
+// Calls load(p, convert) with the data typed as the dtype's storage and its
+// conversion: the one dtype switch of every loader below.
+template <typename Load>
+void WithStorage(DType dtype, const void* data, int64_t offset, Load&& load) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return load(static_cast<const float*>(data) + offset, AsIs{});
+    case DType::kFloat64:
+      return load(static_cast<const double*>(data) + offset, AsIs{});
+    case DType::kFloat16:
+      return load(static_cast<const uint16_t*>(data) + offset, Half{});
+    case DType::kBFloat16:
+      return load(static_cast<const uint16_t*>(data) + offset, BFloat16{});
+    case DType::kInt64:
+      return load(static_cast<const int64_t*>(data) + offset, AsIs{});
+    case DType::kInt32:
+      return load(static_cast<const int32_t*>(data) + offset, AsIs{});
+    case DType::kInt16:
+      return load(static_cast<const int16_t*>(data) + offset, AsIs{});
+    case DType::kInt8:
+      return load(static_cast<const int8_t*>(data) + offset, AsIs{});
+    case DType::kUInt8:
+      return load(static_cast<const uint8_t*>(data) + offset, AsIs{});
+    case DType::kBool:
+      return load(static_cast<const uint8_t*>(data) + offset, Bool{});
   }
-}
-
-template <typename T>
-void LoadTypedAt(const T* p, const int64_t* offsets, int64_t count, double* out) {
-  for (int64_t i = 0; i < count; ++i) out[i] = static_cast<double>(p[offsets[i]]);
-}
-
-template <typename Convert>
-void Load16At(const uint16_t* p, const int64_t* offsets, int64_t count, double* out, Convert convert) {
-  for (int64_t i = 0; i < count; ++i) out[i] = static_cast<double>(convert(p[offsets[i]]));
-}
-
-template <typename Convert>
-void Load16(const uint16_t* p, int64_t count, int64_t stride, double* out, Convert convert) {
-  for (int64_t i = 0; i < count; ++i) out[i] = static_cast<double>(convert(p[i * stride]));
 }
 
 }  // namespace
 
 void LoadElements(DType dtype, const void* data, int64_t offset, int64_t count, int64_t stride, double* out) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return LoadTyped(static_cast<const float*>(data) + offset, count, stride, out);
-    case DType::kFloat64:
-      return LoadTyped(static_cast<const double*>(data) + offset, count, stride, out);
-    case DType::kFloat16:
-      return Load16(static_cast<const uint16_t*>(data) + offset, count, stride, out, HalfToFloat);
-    case DType::kBFloat16:
-      return Load16(static_cast<const uint16_t*>(data) + offset, count, stride, out, BFloat16ToFloat);
-    case DType::kInt64:
-      return LoadTyped(static_cast<const int64_t*>(data) + offset, count, stride, out);
-    case DType::kInt32:
-      return LoadTyped(static_cast<const int32_t*>(data) + offset, count, stride, out);
-    case DType::kInt16:
-      return LoadTyped(static_cast<const int16_t*>(data) + offset, count, stride, out);
-    case DType::kInt8:
-      return LoadTyped(static_cast<const int8_t*>(data) + offset, count, stride, out);
-    case DType::kUInt8:
-      return LoadTyped(static_cast<const uint8_t*>(data) + offset, count, stride, out);
-    case DType::kBool: {
-      const uint8_t* p = static_cast<const uint8_t*>(data) + offset;
-      for (int64_t i = 0; i < count; ++i) out[i] = p[i * stride] != 0 ? 1.0 : 0.0;
-      return;
+  WithStorage(dtype, data, offset, [&](const auto* p, auto convert) {
+    if (stride == 1) {
+      for (int64_t i = 0; i < count; ++i) out[i] = convert(p[i]);  // vectorised where the type allows
+    } else {
+      for (int64_t i = 0; i < count; ++i) out[i] = convert(p[i * stride]);
     }
-  }
+  });
 }
 
 void LoadAtOffsets(DType dtype, const void* data, int64_t base, const int64_t* offsets, int64_t count, double* out) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return LoadTypedAt(static_cast<const float*>(data) + base, offsets, count, out);
-    case DType::kFloat64:
-      return LoadTypedAt(static_cast<const double*>(data) + base, offsets, count, out);
-    case DType::kFloat16:
-      return Load16At(static_cast<const uint16_t*>(data) + base, offsets, count, out, HalfToFloat);
-    case DType::kBFloat16:
-      return Load16At(static_cast<const uint16_t*>(data) + base, offsets, count, out, BFloat16ToFloat);
-    case DType::kInt64:
-      return LoadTypedAt(static_cast<const int64_t*>(data) + base, offsets, count, out);
-    case DType::kInt32:
-      return LoadTypedAt(static_cast<const int32_t*>(data) + base, offsets, count, out);
-    case DType::kInt16:
-      return LoadTypedAt(static_cast<const int16_t*>(data) + base, offsets, count, out);
-    case DType::kInt8:
-      return LoadTypedAt(static_cast<const int8_t*>(data) + base, offsets, count, out);
-    case DType::kUInt8:
-      return LoadTypedAt(static_cast<const uint8_t*>(data) + base, offsets, count, out);
-    case DType::kBool: {
-      const uint8_t* p = static_cast<const uint8_t*>(data) + base;
-      for (int64_t i = 0; i < count; ++i) out[i] = p[offsets[i]] != 0 ? 1.0 : 0.0;
-      return;
-    }
-  }
+  WithStorage(dtype, data, base, [&](const auto* p, auto convert) {
+    for (int64_t i = 0; i < count; ++i) out[i] = convert(p[offsets[i]]);
+  });
 }
 
 double LoadElement(DType dtype, const void* data, int64_t offset) {

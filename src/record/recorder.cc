@@ -199,33 +199,30 @@ inline ThreadState& Local(uint64_t generation) {
   return t_state;
 }
 
-uint64_t LayoutHash(const TensorView& t) {
-  uint64_t h = std::hash<std::string_view>{}(t.dtype);
-  h = Mix(h, std::hash<std::string_view>{}(t.device));
-  for (int32_t i = 0; i < t.ndim; ++i) {
-    h = Mix(h, static_cast<uint64_t>(t.sizes[i]));
-    h = Mix(h, t.strides ? static_cast<uint64_t>(t.strides[i]) : 0);
-  }
-  return Mix(h, static_cast<uint64_t>(t.ndim));
-}
-
-// What a fingerprint reads of a view's layout: the fingerprint stage reads a
-// value through its dims of size > 1 only (MakeSampleGrid, the strong part),
-// so two views of one value that differ only in size-1 dims (unsqueeze;
-// view(1, 1, n) of a (1, n) result) have one fingerprint, bit for bit
-// (tests/cpp/fingerprint_invariance_unittest.cc).
-uint64_t ValueLayoutHash(const TensorView& t) {
+// dtype, device, and each dim's size and stride; skip_size_one leaves out
+// the dims of size 1.
+uint64_t HashLayout(const TensorView& t, bool skip_size_one) {
   uint64_t h = std::hash<std::string_view>{}(t.dtype);
   h = Mix(h, std::hash<std::string_view>{}(t.device));
   uint64_t kept = 0;
   for (int32_t i = 0; i < t.ndim; ++i) {
-    if (t.sizes[i] == 1) continue;
+    if (skip_size_one && t.sizes[i] == 1) continue;
     h = Mix(h, static_cast<uint64_t>(t.sizes[i]));
     h = Mix(h, t.strides ? static_cast<uint64_t>(t.strides[i]) : 0);
     ++kept;
   }
   return Mix(Mix(h, kept), t.strides ? 1 : 0);
 }
+
+// A tensor's identity: every dim counts (a (1, n) view is not its (n) value).
+uint64_t LayoutHash(const TensorView& t) { return HashLayout(t, /*skip_size_one=*/false); }
+
+// What a fingerprint reads of a view's layout: the fingerprint stage reads a
+// value through its dims of size > 1 only (MakeSampleGrid, the strong part),
+// so two views of one value that differ only in size-1 dims (unsqueeze;
+// view(1, 1, n) of a (1, n) result) have one fingerprint, bit for bit
+// (tests/cpp/fingerprint_invariance_unittest.cc).
+uint64_t ValueLayoutHash(const TensorView& t) { return HashLayout(t, /*skip_size_one=*/true); }
 
 TensorKey KeyOf(const TensorView& t) {
   return TensorKey{t.storage_addr, t.storage_uid, t.storage_offset, t.version, LayoutHash(t)};
@@ -296,6 +293,17 @@ struct Recorder::State {
     ++tensors_forgotten;
     std::lock_guard<std::mutex> lock(fingerprint_mu);
     DropCachedLocked(id);
+  }
+
+  // The fingerprint kept for value `id` read at this offset and layout, or
+  // null; fingerprint_mu held.
+  ViewFingerprint* FindCachedLocked(int64_t id, int64_t storage_offset, uint64_t layout_hash) {
+    auto it = fingerprints.find(id);
+    if (it == fingerprints.end()) return nullptr;
+    for (ViewFingerprint& v : it->second) {
+      if (v.storage_offset == storage_offset && v.layout_hash == layout_hash) return &v;
+    }
+    return nullptr;
   }
 
   // Drops the fingerprints kept for views of value `id`; fingerprint_mu held.
@@ -619,15 +627,17 @@ int64_t Recorder::NewTensor(const TensorView& t, bool is_output, int64_t op_id, 
   meta.device = std::string(t.device);
   meta.version = t.version;
   meta.producer_op_id = is_output ? op_id : kNoId;
-  if (auto old = state_->tensors.find(key); old != state_->tensors.end()) {
+  const TensorEntry entry{meta.id, meta.producer_op_id, fingerprinted, buffer_write};
+  auto [slot, inserted] = state_->tensors.try_emplace(key, entry);
+  if (!inserted) {
     // A new value under the same key (written without a version bump): the
     // old id is never looked up again, nor is what was kept for its views.
-    std::lock_guard<std::mutex> fp_lock(state_->fingerprint_mu);
-    state_->DropCachedLocked(old->second.id);
+    {
+      std::lock_guard<std::mutex> fp_lock(state_->fingerprint_mu);
+      state_->DropCachedLocked(slot->second.id);
+    }
+    slot->second = entry;
   }
-  const bool inserted =
-      state_->tensors.insert_or_assign(key, TensorEntry{meta.id, meta.producer_op_id, fingerprinted, buffer_write})
-          .second;
   if (key.storage_uid != 0) {
     // A write bumps the version counter that all views of a storage share,
     // so this storage's values at older versions can no longer be read
@@ -646,19 +656,6 @@ int64_t Recorder::NewTensor(const TensorView& t, bool is_output, int64_t op_id, 
                         t.strides ? std::span<const int64_t>(t.strides, t.ndim) : std::span<const int64_t>());
   return meta.id;
 }
-
-namespace {
-
-FingerprintOptions ValueFingerprintOptions() {
-  // Inline, every tensor: exact quantiles only up to 8k elements (the default
-  // 64k sorts cost milliseconds per activation); larger ones use the sample
-  // grid, whose error the comparison already allows for.
-  FingerprintOptions options;
-  options.exact_max_elements = 1 << 13;
-  return options;
-}
-
-}  // namespace
 
 StatusOr<std::string> Recorder::EncodeValueFingerprint(const TensorBuffer& buffer) {
   MAGNETON_ASSIGN_OR_RETURN(Fingerprint fp, ComputeFingerprint(buffer, ValueFingerprintOptions()));
@@ -711,12 +708,8 @@ void Recorder::FingerprintValue(int64_t tensor_id, const TensorView& t, int64_t 
     std::shared_ptr<const std::string> cached;
     {
       std::lock_guard<std::mutex> lock(state_->fingerprint_mu);
-      if (auto it = state_->fingerprints.find(viewed_id); it != state_->fingerprints.end()) {
-        for (const ViewFingerprint& v : it->second) {
-          if (v.storage_offset == t.storage_offset && v.layout_hash == layout_hash) cached = v.encoded;
-        }
-      }
-      if (cached) {
+      if (const ViewFingerprint* v = state_->FindCachedLocked(viewed_id, t.storage_offset, layout_hash)) {
+        cached = v->encoded;
         ++state_->fingerprints_reused;
         // The view's own views (view(...).t()) find it under its id too.
         CacheFingerprintLocked(tensor_id, t.storage_offset, layout_hash, cached);
@@ -766,16 +759,12 @@ void Recorder::CacheFingerprintLocked(int64_t value_id, int64_t storage_offset, 
     state_->fingerprints.clear();
     state_->fingerprint_bytes_cached = 0;
   }
-  std::vector<ViewFingerprint>& kept = state_->fingerprints[value_id];
-  for (ViewFingerprint& v : kept) {
-    if (v.storage_offset == storage_offset && v.layout_hash == layout_hash) {
-      state_->fingerprint_bytes_cached -= v.encoded->size();
-      v.encoded = encoded;
-      state_->fingerprint_bytes_cached += encoded->size();
-      return;
-    }
+  if (ViewFingerprint* v = state_->FindCachedLocked(value_id, storage_offset, layout_hash)) {
+    state_->fingerprint_bytes_cached -= v->encoded->size();
+    v->encoded = encoded;
+  } else {
+    state_->fingerprints[value_id].push_back({storage_offset, layout_hash, encoded});
   }
-  kept.push_back({storage_offset, layout_hash, encoded});
   state_->fingerprint_bytes_cached += encoded->size();
 }
 

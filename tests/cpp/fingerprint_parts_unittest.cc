@@ -15,11 +15,7 @@
 namespace magneton {
 namespace {
 
-FingerprintOptions Options() {
-  FingerprintOptions o;
-  o.exact_max_elements = 1 << 13;  // the recorder's (Recorder::EncodeValueFingerprint)
-  return o;
-}
+FingerprintOptions Options() { return ValueFingerprintOptions(); }  // the recorder's
 
 // The tensor's values in logical (row-major) order, read through its strides.
 std::vector<double> Logical(const std::vector<float>& storage, const std::vector<int64_t>& shape,

@@ -20,7 +20,13 @@ import magneton
 # Non-inline definitions that only the runtime's own objects hold (templates
 # instantiated in our code are weak and harmless; these are not).
 RUNTIME_SYMBOL = re.compile(r"^(_ZNSt6locale|_ZNSt8ios_base4Init|__cxa_throw$|__cxa_allocate_exception$|_Unwind_RaiseException$)")
-EXCLUDE = "-Wl,--exclude-libs,libstdc++.a:libstdc++_nonshared.a:libsupc++.a:libgcc.a:libgcc_eh.a"
+
+def exclude_option():
+    """The link option as CMakeLists.txt gives it to every target."""
+    cmake = (pathlib.Path(__file__).resolve().parents[2] / "CMakeLists.txt").read_text()
+    archives = re.search(r'set\(MAGNETON_PRIVATE_RUNTIME_ARCHIVES "([^"]+)"\)', cmake)
+    assert archives, "CMakeLists.txt no longer sets MAGNETON_PRIVATE_RUNTIME_ARCHIVES"
+    return "-Wl,--exclude-libs," + archives.group(1)
 
 
 def exported_runtime_symbols(path):
@@ -42,7 +48,7 @@ def test_the_checker_sees_a_static_runtime_and_the_link_option_hides_it(tmp_path
     hidden = tmp_path / "libhidden.so"
     base = ["g++", "-O1", "-shared", "-fPIC", "-static-libstdc++", str(src)]
     subprocess.run(base + ["-o", str(static)], check=True)
-    subprocess.run(base + [EXCLUDE, "-o", str(hidden)], check=True)
+    subprocess.run(base + [exclude_option(), "-o", str(hidden)], check=True)
     assert any(s.startswith("_ZNSt6locale") for s in exported_runtime_symbols(static))
     assert exported_runtime_symbols(hidden) == []
 
