@@ -11,7 +11,10 @@ reads, or a library that walks ``environ`` itself, and without it
 every set name with one of those prefixes is stored as well. A name is stored once as
 ``env.NAME`` (source ``env``) with its value when first seen; a later
 snapshot that finds another value stores ``env.NAME@<snapshot>`` (source
-``env_change``). Secret-looking names are redacted by the trace writer."""
+``env_change``). With the interposer, a prefix-matched name the program never
+read is stored by name only (value ``<set, not read>``). Values are redacted
+by the trace writer (secret-looking names, URL credentials, token-shaped
+values: trace/redact.h)."""
 
 from __future__ import annotations
 
@@ -26,6 +29,8 @@ _ENV_PREFIXES = ("OMP_", "MKL_", "KMP_", "CUDA_", "PYTORCH_", "TORCH_", "CUBLAS_
 # Magneton's own control variables and what it sets for the child.
 _OWN = ("MAGNETON_",)
 _OWN_NAMES = {"LD_PRELOAD"}
+# What a set variable the program never read is stored as: its name only.
+_NOT_READ = "<set, not read>"
 
 _python_reads: set[str] = set()
 _stored: dict[str, str] = {}
@@ -88,12 +93,15 @@ def snapshot(name: str) -> None:
         environ = dict(os.environ)
     finally:
         _noting = True
-    names = {k for k in environ if k.startswith(_ENV_PREFIXES)} | _python_reads
+    prefixed = {k for k in environ if k.startswith(_ENV_PREFIXES)}
+    names = prefixed | _python_reads
+    read = set(_python_reads)
     if native is None:
         source_of_names = "prefix list and os.environ reads (no getenv interposer: not started by `magneton record`)"
         dropped = 0
     else:
         names |= set(native[0])
+        read |= set(native[0])
         source_of_names = "getenv interposer, os.environ reads and prefix list"
         dropped = native[1]
     new = changed = 0
@@ -101,6 +109,13 @@ def snapshot(name: str) -> None:
         if key.startswith(_OWN) or key in _OWN_NAMES or key not in environ:
             continue
         value = environ[key]
+        if native is not None and key not in read:
+            # A prefix-matched name the program has not read (the interposer
+            # sees the reads): stored by name only, and only at stop — a
+            # later read stores its value then. Its value cannot have mattered.
+            if name != "stop" or key in _stored:
+                continue
+            value = _NOT_READ
         if key not in _stored:
             _core.set_config("env." + key, value, "env")
             new += 1

@@ -211,7 +211,7 @@ def _write() -> None:
     targets = [(t["file"], t["function"], t["line"]) for t in _targets]
     # The values end up in diff reports, which are shared like traces: the
     # trace writer's rule (trace/redact.h) keeps secret-looking ones out.
-    calls = [(index, lines, [(event, expr, _core.REDACTED if _core.is_secret_name(_watched_name(expr)) else text)
+    calls = [(index, lines, [(event, expr, _core.redact(_watched_name(expr), text))
                              for event, expr, text in values])
              for index, lines, values in _calls]
     _core.write_line_trace(_out, targets, calls)

@@ -122,6 +122,10 @@ NB_MODULE(_core, m) {
   m.def("is_secret_name", [](std::string_view name) { return magneton::IsSecretName(name); }, "name"_a,
         "Whether a config/env/argument name looks like it holds a secret (trace/redact.h).");
   m.attr("REDACTED") = std::string(magneton::kRedacted);
+  m.def("redact", [](std::string_view name, std::string value) { return magneton::RedactIfSecret(name, std::move(value)); },
+        "name"_a, "value"_a,
+        "The value as a trace may store it: redacted whole under a secret-looking name, else with the secrets "
+        "inside it (URL credentials, token-shaped words) replaced (trace/redact.h).");
   m.def("add_module_call_code", [](nb::object code) { magneton::AddModuleCallCode(code.ptr()); },
         "Frames running this code object are module calls; their first local is the module.");
   m.def("set_scope_namer", [](nb::object namer) { magneton::SetScopeNamer(namer.is_none() ? nullptr : namer.ptr()); },

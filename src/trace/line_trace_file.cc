@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trace/redact.h"
+
 namespace magneton {
 
 Status WriteLineTrace(const std::string& path, const LineTrace& trace) {
@@ -16,7 +18,8 @@ Status WriteLineTrace(const std::string& path, const LineTrace& trace) {
   j["calls"] = nlohmann::json::array();
   for (const LineCall& c : trace.calls) {
     nlohmann::json values = nlohmann::json::array();
-    for (const WatchedValue& v : c.values) values.push_back({v.event, v.expr, v.value});
+    // Shared with the diff report: no secret inside a value, whoever wrote it.
+    for (const WatchedValue& v : c.values) values.push_back({v.event, v.expr, RedactSecretsInText(v.value)});
     j["calls"].push_back({{"target", c.target}, {"lines", c.lines}, {"values", std::move(values)}});
   }
   std::ofstream out(path, std::ios::trunc);

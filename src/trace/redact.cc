@@ -50,7 +50,18 @@ bool NotTheSecret(std::string_view next) {
 }
 
 bool SecretWord(std::string_view w) {
-  return w == "auth" || w == "oauth" || EndsWith(w, "token") || EndsWith(w, "key") || EndsWith(w, "keys");
+  return w == "auth" || w == "oauth" || EndsWith(w, "token") || EndsWith(w, "key") || EndsWith(w, "keys") ||
+         w == "pat" || w == "jwt" || w == "dsn" || w == "cookie" || w == "cookies" || w == "session" ||
+         w == "private" || w == "passwd";
+}
+
+// Words that name a secret only in a short name: DB_PASS, MYSQL_PWD, --db-pass,
+// but not a compiler pass (jax_compiler_enable_remat_pass) or the working
+// directory itself (PWD, OLDPWD).
+bool ShortNameSecretWord(std::string_view w, size_t words_in_name) {
+  if (w == "pass") return words_in_name <= 3;
+  if (w == "pwd") return words_in_name >= 2 && words_in_name <= 3;
+  return false;
 }
 
 bool IsEnvName(std::string_view s) {
@@ -137,6 +148,31 @@ bool OnlySpaceBetween(std::string_view s, size_t begin, size_t end) {
   return true;
 }
 
+// `-p X`: mysql's, and many tools' short flag for a password; a port or a
+// count (all digits) is kept.
+bool IsShortPasswordFlag(std::string_view flag, std::string_view next) {
+  if (flag != "-p" || next.empty()) return false;
+  for (char c : next) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return true;
+  }
+  return false;
+}
+
+std::string SingleQuoted(std::string_view s) {
+  std::string out(1, '\'');
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('\'');
+  return out;
+}
+
+bool IsSecretAssignmentName(std::string_view name) { return (IsEnvName(name) || IsFlag(name)) && IsSecretName(name); }
+
 }  // namespace
 
 bool IsSecretName(std::string_view name) {
@@ -149,8 +185,11 @@ bool IsSecretName(std::string_view name) {
   }
   const std::vector<std::string> words = Words(name);
   for (size_t i = 0; i < words.size(); ++i) {
-    if (!SecretWord(words[i])) continue;
     const std::string_view next = i + 1 < words.size() ? std::string_view(words[i + 1]) : std::string_view();
+    // AWS_ACCESS_KEY_ID: the id half of a key pair is a credential too.
+    if (words[i] == "access" && (next == "key" || next == "keys" || next == "token")) return true;
+    if (ShortNameSecretWord(words[i], words.size())) return true;
+    if (!SecretWord(words[i])) continue;
     if (NotTheSecret(next)) continue;
     // Attention keys and values ("num_key_value_heads"), not a credential.
     if (EndsWith(words[i], "key") && (next == "value" || next == "values")) continue;
@@ -165,7 +204,7 @@ std::string RedactIfSecret(std::string_view name, std::string value) {
   for (std::string_view keep : {"True", "False", "None", "true", "false"}) {
     if (value == keep) return value;
   }
-  return IsSecretName(name) ? std::string(kRedacted) : std::move(value);
+  return IsSecretName(name) ? std::string(kRedacted) : RedactSecretsInText(value);
 }
 
 std::string RedactCommandLine(std::string_view command_line) {
@@ -184,11 +223,21 @@ std::string RedactCommandLine(std::string_view command_line) {
         replacement[k] = std::string(name) + "=" + quoted;
         replaced[k] = true;
       }
-    } else if (IsFlag(text) && IsSecretName(text) && k + 1 < words.size() && !IsFlag(words[k + 1].text) &&
+      if (replaced[k]) continue;
+    } else if (k + 1 < words.size() &&
+               ((IsFlag(text) && IsSecretName(text) && !IsFlag(words[k + 1].text)) ||
+                IsShortPasswordFlag(text, words[k + 1].text)) &&
                OnlySpaceBetween(command_line, words[k].end, words[k + 1].begin)) {
       replacement[k + 1] = quoted;
       replaced[k + 1] = true;
       ++k;
+      continue;
+    }
+    // A token or a URL's credentials inside any other word: the word is
+    // given back single-quoted, with the secret replaced.
+    if (std::string clean = RedactSecretsInText(text); clean != text) {
+      replacement[k] = SingleQuoted(clean);
+      replaced[k] = true;
     }
   }
   std::string out;
@@ -201,6 +250,26 @@ std::string RedactCommandLine(std::string_view command_line) {
     pos = words[k].end;
   }
   out.append(command_line.substr(pos));
+  return out;
+}
+
+std::vector<std::string> RedactArgv(const std::vector<std::string>& argv) {
+  std::vector<std::string> out;
+  out.reserve(argv.size());
+  for (size_t k = 0; k < argv.size(); ++k) {
+    const std::string& word = argv[k];
+    const size_t eq = word.find('=');
+    if (eq != std::string::npos && eq > 0 && IsSecretAssignmentName(std::string_view(word).substr(0, eq))) {
+      out.push_back(word.substr(0, eq + 1) + std::string(kRedacted));
+      continue;
+    }
+    out.push_back(RedactSecretsInText(word));
+    const bool secret_flag = eq == std::string::npos && IsFlag(word) && IsSecretName(word);
+    if (k + 1 < argv.size() && ((secret_flag && !IsFlag(argv[k + 1])) || IsShortPasswordFlag(word, argv[k + 1]))) {
+      out.emplace_back(kRedacted);
+      ++k;
+    }
+  }
   return out;
 }
 

@@ -72,6 +72,106 @@ TEST(RedactCommandLine, AssignmentsAndFlagsOfSecretNames) {
   }
 }
 
+TEST(IsSecretName, CommonSecretsIssue33) {
+  for (const char* name : {"DB_PASS", "MYSQL_PWD", "GITHUB_PAT", "CI_JOB_JWT", "AWS_ACCESS_KEY_ID", "SENTRY_DSN",
+                           "SESSION_COOKIE", "flask.session", "--db-pass", "PRIVATE", "aws_access_token", "SMTP_PASS",
+                           "REDIS_PASSWD"}) {
+    EXPECT_TRUE(IsSecretName(name)) << name;
+  }
+  for (const char* name : {"PWD", "OLDPWD", "jax.config.jax_compiler_enable_remat_pass", "num_passes", "session_id",
+                           "env.DATABASE_URL", "HF_ENDPOINT", "path", "patience"}) {
+    EXPECT_FALSE(IsSecretName(name)) << name;
+  }
+}
+
+TEST(RedactSecretsInText, UrlCredentials) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"postgres://app:pw@db.internal:5432/app", "postgres://<redacted>@db.internal:5432/app"},
+      {"http://user:s3cret@proxy:3128", "http://<redacted>@proxy:3128"},
+      {"redis://:pw@cache:6379/0", "redis://<redacted>@cache:6379/0"},
+      {"https://user:tok@hub.example.org/api", "https://<redacted>@hub.example.org/api"},
+      {"clone https://u:p@h/r.git and https://h2/x", "clone https://<redacted>@h/r.git and https://h2/x"},
+      {"https://huggingface.co/gpt2", "https://huggingface.co/gpt2"},
+      {"user@example.org", "user@example.org"},
+      {"https://example.org/a@b", "https://example.org/a@b"},  // '@' in the path, not the authority
+  };
+  for (const auto& [in, want] : cases) {
+    EXPECT_EQ(RedactSecretsInText(in), want) << in;
+    EXPECT_EQ(RedactSecretsInText(want), want) << "not idempotent: " << in;
+  }
+}
+
+TEST(RedactSecretsInText, TokenShapedWords) {
+  const std::vector<std::string> secrets = {
+      "sk-live-4f9a8b7c6d5e4f3a2b1c",
+      "sk_live_51HqLyjWDarjtT1zdp7dc",
+      "ghp_1234567890abcdefghijABCDEFGHIJklmnop",
+      "gho_16C7e42F292c6912E7710c838347Ae178B4a",
+      "github_pat_11ABCDEFG0123456789_abcdefghijklmnop",
+      "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+      "AKIAIOSFODNN7EXAMPLE",
+      "xoxb-123456789012-abcdefghijkl",
+      "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+      "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MEFCQ0RFRkdISUpL",  // 44 base64 characters
+  };
+  for (const std::string& s : secrets) {
+    EXPECT_EQ(RedactSecretsInText(s), "<redacted>") << s;
+    EXPECT_EQ(RedactSecretsInText("--key=" + s), "--key=<redacted>") << s;
+    EXPECT_EQ(RedactSecretsInText("token is " + s + "."), "token is <redacted>.") << s;
+  }
+  // Identifiers, paths, hex digests and numbers stay.
+  for (const char* keep :
+       {"hf_hub_disable_telemetry", "sk-learn", "torch.backends.mkldnn.enabled",
+        "/usr/lib/python3/dist-packages/transformers/models/gpt2/modeling_gpt2.py",
+        "0123456789abcdef0123456789abcdef01234567", "hmac-sha256:v1:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "TorchDynamoCompiledRegionForwardAndBackward", "3.14159265358979323846264338327950288",
+        "GPT2LMHeadModel/GPT2Model/ModuleList/GPT2Block/GPT2Attention", "aten::scaled_dot_product_attention",
+        "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=="}) {
+    EXPECT_EQ(RedactSecretsInText(keep), keep) << keep;
+  }
+}
+
+TEST(RedactIfSecret, ValuesOfAnyNameLoseTheirSecrets) {
+  EXPECT_EQ(RedactIfSecret("env.DATABASE_URL", "postgres://app:pw@db/app"), "postgres://<redacted>@db/app");
+  EXPECT_EQ(RedactIfSecret("env.HTTP_PROXY", "http://u:p@proxy:3128"), "http://<redacted>@proxy:3128");
+  EXPECT_EQ(RedactIfSecret("env.SOME_SETTING", "ghp_1234567890abcdefghijABCDEFGHIJklmnop"), "<redacted>");
+  EXPECT_EQ(RedactIfSecret("env.DB_PASS", "hunter2"), "<redacted>");
+  EXPECT_EQ(RedactIfSecret("env.OMP_NUM_THREADS", "4"), "4");
+}
+
+TEST(RedactCommandLine, SecretsIssue33) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"python a.py --db-pass X", "python a.py --db-pass '<redacted>'"},
+      {"mysql -p hunter2 -h db", "mysql -p '<redacted>' -h db"},
+      {"python serve.py -p 8080", "python serve.py -p 8080"},
+      {"git clone https://user:pw@host/r.git", "git clone 'https://<redacted>@host/r.git'"},
+      {"python a.py sk-live-4f9a8b7c6d5e4f3a2b1c", "python a.py '<redacted>'"},
+      {"env DATABASE_URL=postgres://app:pw@db/app python a.py", "env 'DATABASE_URL=postgres://<redacted>@db/app' python a.py"},
+  };
+  for (const auto& [line, want] : cases) {
+    const std::string got = RedactCommandLine(line);
+    EXPECT_EQ(got, want) << line;
+    EXPECT_EQ(RedactCommandLine(got), got) << "not idempotent: " << line;
+  }
+}
+
+TEST(RedactArgv, WordByWord) {
+  const std::vector<std::string> argv = {"env",          "HF_TOKEN=hf_abc", "DATABASE_URL=postgres://a:b@db/x",
+                                         "python3",      "s.py",            "--api-key",
+                                         "abc123",       "--db-pass=pw",    "-p",
+                                         "hunter2",      "-p",              "8080",
+                                         "sk-live-4f9a8b7c6d5e4f3a2b1c", "--max-new-tokens", "20"};
+  const std::vector<std::string> want = {"env",          "HF_TOKEN=<redacted>", "DATABASE_URL=postgres://<redacted>@db/x",
+                                         "python3",      "s.py",                "--api-key",
+                                         "<redacted>",   "--db-pass=<redacted>", "-p",
+                                         "<redacted>",   "-p",                  "8080",
+                                         "<redacted>",   "--max-new-tokens",    "20"};
+  EXPECT_EQ(RedactArgv(argv), want);
+  EXPECT_EQ(RedactArgv(want), want);  // idempotent
+  EXPECT_TRUE(HoldsRedaction("--api-key <redacted>"));
+  EXPECT_FALSE(HoldsRedaction("python3 s.py"));
+}
+
 // Every byte of the trace (and its -wal/-shm while open).
 std::string FileBytes(const std::string& path) {
   std::vector<char> b = testing::ReadBytes(path);

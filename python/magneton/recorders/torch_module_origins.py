@@ -98,7 +98,9 @@ def _arguments(frame) -> str:
                     out[k] = v
     encoded = {}
     for name, value in out.items():
-        encoded[name] = "<redacted>" if _core.is_secret_name(name) else _encode(value)
+        value = _encode(value)
+        encoded[name] = (_core.REDACTED if _core.is_secret_name(name)
+                         else _core.redact(name, value) if isinstance(value, str) else value)
     return json.dumps(encoded, allow_nan=False, separators=(",", ":"))
 
 
