@@ -12,6 +12,7 @@
 #include "diagnose/counterfactual.h"
 #include "diagnose/line_diagnosis.h"
 #include "magneton/trace_reader.h"
+#include "trace/redact.h"
 
 namespace magneton {
 namespace analysis {
@@ -318,12 +319,19 @@ StatusOr<ConfirmOutcome> AnalysisSession::Confirm(ProcessRunner& runner, const R
   return out;
 }
 
+// Reports are shared like traces: whatever a trace (possibly recorded by an
+// older magneton) or a source line holds, no URL credential or token-shaped
+// word reaches a report (trace/redact.h; the marker keeps JSON and HTML valid).
 std::string AnalysisSession::TerminalReport(bool verbose) const {
   report::DiffReportInput in = data_->report_input();
   in.verbose = verbose;
-  return report::RenderDiffTerminal(in);
+  return RedactSecretsInText(report::RenderDiffTerminal(in));
 }
-std::string AnalysisSession::JsonReport() const { return report::DiffToJson(data_->report_input()).dump(2) + "\n"; }
-std::string AnalysisSession::HtmlReport() const { return report::RenderDiffHtml(data_->report_input()); }
+std::string AnalysisSession::JsonReport() const {
+  return RedactSecretsInText(report::DiffToJson(data_->report_input()).dump(2) + "\n");
+}
+std::string AnalysisSession::HtmlReport() const {
+  return RedactSecretsInText(report::RenderDiffHtml(data_->report_input()));
+}
 
 }  // namespace magneton

@@ -105,6 +105,21 @@ StatusOr<JobManifest> ReadJobManifest(const std::string& path) {
   } catch (const json::exception& e) {
     return InvalidArgument(path + ": malformed job manifest: " + e.what());
   }
+  // A manifest is data from whoever sent it: the traces it lists are file
+  // names beside it, never a path that reaches elsewhere (docs/SECURITY.md).
+  auto plain_name = [](const std::string& name) {
+    return !name.empty() && name.find('/') == std::string::npos && name != "." && name != "..";
+  };
+  if (!m.launcher_trace.empty() && !plain_name(m.launcher_trace)) {
+    return InvalidArgument(path + ": its launcher trace '" + m.launcher_trace +
+                           "' is not a file name in the manifest's folder");
+  }
+  for (const RankEntry& r : m.ranks) {
+    if (!plain_name(r.trace)) {
+      return InvalidArgument(path + ": rank " + std::to_string(r.rank) + "'s trace '" + r.trace +
+                             "' is not a file name in the manifest's folder");
+    }
+  }
   return m;
 }
 

@@ -93,6 +93,29 @@ TEST(JobManifest, RefusesWhatIsNotAManifest) {
   EXPECT_FALSE(ReadJobManifest(TempPath("missing.mjob")).ok());
 }
 
+// A manifest from someone else never makes diff read a file outside its folder.
+TEST(JobManifest, RefusesTracePathsThatLeaveItsFolder) {
+  for (const char* trace : {"../../etc/passwd", "/etc/passwd", "sub/x.mtrace", "..", ""}) {
+    const std::string path = TempPath("escape.mjob");
+    std::ofstream(path) << R"({"format": "magneton-job", "version": 1, "world_size": 1, "ranks": [{"rank": 0, "trace": ")"
+                        << trace << R"("}]})";
+    auto m = ReadJobManifest(path);
+    ASSERT_FALSE(m.ok()) << trace;
+    EXPECT_NE(m.status().message().find("not a file name in the manifest's folder"), std::string::npos) << trace;
+  }
+  const std::string launcher = TempPath("launcher.mjob");
+  std::ofstream(launcher) << R"({"format": "magneton-job", "version": 1, "world_size": 1, "launcher_trace": "/tmp/x",
+                                 "ranks": [{"rank": 0, "trace": "job.rank0.mtrace"}]})";
+  EXPECT_FALSE(ReadJobManifest(launcher).ok());
+  // Its positive twin: a plain name beside the manifest reads.
+  const std::string fine = TempPath("fine.mjob");
+  std::ofstream(fine) << R"({"format": "magneton-job", "version": 1, "world_size": 1,
+                             "ranks": [{"rank": 0, "trace": "job.rank0.mtrace"}]})";
+  auto m = ReadJobManifest(fine);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(RankTracePathIn(fine, m->ranks[0]), (std::filesystem::path(fine).parent_path() / "job.rank0.mtrace").string());
+}
+
 TEST(JobManifest, ArgumentNamesAJobByStemManifestOrBasePath) {
   const std::string dir = TempPath("find_job");
   fs::create_directories(dir);
