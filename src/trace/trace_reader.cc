@@ -12,6 +12,7 @@
 
 #include "trace/schema.h"
 #include "trace/sqlite_util.h"
+#include "trace/untrusted_db.h"
 
 namespace magneton {
 namespace {
@@ -459,9 +460,16 @@ Status LoadTables(sqlite3* db, Trace* t) {
 }
 
 StatusOr<Trace> ReadOpenDb(sqlite3* db, const std::string& what) {
+  // The file may come from anyone: its schema is checked and every query
+  // bounded before any row is read (trace/untrusted_db.h).
+  if (Status st = sqlite::HardenUntrustedDb(db); !st.ok()) {
+    return Status(st.code(), what + " is not read: " + st.message());
+  }
+  sqlite::QueryBudget budget(db);
   Trace trace;
   Status st = LoadTables(db, &trace);
   if (!st.ok()) {
+    if (budget.exhausted()) return budget.Exceeded(what);
     if (st.code() == StatusCode::kInternal && st.message().find("no such table") != std::string::npos) {
       return Corrupt(what + " is not a Magneton trace or is damaged: " + st.message());
     }
