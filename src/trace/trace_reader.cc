@@ -10,6 +10,7 @@
 #include <memory>
 #include <set>
 
+#include "trace/control_chars.h"
 #include "trace/schema.h"
 #include "trace/sqlite_util.h"
 #include "trace/untrusted_db.h"
@@ -474,6 +475,10 @@ StatusOr<Trace> ReadOpenDb(sqlite3* db, const std::string& what) {
       return Corrupt(what + " is not a Magneton trace or is damaged: " + st.message());
     }
     return Status(st.code(), what + ": " + st.message());
+  }
+  // Text from a file reaches terminals: no escape sequence passes (trace/control_chars.h).
+  if (const size_t n = NeutralizeControlCharacters(&trace); n > 0) {
+    trace.meta.extra["reader.control_characters"] = std::to_string(n);
   }
   return trace;
 }

@@ -8,6 +8,7 @@
 
 #include "magneton/trace_reader.h"
 #include "test_util.h"
+#include "trace/control_chars.h"
 #include "trace/untrusted_db.h"
 
 namespace magneton {
@@ -80,6 +81,33 @@ TEST(UntrustedDb, AQueryThatWouldNotEndIsInterrupted) {
     EXPECT_FALSE(budget.exhausted());
   }
   sqlite3_close(db);
+}
+
+// An op name that would set the terminal's clipboard (OSC 52) or move the
+// cursor prints as data; the reader says how many it replaced.
+TEST(UntrustedDb, ControlCharactersInTextAreNeutralized) {
+  const std::string path = WriteSampleTrace("escapes.mtrace");
+  ExecSql(path, "UPDATE strings SET value = char(27) || ']52;c;cm0gLXJmIH4=' || char(7) || 'aten::mm' || char(27) || "
+                "'[2A' WHERE id = (SELECT name_id FROM op_rows LIMIT 1);"
+                "UPDATE meta SET value = 'lab' || char(27) || '[31m' || char(155) || 'el' WHERE key = 'label';");
+  auto r = ReadTrace(path);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  bool found = false;
+  for (const std::string& s : r->strings) {
+    EXPECT_EQ(s.find('\x1b'), std::string::npos) << s;
+    EXPECT_EQ(s.find('\x07'), std::string::npos) << s;
+    if (s == "?]52;c;cm0gLXJmIH4=?aten::mm?[2A") found = true;
+  }
+  EXPECT_TRUE(found);
+  EXPECT_EQ(r->meta.label, "lab?[31m?el");
+  EXPECT_EQ(r->meta.extra.at("reader.control_characters"), "5");
+  // The positive twin: tabs and ordinary UTF-8 are text.
+  std::string text = "a\tb \xc3\xa9 \xe2\x86\x92";
+  EXPECT_EQ(NeutralizeControlCharacters(&text), 0u);
+  EXPECT_EQ(text, "a\tb \xc3\xa9 \xe2\x86\x92");
+  auto plain = ReadTrace(WriteSampleTrace("no_escapes.mtrace"));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->meta.extra.count("reader.control_characters"), 0u);
 }
 
 }  // namespace

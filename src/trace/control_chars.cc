@@ -1,0 +1,70 @@
+#include "trace/control_chars.h"
+
+namespace magneton {
+
+size_t NeutralizeControlCharacters(std::string* text) {
+  size_t replaced = 0;
+  for (size_t i = 0; i < text->size(); ++i) {
+    const auto c = static_cast<unsigned char>((*text)[i]);
+    if ((c < 0x20 && c != '\t') || c == 0x7f) {
+      (*text)[i] = '?';
+      ++replaced;
+    } else if (c == 0xc2 && i + 1 < text->size()) {
+      const auto next = static_cast<unsigned char>((*text)[i + 1]);
+      if (next >= 0x80 && next <= 0x9f) {  // a C1 control, two bytes in UTF-8
+        text->replace(i, 2, "?");
+        ++replaced;
+      }
+    }
+  }
+  return replaced;
+}
+
+size_t NeutralizeControlCharacters(Trace* t) {
+  size_t n = 0;
+  auto fix = [&n](std::string& s) { n += NeutralizeControlCharacters(&s); };
+  RunMetadata& m = t->meta;
+  for (std::string* s : {&m.label, &m.command_line, &m.host, &m.cwd, &m.engine}) fix(*s);
+  // Map keys are const: rebuild the maps whose keys might hold one.
+  auto fix_map = [&](std::map<std::string, std::string>& map) {
+    std::map<std::string, std::string> out;
+    for (const auto& [key, value] : map) {
+      std::string k = key, v = value;
+      fix(k);
+      fix(v);
+      out.emplace(std::move(k), std::move(v));
+    }
+    map = std::move(out);
+  };
+  fix_map(m.versions);
+  fix_map(m.extra);
+  for (ConfigEntry& c : t->config) {
+    fix(c.key);
+    fix(c.value);
+    fix(c.source);
+  }
+  for (std::string& s : t->strings) fix(s);
+  for (Scope& s : t->scopes) fix(s.init_args);
+  for (OpEvent& op : t->ops) fix(op.args);
+  for (TensorMeta& tensor : t->tensors) {
+    fix(tensor.dtype);
+    fix(tensor.device);
+  }
+  for (RuntimeState& r : t->runtime_states) fix_map(r.values);
+  for (StateSetter& s : t->state_setters) {
+    fix(s.key);
+    fix(s.value);
+    fix(s.where);
+  }
+  for (DeviceActivity& a : t->device_activities) {
+    fix(a.device);
+    fix(a.kind);
+  }
+  for (EnergySample& e : t->energy_samples) {
+    fix(e.domain);
+    fix(e.meter);
+  }
+  return n;
+}
+
+}  // namespace magneton
