@@ -143,6 +143,7 @@ COMMON_SCRIPT = textwrap.dedent("""
 
     # The program reads them, so the trace stores them (redacted).
     read = [os.environ[name] for name in sys.argv[1].split(",")]
+    SOURCE_TOKEN = "SOURCE_TOKEN_VALUE"  # a secret in the source, shown in the report's snippet
     x = torch.randn(8, 8)
     for _ in range(3):
         x = (x @ x).tanh()
@@ -155,34 +156,36 @@ def test_common_secrets_are_redacted_by_name_and_by_shape(tmp_path):
     URLs, and token-shaped values on the command line, in a real recording and
     in the diff report of two such recordings."""
     script = tmp_path / "common_secrets.py"
-    script.write_text(COMMON_SCRIPT)
-    hexes = {k: uuid.uuid4().hex for k in ("db", "mysql", "pat", "jwt", "dsn", "url", "proxy", "redis", "hf", "cli",
-                                           "p", "curl", "tok")}
-    aws = "AKIA" + uuid.uuid4().hex[:16].upper()
-    env = {
-        "DB_PASS": hexes["db"], "MYSQL_PWD": hexes["mysql"], "GITHUB_PAT": "ghp_" + hexes["pat"],
-        "CI_JOB_JWT": "eyJhbGciOiJSUzI1NiJ9." + hexes["jwt"] + ".sig" + hexes["jwt"][:12],
-        "AWS_ACCESS_KEY_ID": aws, "SENTRY_DSN": "https://" + hexes["dsn"] + "@o1.ingest.example.io/1",
-        "DATABASE_URL": f"postgres://app:{hexes['url']}@db.internal:5432/app",
-        "HTTP_PROXY": f"http://me:{hexes['proxy']}@proxy.internal:3128",
-        "REDIS_URL": f"redis://:{hexes['redis']}@cache.internal:6379/0",
-        "HF_ENDPOINT": f"https://user:{hexes['hf']}@hub.internal",
-        "OMP_NUM_THREADS": "1",
-    }
-    names = ",".join(env)
-    argv_secrets = ["--db-pass", hexes["cli"], "-p", "pw" + hexes["p"], f"https://u:{hexes['curl']}@host/x",
-                    "sk-live-" + hexes["tok"]]
-    secrets = [*hexes.values(), aws]
-    traces = []
-    for label in ("a", "b"):
+    source_token = "ghp_" + uuid.uuid4().hex
+    script.write_text(COMMON_SCRIPT.replace("SOURCE_TOKEN_VALUE", source_token))
+    secrets, traces, envs = [source_token], [], []
+    for label in ("a", "b"):  # different secrets per side: the diff's config contrast shows their (redacted) values
+        hexes = {k: uuid.uuid4().hex for k in ("db", "mysql", "pat", "jwt", "dsn", "url", "proxy", "redis", "hf",
+                                               "cli", "p", "curl", "tok")}
+        aws = "AKIA" + uuid.uuid4().hex[:16].upper()
+        env = {
+            "DB_PASS": hexes["db"], "MYSQL_PWD": hexes["mysql"], "GITHUB_PAT": "ghp_" + hexes["pat"],
+            "CI_JOB_JWT": "eyJhbGciOiJSUzI1NiJ9." + hexes["jwt"] + ".sig" + hexes["jwt"][:12],
+            "AWS_ACCESS_KEY_ID": aws, "SENTRY_DSN": "https://" + hexes["dsn"] + "@o1.ingest.example.io/1",
+            "DATABASE_URL": f"postgres://app:{hexes['url']}@db.internal:5432/app",
+            "HTTP_PROXY": f"http://me:{hexes['proxy']}@proxy.internal:3128",
+            "REDIS_URL": f"redis://:{hexes['redis']}@cache.internal:6379/0",
+            "HF_ENDPOINT": f"https://user:{hexes['hf']}@hub.internal",
+            "OMP_NUM_THREADS": "1",
+        }
+        argv_secrets = ["--db-pass", hexes["cli"], "-p", "pw" + hexes["p"], f"https://u:{hexes['curl']}@host/x",
+                        "sk-live-" + hexes["tok"]]
+        secrets += [*hexes.values(), aws]
         trace = str(tmp_path / f"{label}.mtrace")
-        r = run_cli("record", "-o", trace, "--", sys.executable, str(script), names, *argv_secrets,
-                    env={**env, "HF_HUB_OFFLINE": "1"})
+        r = run_cli("record", "--values", "-o", trace, "--", sys.executable, str(script), ",".join(env),
+                    *argv_secrets, env={**env, "HF_HUB_OFFLINE": "1"})
         assert r.returncode == 0, r.stdout + r.stderr
+        traces.append(trace)
+        envs.append(env)
+    for trace in traces:
         data = open(trace, "rb").read()
         for s in secrets:
-            assert s.encode() not in data, f"{s} found in {label}.mtrace"
-        traces.append(trace)
+            assert s.encode() not in data, f"{s} found in {trace}"
 
     config = TraceDB(traces[0]).config()
     for name in ("DB_PASS", "MYSQL_PWD", "GITHUB_PAT", "CI_JOB_JWT", "AWS_ACCESS_KEY_ID", "SENTRY_DSN"):
@@ -192,6 +195,7 @@ def test_common_secrets_are_redacted_by_name_and_by_shape(tmp_path):
     assert config["env.REDIS_URL"] == "redis://<redacted>@cache.internal:6379/0"
     assert config["env.HF_ENDPOINT"] == "https://<redacted>@hub.internal"
     assert config["env.OMP_NUM_THREADS"] == "1"  # the positive twin: an ordinary value stays
+    assert envs[0]["DATABASE_URL"] != envs[1]["DATABASE_URL"]
     command = TraceDB(traces[0]).query("SELECT value FROM meta WHERE key = 'command_line'")[0][0]
     assert "--db-pass '<redacted>' -p '<redacted>' 'https://<redacted>@host/x' '<redacted>'" in command, command
 
@@ -202,3 +206,5 @@ def test_common_secrets_are_redacted_by_name_and_by_shape(tmp_path):
     for text in (r.stdout + r.stderr, json_path.read_text(), html_path.read_text()):
         for s in secrets:
             assert s not in text
+    # The report did show that source line, with the token replaced.
+    assert 'SOURCE_TOKEN = \\"<redacted>\\"' in json_path.read_text()
