@@ -245,7 +245,13 @@ def test_diff_reports_region_by_region(traces, workdir):
     findings = [f for f in report["findings"] if f["kind"] == "matched"]
     assert findings, r.stdout
     for f in findings:
-        assert f["verdict"] in ("waste", "trade_off", "equal")
+        # The verdict is the statistics' call on this machine's timing: a
+        # region whose ratio sits near tau is inconclusive on a noisy VM (it
+        # failed here once in a clean-clone run). What this test pins is the
+        # cross-framework pairing; an inconclusive verdict must say why.
+        assert f["verdict"] in ("waste", "trade_off", "equal", "inconclusive")
+        if f["verdict"] == "inconclusive":
+            assert f["uncertainty"]["note"] and f["uncertainty"]["point_verdict"] in ("waste", "trade_off"), f
         assert f["outputs_agree"]
         assert f["a"]["energy_uj"] >= 0 and f["b"]["energy_uj"] >= 0
         # Side A runs aten ops, side B the ggml nodes of the same region.
