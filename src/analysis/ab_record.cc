@@ -27,7 +27,7 @@ StatusOr<AbRecordResult> RecordInterleaved(const AbRecordRequest& request, Proce
     for (const char side : order) {
       const std::string stem = std::string(1, side == 'A' ? 'a' : 'b') + "." + std::to_string(k);
       RecordRunRequest req;
-      req.argv = side == 'A' ? request.argv_a : request.argv_b;
+      req.plan.argv = side == 'A' ? request.argv_a : request.argv_b;
       req.values = request.values;
       req.output = (fs::path(request.out_dir) / (stem + ".mtrace")).string();
       req.log_path = (fs::path(request.out_dir) / (stem + ".log")).string();
