@@ -41,7 +41,7 @@ TEST(AbRecord, AlternatesWhichSideGoesFirstAndPairsByIndex) {
   ASSERT_TRUE(out.ok()) << out.status().message();
   std::vector<std::string> order;
   for (const RecordRunRequest& r : runner.records) {
-    order.push_back(r.argv.back());
+    order.push_back(r.plan.argv.back());
     EXPECT_TRUE(r.values);
   }
   EXPECT_EQ(order, (std::vector<std::string>{"a.py", "b.py", "b.py", "a.py", "a.py", "b.py"}));
@@ -85,7 +85,7 @@ TEST(AbRecord, MorePairsContinueTheNumberingAndTheAlternation) {
                                [] { return int64_t{0}; });
   ASSERT_TRUE(out.ok()) << out.status().message();
   std::vector<std::string> order;
-  for (const RecordRunRequest& r : runner.records) order.push_back(r.argv.back());
+  for (const RecordRunRequest& r : runner.records) order.push_back(r.plan.argv.back());
   // Pair 4 is even: B first; pair 5: A first.
   EXPECT_EQ(order, (std::vector<std::string>{"b.py", "a.py", "a.py", "b.py"}));
   ASSERT_EQ(out->traces_a.size(), 2u);
