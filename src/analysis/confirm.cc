@@ -15,7 +15,7 @@ bool IsEnvFlip(const diagnose::Counterfactual& flip) {
 
 // `env [NAME=value ...] program ...`: the argv elements that set variables.
 void ReplaceEnvAssignment(std::vector<std::string>* argv, const std::string& name, const std::string& value) {
-  if (argv->empty() || std::filesystem::path((*argv)[0]).filename() != "env") return;
+  if (argv->empty() || std::filesystem::path((*argv)[0]).filename().string() != "env") return;
   for (size_t k = 1; k < argv->size(); ++k) {
     std::string& word = (*argv)[k];
     if (word.rfind(name + "=", 0) == 0) word = name + "=" + value;  // the element, whole

@@ -29,8 +29,8 @@ class ScriptedRecorder : public ProcessRunner {
 TEST(AbRecord, AlternatesWhichSideGoesFirstAndPairsByIndex) {
   ScriptedRecorder runner;
   AbRecordRequest req;
-  req.argv_a = {"python", "a.py"};
-  req.argv_b = {"python", "b.py"};
+  req.plan_a.argv = {"python", "a.py"};
+  req.plan_b.argv = {"python", "b.py"};
   req.runs = 3;
   req.values = true;
   req.out_dir = testing::TempPath("ab");
@@ -62,8 +62,8 @@ TEST(AbRecord, AFailingRunStopsAndNamesItsLog) {
   ScriptedRecorder runner;
   runner.fail_at = 2;
   AbRecordRequest req;
-  req.argv_a = {"a"};
-  req.argv_b = {"b"};
+  req.plan_a.argv = {"a"};
+  req.plan_b.argv = {"b"};
   req.out_dir = testing::TempPath("ab-fail");
   auto out = RecordInterleaved(req, runner, nullptr, [] { return int64_t{0}; });
   ASSERT_FALSE(out.ok());
@@ -75,8 +75,8 @@ TEST(AbRecord, AFailingRunStopsAndNamesItsLog) {
 TEST(AbRecord, MorePairsContinueTheNumberingAndTheAlternation) {
   ScriptedRecorder runner;
   AbRecordRequest req;
-  req.argv_a = {"a.py"};
-  req.argv_b = {"b.py"};
+  req.plan_a.argv = {"a.py"};
+  req.plan_b.argv = {"b.py"};
   req.runs = 2;
   req.first_run = 4;
   req.out_dir = testing::TempPath("ab-more");
