@@ -14,13 +14,19 @@ bool IsEnvFlip(const diagnose::Counterfactual& flip) {
 }
 
 // `env [NAME=value ...] program ...`: the argv elements that set variables.
-void ReplaceEnvAssignment(std::vector<std::string>* argv, const std::string& name, const std::string& value) {
-  if (argv->empty() || std::filesystem::path((*argv)[0]).filename().string() != "env") return;
+// True when one set `name` (it now sets `value`).
+bool ReplaceEnvAssignment(std::vector<std::string>* argv, const std::string& name, const std::string& value) {
+  if (argv->empty() || std::filesystem::path((*argv)[0]).filename().string() != "env") return false;
+  bool replaced = false;
   for (size_t k = 1; k < argv->size(); ++k) {
     std::string& word = (*argv)[k];
-    if (word.rfind(name + "=", 0) == 0) word = name + "=" + value;  // the element, whole
+    if (word.rfind(name + "=", 0) == 0) {
+      word = name + "=" + value;  // the element, whole
+      replaced = true;
+    }
     if (word.find('=') == std::string::npos && word.rfind("-", 0) != 0) break;  // the program
   }
+  return replaced;
 }
 
 }  // namespace
@@ -55,8 +61,7 @@ std::string FlipForUser(const diagnose::Counterfactual& flip, const Trace& waste
   auto plan = StoredRunPlan(wasteful.meta);
   if (plan.ok() && IsEnvFlip(flip)) {
     const std::string name = flip.variable.key.substr(4);
-    plan->env[name] = flip.new_value;
-    ReplaceEnvAssignment(&plan->argv, name, flip.new_value);
+    if (!ReplaceEnvAssignment(&plan->argv, name, flip.new_value)) plan->env[name] = flip.new_value;
     return "    " + DescribeRunPlan(*plan);
   }
   const std::string command = plan.ok() ? DescribeRunPlan(*plan) : wasteful.meta.command_line;
