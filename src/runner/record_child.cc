@@ -22,7 +22,7 @@ RunPlan StoredPlanOf(const RunPlan& plan, const std::string& python) {
   RunPlan stored;
   stored.argv = plan.argv;
   std::error_code ec;
-  stored.cwd = std::filesystem::absolute(plan.cwd.empty() ? std::filesystem::path(".") : plan.cwd, ec)
+  stored.cwd = std::filesystem::absolute(std::filesystem::path(plan.cwd.empty() ? "." : plan.cwd), ec)
                    .lexically_normal()
                    .string();
   if (stored.cwd.size() > 1 && stored.cwd.back() == '/') stored.cwd.pop_back();
