@@ -324,7 +324,7 @@ TEST(AnalysisSession, ConfirmMeasuresTheRerunInTheDiffsDomain) {
   ScriptedRunner spiky;
   int flips = 0;
   spiky.on_record = [&](const RecordRunRequest& r) {
-    const bool flip = r.env.count("MAGNETON_OVERRIDES");
+    const bool flip = r.plan.env.count("MAGNETON_OVERRIDES");
     rerun(r, flip ? (++flips == 1 ? 1.5 : 0.5) : 1.0);
   };
   auto spiked = p.session->Confirm(spiky, RerunPolicy{}, 0.05);
