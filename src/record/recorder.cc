@@ -365,9 +365,13 @@ static void StoreRerunPlan(RunMetadata* m) {
   plan->argv = RedactArgv(plan->argv);
   for (auto& [name, value] : plan->env) value = RedactIfSecret(name, std::move(value));
   if (plan->cwd.empty()) plan->cwd = m->cwd;
+  plan->cwd = RedactSecretsInText(plan->cwd);
+  plan->interpreter = RedactSecretsInText(plan->interpreter);
   m->cwd = plan->cwd;
   m->command_line = ShellQuoteArgv(plan->argv);
-  it->second = EncodeRunPlan(*plan);
+  // As the writer will store it (it redacts every meta row again): the
+  // signature covers these bytes, so they must not change on the way in.
+  it->second = RedactIfSecret(kRerunPlanKey, EncodeRunPlan(*plan));
 }
 
 Status Recorder::Start(const std::string& path, const RunMetadata& meta, RecorderOptions options) {
