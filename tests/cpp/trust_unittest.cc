@@ -161,8 +161,8 @@ TEST(RerunPlan, RoundTripsCanonicallyAndRefusesAnythingElse) {
     EXPECT_FALSE(DecodeRunPlan(bad).ok()) << bad;
   }
   // The display string: shell-quoted, never run.
-  EXPECT_EQ(ShellQuoteArgv(plan.argv), "env A=1 python 'it'\''s a.py'");
-  EXPECT_EQ(DescribeRunPlan(plan), "cd '/w d' && env OMP_NUM_THREADS=4 env A=1 python 'it'\''s a.py'");
+  EXPECT_EQ(ShellQuoteArgv(plan.argv), "env A=1 python 'it'\\''s a.py'");
+  EXPECT_EQ(DescribeRunPlan(plan), "cd '/w d' && env OMP_NUM_THREADS=4 env A=1 python 'it'\\''s a.py'");
   EXPECT_FALSE(PlanHoldsRedaction(plan));
   RunPlan redacted = plan;
   redacted.argv.push_back("<redacted>");
@@ -255,7 +255,8 @@ TEST(TraceTrust, RecordedTracesAreSignedAndEditsAreCaught) {
 
   auto trace = ReadTrace(path);
   ASSERT_TRUE(trace.ok()) << trace.status().message();
-  EXPECT_EQ(trace->meta.command_line, "env 'HF_TOKEN=<redacted>' python a.py --api-key '<redacted>'");
+  // Derived from the plan, then as the writer stores every command line.
+  EXPECT_EQ(trace->meta.command_line, "env HF_TOKEN='<redacted>' python a.py --api-key '<redacted>'");
   auto stored = StoredRunPlan(trace->meta);
   ASSERT_TRUE(stored.ok()) << stored.status().message();
   EXPECT_EQ(stored->argv,
