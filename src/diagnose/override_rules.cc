@@ -142,7 +142,9 @@ Status ValidateFlip(const std::string& key, const std::string& source, const std
     if (!literal) return FailedPrecondition("the value for " + key + " is not a plain literal");
     return Status::Ok();
   }
-  return FailedPrecondition(key + " (" + source + ") is not something --confirm can set");
+  return FailedPrecondition(key + " (" + source + ") is not something --confirm can set: not an allowlisted "
+                            "environment knob, a flag with a known setter, a call's keyword argument or a model "
+                            "config field");
 }
 
 }  // namespace magneton::diagnose

@@ -65,8 +65,16 @@ def plan_of(path):
 
 
 def with_config(src, dst, key, value, new_key=None):
-    """The config row `key` (the candidate --confirm flips) renamed and/or given another value."""
-    return copy_with(src, dst, "UPDATE config SET key = ?, value = ? WHERE key = ?", new_key or key, value, key)
+    """The config row `key` (the candidate --confirm flips) renamed and/or given another value (a row the
+    trace already had under the new name, such as env.HOME, gives way)."""
+    shutil.copy(src, dst)
+    db = sqlite3.connect(dst)
+    if new_key:
+        db.execute("DELETE FROM config WHERE key = ?", (new_key,))
+    db.execute("UPDATE config SET key = ?, value = ? WHERE key = ?", (new_key or key, value, key))
+    db.commit()
+    db.close()
+    return str(dst)
 
 
 def test_the_stored_plan_is_argv_signed_whole(recorded):
