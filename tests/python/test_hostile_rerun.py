@@ -169,8 +169,8 @@ def test_confirm_refuses_a_shell_value_from_the_other_trace(recorded, tmp_path):
     # Attack 2: B's unsigned config row carries the value --confirm sets.
     b_edit = with_config(b, tmp_path / "b_edit.mtrace", f"env.{KNOB}", f"1;touch {marker};true")
     r = cli("diff", a1, b_edit, "--min-share", "0.01", "--no-rerun", "--confirm")
+    assert not marker.exists() and not os.path.exists(a1 + ".confirm.mtrace"), r.stderr
     assert r.returncode == 0, r.stderr
-    assert not marker.exists() and not os.path.exists(a1 + ".confirm.mtrace")
     assert f"--confirm does not set env.{KNOB}" in (r.stdout + r.stderr) and "is not 0, 1, true or false" in (r.stdout + r.stderr), (r.stdout + r.stderr)
     # The variable renamed to one off the allowlist (RUN_MODE=fast;touch X;true).
     a2 = with_config(a, tmp_path / "a2.mtrace", f"env.{KNOB}", "slow", new_key="env.RUN_MODE")
