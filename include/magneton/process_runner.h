@@ -12,19 +12,28 @@
 
 namespace magneton {
 
-struct RunRequest {
-  std::string shell_command;               // run by /bin/sh -c
+// What a re-run (or any run the analysis starts) executes: one structured
+// record, never a shell line (docs/DIFF.md, "Which traces are re-run"). A
+// recording stores the plan it was started with as the meta row `rerun.plan`
+// (trace/rerun_plan.h), signed whole; re-runs are built from that row only.
+struct RunPlan {
+  std::vector<std::string> argv;           // the program and its arguments, run by execvp
   std::string cwd;                         // "": the caller's
   std::map<std::string, std::string> env;  // set on top of the caller's environment
+  std::string interpreter;                 // the Python that recorded it, for the record; "" unknown
+
+  bool operator==(const RunPlan&) const = default;
+};
+
+struct RunRequest {
+  RunPlan plan;
   std::string log_path;                    // stdout and stderr go here; "": the caller's
   // Put magneton's Python bootstrap on PYTHONPATH (the line tracer runs there).
   bool with_python_hooks = false;
 };
 
 struct RecordRunRequest {
-  std::vector<std::string> argv;           // the program; {"/bin/sh", "-c", line} for a shell line
-  std::string cwd;                         // "": the caller's
-  std::map<std::string, std::string> env;  // set on top of the caller's environment
+  RunPlan plan;                            // what runs (argv, cwd, environment changes)
   std::string output;                      // the trace file to write
   std::string label;
   bool values = false;                     // fingerprint tensor values (record --values)

@@ -50,7 +50,8 @@ def _import_paths(extra=()) -> list[str]:
 
 def start(path: str | os.PathLike, label: str | None = None, command_line: str | None = None,
           energy: bool = True, values: bool = False, window: str | None = None,
-          start_after: float | None = None, duration: float | None = None) -> None:
+          start_after: float | None = None, duration: float | None = None,
+          rerun_plan: str | None = None) -> None:
     """Starts recording every supported framework's ops into ``path``; with
     ``energy``, also samples the meters ``magneton meters`` reports; with
     ``values``, fingerprints every tensor value (for matching), never stores it.
@@ -68,11 +69,18 @@ def start(path: str | os.PathLike, label: str | None = None, command_line: str |
             raise RuntimeError("a Magneton recording is already active")
         if label is None:
             label = os.path.splitext(os.path.basename(path))[0]
+        if rerun_plan is None and command_line is None:
+            # A script that calls magneton.start() itself: its re-run is this
+            # interpreter with these arguments, here (trace/rerun_plan.h).
+            rerun_plan = json.dumps({"argv": [sys.executable, *sys.argv], "cwd": os.getcwd(), "env": {},
+                                     "interpreter": sys.executable, "version": 1},
+                                    sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         if command_line is None:
             command_line = shlex.join([sys.executable, *sys.argv])
         if os.environ.get("MAGNETON_ENERGY") == "0":
             energy = False
-        _core.start_recording(path, label, command_line, "pytorch", _framework_versions(), energy, values)
+        _core.start_recording(path, label, command_line, "pytorch", _framework_versions(), energy, values,
+                              rerun_plan or "")
         try:
             _import_paths_at_start[:] = _import_paths()
             _core.set_meta("python.sys_path", json.dumps(_import_paths_at_start))

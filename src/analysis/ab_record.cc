@@ -9,7 +9,7 @@ StatusOr<AbRecordResult> RecordInterleaved(const AbRecordRequest& request, Proce
                                            const std::function<void(const AbProgress&)>& progress,
                                            const std::function<int64_t()>& now_ns) {
   namespace fs = std::filesystem;
-  if (request.argv_a.empty() || request.argv_b.empty()) return InvalidArgument("compare needs two commands");
+  if (request.plan_a.argv.empty() || request.plan_b.argv.empty()) return InvalidArgument("compare needs two commands");
   if (request.runs < 1) return InvalidArgument("compare needs at least one run per side");
   if (request.first_run < 1) return InvalidArgument("pairs are numbered from 1");
   std::error_code ec;
@@ -27,7 +27,7 @@ StatusOr<AbRecordResult> RecordInterleaved(const AbRecordRequest& request, Proce
     for (const char side : order) {
       const std::string stem = std::string(1, side == 'A' ? 'a' : 'b') + "." + std::to_string(k);
       RecordRunRequest req;
-      req.argv = side == 'A' ? request.argv_a : request.argv_b;
+      req.plan = side == 'A' ? request.plan_a : request.plan_b;
       req.values = request.values;
       req.output = (fs::path(request.out_dir) / (stem + ".mtrace")).string();
       req.log_path = (fs::path(request.out_dir) / (stem + ".log")).string();

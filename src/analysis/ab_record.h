@@ -15,7 +15,9 @@
 namespace magneton::analysis {
 
 struct AbRecordRequest {
-  std::vector<std::string> argv_a, argv_b;  // the two programs
+  // The two programs the user typed, as run plans (argv, never a shell line);
+  // the cwd and environment are the caller's unless set.
+  RunPlan plan_a, plan_b;
   int runs = 3;                             // recordings per side
   // The index of the first pair (a.<first_run>.mtrace): a confirmation round
   // appends pairs to the ones already recorded, keeping the A B / B A

@@ -14,17 +14,15 @@ namespace {
 // to a log file so the diff report stays readable.
 Status RunTraced(const Trace& t, char side, const std::string& request, const std::string& log,
                  ProcessRunner& runner, const RerunPolicy& policy) {
-  if (t.meta.command_line.empty()) {
-    return FailedPrecondition(std::string("trace ") + side + " recorded no command line to re-run");
-  }
   // The session asked already (RefuseUntrusted); this is the last door.
-  if (std::string why; !MayRerun(t, policy, &why)) {
-    return PermissionDenied(std::string("trace ") + side + "'s command is not re-run: " + why);
+  auto plan = PlanToRerun(t, policy);
+  if (!plan.ok()) {
+    return Status(plan.status().code(), std::string("trace ") + side + "'s command is not re-run: " +
+                                            plan.status().message());
   }
   RunRequest run;
-  run.shell_command = t.meta.command_line;
-  run.cwd = t.meta.cwd;
-  run.env = {{"MAGNETON_LINE_TRACE", request}};
+  run.plan = std::move(*plan);
+  run.plan.env["MAGNETON_LINE_TRACE"] = request;
   run.log_path = log;
   run.with_python_hooks = true;
   MAGNETON_ASSIGN_OR_RETURN(const int code, runner.Run(run));

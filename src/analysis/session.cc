@@ -13,6 +13,7 @@
 #include "diagnose/line_diagnosis.h"
 #include "magneton/trace_reader.h"
 #include "trace/redact.h"
+#include "trace/rerun_plan.h"
 
 namespace magneton {
 namespace analysis {
@@ -219,7 +220,12 @@ Status AnalysisSession::TraceLines(ProcessRunner& runner, const RerunPolicy& pol
   if (!data_->detection) return FailedPrecondition("TraceLines needs Diff() first");
   const Trace& a = data_->trace_a();
   const Trace& b = data_->trace_b();
-  if (a.meta.command_line.empty() || b.meta.command_line.empty()) return Status::Ok();
+  // Nothing to say about traces that name no command at all (the C ABI's);
+  // one without a plan is refused below with its command printed.
+  auto names_command = [](const Trace& t) {
+    return !t.meta.command_line.empty() || t.meta.extra.count(kRerunPlanKey) > 0;
+  };
+  if (!names_command(a) || !names_command(b)) return Status::Ok();
   diagnose::Diagnosis* chosen = analysis::ChooseLineTraceTarget(data_->diagnoses, data_->detection->findings);
   if (chosen == nullptr) return Status::Ok();
   auto note = [&](const std::string& why) {
@@ -259,26 +265,31 @@ StatusOr<ConfirmOutcome> AnalysisSession::Confirm(ProcessRunner& runner, const R
     return out;
   }
   const analysis::LoadedRun& wasteful = plan->rerun_side == 'A' ? data_->a.front() : data_->b.front();
-  const RecordRunRequest req = analysis::ConfirmRequest(*plan, wasteful.trace, wasteful.path);
+  const std::string by_hand = analysis::FlipForUser(*plan, wasteful.trace);
+  if (!plan->refused.empty()) {
+    // The variable or value is not one --confirm can validate: printed, never run.
+    Say("--confirm does not set " + plan->variable.key + " = " + plan->new_value + ": " + plan->refused);
+    Say("to try it yourself, run\n" + by_hand);
+    out.sentence = "nothing re-run: " + plan->refused + "; the command to try it by hand is printed above";
+    return out;
+  }
   // The command is the wasteful side's, the value the other side's: both
   // must be trusted.
-  std::string assignments;
-  for (const auto& [k, v] : req.env) assignments += (assignments.empty() ? "" : " ") + k + "=" + v;
-  const std::string would_run = "  in " + req.cwd + ", with " + assignments + ", /bin/sh -c runs:\n    " +
-                                req.argv.back();
   const auto say = [this](const std::string& line) { Say(line); };
   if (const std::string refused = analysis::RefuseUntrusted(
           {{data_->a.front().path, &data_->trace_a()}, {data_->b.front().path, &data_->trace_b()}}, "--confirm",
-          would_run, policy, say);
+          by_hand, policy, say);
       !refused.empty()) {
     out.sentence = "nothing re-run: " + refused;
     return out;
   }
-  if (std::string why; !analysis::MayRerun(wasteful.trace, policy, &why)) {
-    out.sentence = "nothing re-run: " + why;
+  auto rerun_plan = analysis::PlanToRerun(wasteful.trace, policy);  // the last door
+  if (!rerun_plan.ok()) {
+    out.sentence = "nothing re-run: " + rerun_plan.status().message();
     return out;
   }
-  Say(std::string("--confirm: re-running ") + plan->rerun_side + " (" + req.argv.back() + ") with " +
+  const RecordRunRequest req = analysis::ConfirmRequest(*plan, *rerun_plan, wasteful.path);
+  Say(std::string("--confirm: re-running ") + plan->rerun_side + " (" + ShellQuoteArgv(req.plan.argv) + ") with " +
       plan->variable.key + " = " + plan->new_value);
   // Controls (the command as recorded) and flipped runs interleaved, so that
   // both kinds share the machine's state; each counts by its lowest run.
@@ -287,7 +298,7 @@ StatusOr<ConfirmOutcome> AnalysisSession::Confirm(ProcessRunner& runner, const R
   std::string last_flipped_path;
   for (size_t k = 1; k <= pairs; ++k) {
     const std::string suffix = k == 1 ? "" : "." + std::to_string(k);
-    RecordRunRequest control_req = analysis::ControlRequest(wasteful.trace, wasteful.path);
+    RecordRunRequest control_req = analysis::ControlRequest(*rerun_plan, wasteful.path);
     control_req.output = wasteful.path + ".control" + suffix + ".mtrace";
     MAGNETON_ASSIGN_OR_RETURN(const RecordRunResult control_run, runner.Record(control_req));
     if (control_run.exit_code != 0) {

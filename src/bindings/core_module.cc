@@ -16,6 +16,7 @@
 #include "record/env_reads.h"
 #include "pyhooks/python_stack.h"
 #include "trace/line_trace_file.h"
+#include "trace/rerun_plan.h"
 #include "trace/redact.h"
 
 namespace nb = nanobind;
@@ -41,10 +42,14 @@ NB_MODULE(_core, m) {
 
   m.def("start_recording",
         [](const std::string& path, const std::string& label, const std::string& command_line,
-           const std::string& engine, const std::map<std::string, std::string>& versions, bool energy, bool values) {
+           const std::string& engine, const std::map<std::string, std::string>& versions, bool energy, bool values,
+           const std::string& rerun_plan) {
           magneton::RunMetadata meta;
           meta.label = label;
           meta.command_line = command_line;
+          // The re-run plan (JSON, trace/rerun_plan.h): the recorder redacts,
+          // stores and signs it, and derives the command line from it.
+          if (!rerun_plan.empty()) meta.extra[magneton::kRerunPlanKey] = rerun_plan;
           meta.engine = engine;
           meta.versions = versions;
           magneton::RecorderOptions options;
@@ -54,7 +59,7 @@ NB_MODULE(_core, m) {
         },
         "path"_a, "label"_a, "command_line"_a, "engine"_a = "pytorch",
         "versions"_a = std::map<std::string, std::string>{}, "energy"_a = true,
-        "values"_a = false);
+        "values"_a = false, "rerun_plan"_a = "");
   m.def("stop_recording", [] { ThrowIfError(magneton::Recorder::Stop()); },
         nb::call_guard<nb::gil_scoped_release>());
   m.def("is_recording", [] { return magneton::Recorder::IsRecording(); });

@@ -83,8 +83,8 @@ class CompareCommand : public Command {
       return Fail("give two commands: magneton compare -n 3 -- python a.py -- python b.py", 2);
     }
     analysis::AbRecordRequest req;
-    req.argv_a = a;
-    req.argv_b = b;
+    req.plan_a.argv = a;
+    req.plan_b.argv = b;
     req.runs = runs_;
     req.values = values_;
     req.out_dir = out_dir_;

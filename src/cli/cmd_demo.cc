@@ -70,7 +70,7 @@ class DemoCommand : public Command {
     runner::SubprocessRunner processes;
     {
       RunRequest copy;
-      copy.shell_command = runner::ShellQuote({runner::FindPython(), "-m", module, "--copy-to", script});
+      copy.plan.argv = {runner::FindPython(), "-m", module, "--copy-to", script};
       auto code = processes.Run(copy);
       if (!code.ok()) return Fail(code.status().message());
       if (*code != 0) return Fail("could not copy the example script to " + script);
@@ -87,10 +87,10 @@ class DemoCommand : public Command {
       req.output = path;
       req.label = label;
       req.values = true;
-      req.argv = {runner::FindPython(), script};
-      req.argv.insert(req.argv.end(), args.begin(), args.end());
-      if (no_cache) req.argv.push_back("--no-cache");
-      std::fprintf(stderr, "magneton demo: recording %s\n", runner::ShellQuote(req.argv).c_str());
+      req.plan.argv = {runner::FindPython(), script};
+      req.plan.argv.insert(req.plan.argv.end(), args.begin(), args.end());
+      if (no_cache) req.plan.argv.push_back("--no-cache");
+      std::fprintf(stderr, "magneton demo: recording %s\n", runner::ShellQuote(req.plan.argv).c_str());
       const int code = ReportRecording(req, processes.Record(req));
       if (code != 0) return code;
     }

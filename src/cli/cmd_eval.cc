@@ -70,7 +70,7 @@ Status RecordScript(const std::string& python, const std::string& script, const 
   RecordRunRequest req;
   req.output = trace;
   req.label = fs::path(script).parent_path().filename().string() + "/" + fs::path(script).filename().string();
-  req.argv = {python, script};
+  req.plan.argv = {python, script};
   req.values = true;
   const std::string log = trace + ".log";
   if (!verbose) req.log_path = log;

@@ -33,17 +33,17 @@ class RecordCommand : public Command {
     RecordRunRequest req;
     req.output = output_;
     req.label = label_.empty() ? std::filesystem::path(output_).stem().string() : label_;
-    req.argv = command_;
+    req.plan.argv = command_;
     req.values = values_;
     if (!window_.empty()) {
       if (auto parsed = ParseWindowSchedule(window_); !parsed.ok()) {
         std::fprintf(stderr, "magneton record: %s\n", parsed.status().message().c_str());
         return 2;
       }
-      req.env["MAGNETON_RECORD_WINDOW"] = window_;
+      req.plan.env["MAGNETON_RECORD_WINDOW"] = window_;
     }
-    if (start_after_s_ >= 0) req.env["MAGNETON_RECORD_START_AFTER"] = std::to_string(start_after_s_);
-    if (duration_s_ >= 0) req.env["MAGNETON_RECORD_DURATION"] = std::to_string(duration_s_);
+    if (start_after_s_ >= 0) req.plan.env["MAGNETON_RECORD_START_AFTER"] = std::to_string(start_after_s_);
+    if (duration_s_ >= 0) req.plan.env["MAGNETON_RECORD_DURATION"] = std::to_string(duration_s_);
     return ReportRecording(req, runner::RecordChild(req));
   }
 

@@ -25,7 +25,7 @@ int ReportJob(const RecordRunRequest& request, const RecordRunResult& result) {
                  r.trace_error.empty() ? "" : ("; trace unreadable: " + r.trace_error).c_str());
   }
   if (result.exit_code != 0) {
-    return Fail("'" + request.argv[0] + "' exited with code " + std::to_string(result.exit_code) +
+    return Fail("'" + request.plan.argv[0] + "' exited with code " + std::to_string(result.exit_code) +
                     (rank_failed ? "; the rank traces keep the ops recorded before that" : ""),
                 result.exit_code);
   }
@@ -45,7 +45,7 @@ int ReportRecording(const RecordRunRequest& request, const StatusOr<RecordRunRes
   std::error_code ec;
   const std::string out = std::filesystem::absolute(request.output, ec).string();
   if (code != 0) {
-    return Fail("'" + request.argv[0] + "' exited with code " + std::to_string(code) + "; " + out + " keeps the " +
+    return Fail("'" + request.plan.argv[0] + "' exited with code " + std::to_string(code) + "; " + out + " keeps the " +
                     std::to_string(result->ops) + " ops recorded before that",
                 code);
   }

@@ -7,28 +7,11 @@
 
 #include "base/format.h"
 #include "diagnose/line_diagnosis.h"
+#include "diagnose/override_rules.h"
 #include "energy/attribution.h"
 #include "trace/redact.h"
 
 namespace magneton::diagnose {
-namespace {
-
-// Variables that make the loader, an interpreter, the shell or magneton's own
-// bootstrap run code or files of the setter's choosing: --confirm never sets
-// them, whatever a trace's config says (the trace signature covers what runs,
-// not the config snapshot; docs/DIFF.md).
-bool RunsCode(const std::string& name) {
-  for (const char* prefix : {"LD_", "DYLD_", "PYTHON", "MAGNETON_"}) {
-    if (name.rfind(prefix, 0) == 0) return true;
-  }
-  for (const char* exact : {"PATH", "BASH_ENV", "ENV", "IFS", "SHELLOPTS", "PS4", "GLIBC_TUNABLES", "NODE_OPTIONS",
-                            "PERL5OPT", "PERL5LIB", "RUBYOPT"}) {
-    if (name == exact) return true;
-  }
-  return false;
-}
-
-}  // namespace
 
 StatusOr<Counterfactual> PlanCounterfactual(const Trace& a, const Trace& b, const detect::DetectResult& result,
                                             const std::vector<Diagnosis>& diagnoses) {
@@ -54,9 +37,6 @@ StatusOr<Counterfactual> PlanCounterfactual(const Trace& a, const Trace& b, cons
     plan.variable = d.candidates.front().config;
     const bool rerun_a = plan.rerun_side == 'A';
     plan.new_value = rerun_a ? plan.variable.value_b : plan.variable.value_a;
-    if ((rerun_a ? a : b).meta.command_line.empty()) {
-      return FailedPrecondition("the wasteful run recorded no command line to re-run");
-    }
     if (plan.new_value == "<absent>") {
       return FailedPrecondition("the efficient run has no value for " + plan.variable.key + " to set");
     }
@@ -64,10 +44,11 @@ StatusOr<Counterfactual> PlanCounterfactual(const Trace& a, const Trace& b, cons
       return FailedPrecondition("the efficient run's value of " + plan.variable.key +
                                 " looks secret, so its trace does not hold it (docs/TRACE_FORMAT.md)");
     }
-    if (plan.variable.source == "env" && plan.variable.key.rfind("env.", 0) == 0 &&
-        RunsCode(plan.variable.key.substr(4))) {
-      return FailedPrecondition("--confirm does not set " + plan.variable.key.substr(4) +
-                                ": it can make the re-run load or run other code");
+    // Both the variable and the value are trace data: only what the rules
+    // validate is flipped; anything else is printed for the user to run.
+    const std::string& old_value = rerun_a ? plan.variable.value_a : plan.variable.value_b;
+    if (Status valid = ValidateFlip(plan.variable.key, plan.variable.source, old_value, plan.new_value); !valid.ok()) {
+      plan.refused = valid.message();
     }
     return plan;
   }

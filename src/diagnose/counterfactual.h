@@ -20,13 +20,17 @@ struct Counterfactual {
   char rerun_side = 'A';       // the wasteful side, re-run with the override
   ConfigDifference variable;   // key, value on each side, source
   std::string new_value;       // the efficient side's value
+  // Non-empty: --confirm does not set this variable to this value (why, from
+  // diagnose/override_rules.h); the command is printed for the user instead.
+  std::string refused;
 };
 
 // The experiment for the top candidate of the finding whose cause the
 // line-level re-run established (Diagnosis::line with a config key; a waste
 // or trade-off finding), else of the top-ranked waste finding. Fails with a
-// reason when there is no such finding, no candidate, no command line to
-// re-run, or no value on the efficient side.
+// reason when there is no such finding, no candidate, or no value on the
+// efficient side; a plan whose variable or value the rules refuse
+// (override_rules.h) comes back with `refused` set.
 StatusOr<Counterfactual> PlanCounterfactual(const Trace& a, const Trace& b, const detect::DetectResult& result,
                                             const std::vector<Diagnosis>& diagnoses);
 

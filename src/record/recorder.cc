@@ -6,6 +6,8 @@
 #include "fingerprint/value_parts.h"
 #include "record/energy_session.h"
 #include "record/machine_load.h"
+#include "trace/redact.h"
+#include "trace/rerun_plan.h"
 #include "trust/trace_trust.h"
 
 #include <sched.h>
@@ -346,6 +348,32 @@ void Recorder::WriteMachineLoadMeta() {
   writer_->SetMeta("machine.load_samples", EncodeLoadSeries(series));
 }
 
+// The re-run plan the caller passed in meta.extra (trace/rerun_plan.h), as the
+// trace stores and signs it: argv redacted element by element (a plan holding
+// a redaction is then never re-run), the working directory filled in, and the
+// display command line derived from it. A malformed plan is dropped with the
+// reason in `rerun.plan_error`: the recording goes on, it is only never re-run.
+static void StoreRerunPlan(RunMetadata* m) {
+  auto it = m->extra.find(kRerunPlanKey);
+  if (it == m->extra.end()) return;
+  auto plan = DecodeRunPlan(it->second, /*require_canonical=*/false);
+  if (!plan.ok()) {
+    m->extra.erase(it);
+    m->extra["rerun.plan_error"] = plan.status().message();
+    return;
+  }
+  plan->argv = RedactArgv(plan->argv);
+  for (auto& [name, value] : plan->env) value = RedactIfSecret(name, std::move(value));
+  if (plan->cwd.empty()) plan->cwd = m->cwd;
+  plan->cwd = RedactSecretsInText(plan->cwd);
+  plan->interpreter = RedactSecretsInText(plan->interpreter);
+  m->cwd = plan->cwd;
+  m->command_line = ShellQuoteArgv(plan->argv);
+  // As the writer will store it (it redacts every meta row again): the
+  // signature covers these bytes, so they must not change on the way in.
+  it->second = RedactIfSecret(kRerunPlanKey, EncodeRunPlan(*plan));
+}
+
 Status Recorder::Start(const std::string& path, const RunMetadata& meta, RecorderOptions options) {
   std::lock_guard<std::mutex> lock(g_lifecycle_mu);
   if (active_.load()) return FailedPrecondition("a recording is already active; stop it before starting another");
@@ -364,6 +392,7 @@ Status Recorder::Start(const std::string& path, const RunMetadata& meta, Recorde
     char host[256] = {};
     if (gethostname(host, sizeof(host) - 1) == 0) m.host = host;
   }
+  StoreRerunPlan(&m);
   trust::AddSignature(&m);  // every way of recording signs (docs/DIFF.md)
   MAGNETON_ASSIGN_OR_RETURN(auto writer, TraceWriter::Create(path, m, options.writer));
   auto* rec = new Recorder(std::move(writer), g_generation.fetch_add(1) + 1, options.record_values);

@@ -8,7 +8,8 @@
 namespace magneton::runner {
 
 StatusOr<int> SubprocessRunner::Run(const RunRequest& request) {
-  std::map<std::string, std::string> env = request.env;
+  if (request.plan.argv.empty()) return InvalidArgument("nothing to run: the run plan has no argv");
+  std::map<std::string, std::string> env = request.plan.env;
   std::string error;
   if (request.with_python_hooks) {
     auto bootstrap = FindBootstrapDir(FindPython(), &error);
@@ -16,7 +17,7 @@ StatusOr<int> SubprocessRunner::Run(const RunRequest& request) {
     const char* old_path = std::getenv("PYTHONPATH");
     env["PYTHONPATH"] = *bootstrap + (old_path && *old_path ? std::string(":") + old_path : std::string());
   }
-  const int code = RunChild({"/bin/sh", "-c", request.shell_command}, env, &error, request.cwd, request.log_path);
+  const int code = RunChild(request.plan.argv, env, &error, request.plan.cwd, request.log_path);
   if (code < 0) return Internal(error);
   return code;
 }

@@ -8,15 +8,38 @@
 
 #include "magneton/trace_reader.h"
 #include "runner/record_job.h"
+#include "trace/rerun_plan.h"
 #include "runner/subprocess.h"
 
 namespace magneton::runner {
+namespace {
+
+// The plan the recording stores (trace/rerun_plan.h): the argv as given, the
+// working directory made absolute, the environment changes the caller asked
+// for — not magneton's own MAGNETON_* controls (the recording window, an
+// override hook's input), which a re-run sets for itself.
+RunPlan StoredPlanOf(const RunPlan& plan, const std::string& python) {
+  RunPlan stored;
+  stored.argv = plan.argv;
+  std::error_code ec;
+  stored.cwd = std::filesystem::absolute(std::filesystem::path(plan.cwd.empty() ? "." : plan.cwd), ec)
+                   .lexically_normal()
+                   .string();
+  if (stored.cwd.size() > 1 && stored.cwd.back() == '/') stored.cwd.pop_back();
+  for (const auto& [k, v] : plan.env) {
+    if (k.rfind("MAGNETON_", 0) != 0) stored.env[k] = v;
+  }
+  stored.interpreter = python;
+  return stored;
+}
+
+}  // namespace
 
 StatusOr<RecordRunResult> RecordChild(const RecordRunRequest& req) {
-  if (req.argv.empty()) {
+  if (req.plan.argv.empty()) {
     return InvalidArgument("record needs a command to run, e.g. magneton record -- python script.py");
   }
-  std::string python = req.argv[0];
+  std::string python = req.plan.argv[0];
   if (std::filesystem::path(python).filename().string().rfind("python", 0) != 0) python = FindPython();
   std::string error;
   auto bootstrap = FindBootstrapDir(python, &error);
@@ -29,10 +52,11 @@ StatusOr<RecordRunResult> RecordChild(const RecordRunRequest& req) {
   std::map<std::string, std::string> env = {
       {"MAGNETON_RECORD_PATH", out.string()},
       {"MAGNETON_RECORD_LABEL", req.label},
-      {"MAGNETON_COMMAND_LINE", ShellQuote(req.argv)},
+      {"MAGNETON_COMMAND_LINE", ShellQuote(req.plan.argv)},
       {"MAGNETON_RECORD_VALUES", req.values ? "1" : "0"},
   };
-  for (const auto& [k, v] : req.env) env[k] = v;
+  for (const auto& [k, v] : req.plan.env) env[k] = v;
+  env["MAGNETON_RERUN_PLAN"] = EncodeRunPlan(StoredPlanOf(req.plan, python));
   const char* old_path = std::getenv("PYTHONPATH");
   env["PYTHONPATH"] = *bootstrap + (old_path && *old_path ? std::string(":") + old_path : std::string());
   // The getenv interposer, installed beside the package's libraries, notes
@@ -47,12 +71,12 @@ StatusOr<RecordRunResult> RecordChild(const RecordRunRequest& req) {
     env["LD_PRELOAD"] = interposer.string() + (old_preload && *old_preload ? std::string(":") + old_preload : "");
   }
 
-  const int code = RunChild(req.argv, env, &error, req.cwd, req.log_path);
+  const int code = RunChild(req.plan.argv, env, &error, req.plan.cwd, req.log_path);
   if (code < 0) return Internal(error);
 
   RecordRunResult result;
   result.exit_code = code;
-  auto job = CollectJob(out.string(), ShellQuote(req.argv), code);
+  auto job = CollectJob(out.string(), ShellQuote(req.plan.argv), code);
   if (!job.ok()) {
     result.trace_status = job.status();
     return result;
@@ -64,7 +88,7 @@ StatusOr<RecordRunResult> RecordChild(const RecordRunRequest& req) {
     return result;
   }
   if (!std::filesystem::exists(out, ec)) {
-    result.trace_status = FailedPrecondition("'" + req.argv[0] + "' exited with code " + std::to_string(code) +
+    result.trace_status = FailedPrecondition("'" + req.plan.argv[0] + "' exited with code " + std::to_string(code) +
                                              " and wrote no trace (is it a Python program that imports torch?)");
     return result;
   }

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "trace/rerun_plan.h"
+
 extern char** environ;
 
 namespace magneton::runner {
@@ -162,28 +164,6 @@ std::optional<std::string> FindBootstrapDir(const std::string& python, std::stri
   return out;
 }
 
-std::string ShellQuote(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const auto& a : argv) {
-    if (!out.empty()) out.push_back(' ');
-    bool plain = !a.empty() && a.find_first_not_of(
-                                   "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
-                                   std::string::npos;
-    if (plain) {
-      out += a;
-    } else {
-      out.push_back('\'');
-      for (char c : a) {
-        if (c == '\'') {
-          out += "'\\''";
-        } else {
-          out.push_back(c);
-        }
-      }
-      out.push_back('\'');
-    }
-  }
-  return out;
-}
+std::string ShellQuote(const std::vector<std::string>& argv) { return ShellQuoteArgv(argv); }
 
 }  // namespace magneton::runner

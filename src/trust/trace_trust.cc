@@ -9,13 +9,15 @@
 
 #include <fmt/format.h>
 
-#include "trace/redact.h"
+#include "trace/rerun_plan.h"
 #include "trust/trust_key.h"
 
 namespace magneton::trust {
 namespace {
 
-constexpr std::string_view kSignaturePrefix = "hmac-sha256:v1:";
+// v2 signs the re-run plan (v1 signed the redacted command line, which two
+// different commands could share): a v1 signature never verifies.
+constexpr std::string_view kSignaturePrefix = "hmac-sha256:v2:";
 
 StatusOr<std::string> Hmac(const std::string& key, const std::string& message) {
   unsigned char out[EVP_MAX_MD_SIZE];
@@ -43,10 +45,12 @@ std::string ThisHost() {
 }  // namespace
 
 std::string SignedMessage(const RunMetadata& meta) {
-  std::string m = "magneton trace trust v1\n";
-  // As stored: the trace keeps the redacted command line (idempotent).
-  Field(&m, "command_line", RedactCommandLine(meta.command_line));
-  Field(&m, "cwd", meta.cwd);
+  std::string m = "magneton trace trust v2\n";
+  // The re-run plan exactly as stored (argv, cwd, environment, interpreter):
+  // what a re-run executes, byte for byte. A trace without one signs "" and
+  // is never re-run anyway.
+  auto plan = meta.extra.find(kRerunPlanKey);
+  Field(&m, "rerun.plan", plan == meta.extra.end() ? std::string_view() : std::string_view(plan->second));
   Field(&m, "host", meta.host);
   Field(&m, "start_unix_ns", std::to_string(meta.start_unix_ns));
   Field(&m, "label", meta.label);
@@ -94,7 +98,7 @@ RerunAuthority VerifyRerunAuthority(const RunMetadata& meta, const TrustContext&
   const std::string& got = it->second;
   if (got.size() != want.size() || CRYPTO_memcmp(got.data(), want.data(), want.size()) != 0) {
     return {false, "its signature does not match this user's key: it was recorded by another user or on another "
-                   "machine, or its command line, working directory, host or identity was edited"};
+                   "machine, or its re-run plan (command, working directory, environment), host or identity was edited"};
   }
   if (meta.host != context.host) {
     return {false, "it was recorded on host '" + meta.host + "', and this is '" + context.host + "'"};

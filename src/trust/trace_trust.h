@@ -1,6 +1,6 @@
 // A trace never runs anything on its own authority (docs/DIFF.md, "Which
 // traces are re-run"). At record time the recorder signs what a re-run would
-// execute — the command line, working directory, host and the trace's
+// execute — the re-run plan (trace/rerun_plan.h), host and the trace's
 // identity — with an HMAC-SHA256 under this user's trust key
 // (trust/trust_key.h); before re-running a trace's command, analysis checks
 // that signature. A trace from someone else, another machine, or one whose
@@ -21,11 +21,12 @@ inline constexpr const char* kSignatureKey = "trust.signature";
 inline constexpr const char* kUnsignedKey = "trust.unsigned";
 
 // The bytes the signature covers, from the metadata as the trace stores it
-// (the command line as redacted by trace/redact.h): command line, working
-// directory, host, start time and label, each length-prefixed.
+// (version 2): the re-run plan row exactly as stored (trace/rerun_plan.h:
+// argv, working directory, environment changes, interpreter; "" when the
+// trace has none), host, start time and label, each length-prefixed.
 std::string SignedMessage(const RunMetadata& meta);
 
-// "hmac-sha256:v1:<hex>" over SignedMessage(meta), under the key at key_path
+// "hmac-sha256:v2:<hex>" over SignedMessage(meta), under the key at key_path
 // (created on first use).
 StatusOr<std::string> SignRun(const RunMetadata& meta, const std::string& key_path);
 

@@ -29,8 +29,8 @@ class ScriptedRecorder : public ProcessRunner {
 TEST(AbRecord, AlternatesWhichSideGoesFirstAndPairsByIndex) {
   ScriptedRecorder runner;
   AbRecordRequest req;
-  req.argv_a = {"python", "a.py"};
-  req.argv_b = {"python", "b.py"};
+  req.plan_a.argv = {"python", "a.py"};
+  req.plan_b.argv = {"python", "b.py"};
   req.runs = 3;
   req.values = true;
   req.out_dir = testing::TempPath("ab");
@@ -41,7 +41,7 @@ TEST(AbRecord, AlternatesWhichSideGoesFirstAndPairsByIndex) {
   ASSERT_TRUE(out.ok()) << out.status().message();
   std::vector<std::string> order;
   for (const RecordRunRequest& r : runner.records) {
-    order.push_back(r.argv.back());
+    order.push_back(r.plan.argv.back());
     EXPECT_TRUE(r.values);
   }
   EXPECT_EQ(order, (std::vector<std::string>{"a.py", "b.py", "b.py", "a.py", "a.py", "b.py"}));
@@ -62,8 +62,8 @@ TEST(AbRecord, AFailingRunStopsAndNamesItsLog) {
   ScriptedRecorder runner;
   runner.fail_at = 2;
   AbRecordRequest req;
-  req.argv_a = {"a"};
-  req.argv_b = {"b"};
+  req.plan_a.argv = {"a"};
+  req.plan_b.argv = {"b"};
   req.out_dir = testing::TempPath("ab-fail");
   auto out = RecordInterleaved(req, runner, nullptr, [] { return int64_t{0}; });
   ASSERT_FALSE(out.ok());
@@ -75,8 +75,8 @@ TEST(AbRecord, AFailingRunStopsAndNamesItsLog) {
 TEST(AbRecord, MorePairsContinueTheNumberingAndTheAlternation) {
   ScriptedRecorder runner;
   AbRecordRequest req;
-  req.argv_a = {"a.py"};
-  req.argv_b = {"b.py"};
+  req.plan_a.argv = {"a.py"};
+  req.plan_b.argv = {"b.py"};
   req.runs = 2;
   req.first_run = 4;
   req.out_dir = testing::TempPath("ab-more");
@@ -85,7 +85,7 @@ TEST(AbRecord, MorePairsContinueTheNumberingAndTheAlternation) {
                                [] { return int64_t{0}; });
   ASSERT_TRUE(out.ok()) << out.status().message();
   std::vector<std::string> order;
-  for (const RecordRunRequest& r : runner.records) order.push_back(r.argv.back());
+  for (const RecordRunRequest& r : runner.records) order.push_back(r.plan.argv.back());
   // Pair 4 is even: B first; pair 5: A first.
   EXPECT_EQ(order, (std::vector<std::string>{"b.py", "a.py", "a.py", "b.py"}));
   ASSERT_EQ(out->traces_a.size(), 2u);

@@ -3,6 +3,7 @@
 // to run, and what the session makes of what it gets back.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +17,7 @@
 #include "magneton/recorder.h"
 #include "test_util.h"
 #include "trace/line_trace_file.h"
+#include "trace/rerun_plan.h"
 #include "trust/trace_trust.h"
 
 namespace magneton::analysis {
@@ -48,8 +50,9 @@ class ScriptedRunner : public ProcessRunner {
   // the lines each side executes and the watched values before them.
   StatusOr<int> Run(const RunRequest& request) override {
     runs.push_back(request);
-    const bool fused = request.shell_command.find("--fused") != std::string::npos;
-    const nlohmann::json req = nlohmann::json::parse(request.env.at("MAGNETON_LINE_TRACE"));
+    const std::vector<std::string>& argv = request.plan.argv;
+    const bool fused = std::find(argv.begin(), argv.end(), "--fused") != argv.end();
+    const nlohmann::json req = nlohmann::json::parse(request.plan.env.at("MAGNETON_LINE_TRACE"));
     LineTrace trace;
     int index = 0;
     for (const auto& t : req["targets"]) {
@@ -99,6 +102,9 @@ Pair OpenPair(const std::string& name, std::function<void(Trace&, Trace&)> edit 
   a.trace.meta.command_line = "python net.py --fused";
   b.trace.meta.command_line = "python net.py";
   a.trace.meta.cwd = b.trace.meta.cwd = p.dir;
+  // The re-run plans a recording stores (trace/rerun_plan.h).
+  a.trace.meta.extra[kRerunPlanKey] = EncodeRunPlan({{"python", "net.py", "--fused"}, p.dir, {}, "python"});
+  b.trace.meta.extra[kRerunPlanKey] = EncodeRunPlan({{"python", "net.py"}, p.dir, {}, "python"});
   if (edit) edit(a.trace, b.trace);
   // Signed as a recording of these commands here would be (the edits above
   // broke the recorder's signature); `sign = false` leaves them broken.
@@ -123,10 +129,11 @@ TEST(AnalysisSession, TraceLinesRunsBothRecordedCommandsThroughTheRunner) {
   ASSERT_TRUE(p.session->TraceLines(runner, RerunPolicy{}).ok());
 
   ASSERT_EQ(runner.runs.size(), 2u);
-  EXPECT_EQ(runner.runs[0].shell_command, "python net.py --fused");
-  EXPECT_EQ(runner.runs[1].shell_command, "python net.py");
+  // Each side's stored plan, as argv: no shell in between.
+  EXPECT_EQ(runner.runs[0].plan.argv, (std::vector<std::string>{"python", "net.py", "--fused"}));
+  EXPECT_EQ(runner.runs[1].plan.argv, (std::vector<std::string>{"python", "net.py"}));
   for (const RunRequest& r : runner.runs) {
-    EXPECT_EQ(r.cwd, p.dir);
+    EXPECT_EQ(r.plan.cwd, p.dir);
     EXPECT_TRUE(r.with_python_hooks);
     EXPECT_NE(r.log_path.find(".lines."), std::string::npos) << r.log_path;
   }
@@ -182,8 +189,49 @@ TEST(AnalysisSession, DiffGivesTheGoldenReport) {
   EXPECT_EQ((*session)->JsonReport(), want.str());
 }
 
+// A plan holding a redacted part cannot reproduce the run: never re-run, not
+// even with --rerun; the refusal says why and prints the command.
+TEST(AnalysisSession, TraceLinesNeverRunsAPlanHoldingARedaction) {
+  Pair p = OpenPair("redacted_plan", [](Trace& a, Trace&) {
+    a.meta.extra[kRerunPlanKey] =
+        EncodeRunPlan({{"python", "net.py", "--fused", "--api-key", "<redacted>"}, a.meta.cwd, {}, "python"});
+  });
+  ASSERT_TRUE(p.session);
+  ASSERT_TRUE(p.session->Diff().ok());
+  ScriptedRunner runner;
+  std::string said;
+  p.session->SetProgress([&](const std::string& line) { said += line + "\n"; });
+  RerunPolicy explicit_rerun;
+  explicit_rerun.allow_foreign = true;
+  ASSERT_TRUE(p.session->TraceLines(runner, explicit_rerun).ok());
+  EXPECT_TRUE(runner.runs.empty());
+  EXPECT_NE(said.find("holds a redacted part"), std::string::npos) << said;
+  EXPECT_NE(said.find("python net.py --fused --api-key '<redacted>'"), std::string::npos) << said;
+  EXPECT_EQ(said.find("pass --rerun"), std::string::npos) << said;
+  EXPECT_NE(p.session->JsonReport().find("holds a redacted part"), std::string::npos);
+}
+
+// A trace recorded before re-run plans (only a command line) is never re-run.
+TEST(AnalysisSession, TraceLinesNeverRunsATraceWithoutAPlan) {
+  Pair p = OpenPair("no_plan", [](Trace& a, Trace&) { a.meta.extra.erase(kRerunPlanKey); });
+  ASSERT_TRUE(p.session);
+  ASSERT_TRUE(p.session->Diff().ok());
+  ScriptedRunner runner;
+  std::string said;
+  p.session->SetProgress([&](const std::string& line) { said += line + "\n"; });
+  RerunPolicy explicit_rerun;
+  explicit_rerun.allow_foreign = true;
+  ASSERT_TRUE(p.session->TraceLines(runner, explicit_rerun).ok());
+  EXPECT_TRUE(runner.runs.empty());
+  EXPECT_NE(said.find("recorded before re-run plans"), std::string::npos) << said;
+  EXPECT_NE(said.find("python net.py --fused"), std::string::npos) << said;  // the command, to run by hand
+}
+
 TEST(AnalysisSession, TraceLinesWithoutACommandRunsNothing) {
-  Pair p = OpenPair("nocommand", [](Trace& a, Trace&) { a.meta.command_line.clear(); });
+  Pair p = OpenPair("nocommand", [](Trace& a, Trace&) {
+    a.meta.command_line.clear();
+    a.meta.extra.erase(kRerunPlanKey);
+  });
   ASSERT_TRUE(p.session);
   ASSERT_TRUE(p.session->Diff().ok());
   ScriptedRunner runner;
@@ -238,22 +286,22 @@ TEST(AnalysisSession, ConfirmMeasuresTheRerunInTheDiffsDomain) {
   // The machine is as fast as when A was recorded: the control takes the
   // recorded time, the flipped run half of it.
   ScriptedRunner runner;
-  runner.on_record = [&](const RecordRunRequest& req) { rerun(req, req.env.count("MAGNETON_OVERRIDES") ? 0.5 : 1.0); };
+  runner.on_record = [&](const RecordRunRequest& req) { rerun(req, req.plan.env.count("MAGNETON_OVERRIDES") ? 0.5 : 1.0); };
   auto outcome = p.session->Confirm(runner, RerunPolicy{}, 0.05);
   ASSERT_TRUE(outcome.ok()) << outcome.status().message();
   ASSERT_TRUE(outcome->ran) << outcome->sentence;
   // Controls (the command as recorded, no override) and flipped runs alternate, two of each by default.
   ASSERT_EQ(runner.records.size(), 4u);
-  for (size_t k = 0; k < 4; ++k) EXPECT_EQ(runner.records[k].env.count("MAGNETON_OVERRIDES"), k % 2) << k;
+  for (size_t k = 0; k < 4; ++k) EXPECT_EQ(runner.records[k].plan.env.count("MAGNETON_OVERRIDES"), k % 2) << k;
   EXPECT_NE(runner.records[0].output, runner.records[2].output);
   const RecordRunRequest& control = runner.records[0];
-  EXPECT_EQ(control.argv, (std::vector<std::string>{"/bin/sh", "-c", "python net.py --fused"}));
-  EXPECT_FALSE(control.env.count("MAGNETON_OVERRIDES"));
+  EXPECT_EQ(control.plan.argv, (std::vector<std::string>{"python", "net.py", "--fused"}));
+  EXPECT_FALSE(control.plan.env.count("MAGNETON_OVERRIDES"));
   const RecordRunRequest& req = runner.records[1];
-  EXPECT_EQ(req.argv, (std::vector<std::string>{"/bin/sh", "-c", "python net.py --fused"}));
-  EXPECT_EQ(req.cwd, p.dir);
-  ASSERT_TRUE(req.env.count("MAGNETON_OVERRIDES"));
-  const nlohmann::json overrides = nlohmann::json::parse(req.env.at("MAGNETON_OVERRIDES"));
+  EXPECT_EQ(req.plan.argv, (std::vector<std::string>{"python", "net.py", "--fused"}));
+  EXPECT_EQ(req.plan.cwd, p.dir);
+  ASSERT_TRUE(req.plan.env.count("MAGNETON_OVERRIDES"));
+  const nlohmann::json overrides = nlohmann::json::parse(req.plan.env.at("MAGNETON_OVERRIDES"));
   ASSERT_EQ(overrides.size(), 1u);
   EXPECT_FALSE(overrides[0]["key"].get<std::string>().empty());
   EXPECT_TRUE(outcome->confirmed) << outcome->sentence;
@@ -276,7 +324,7 @@ TEST(AnalysisSession, ConfirmMeasuresTheRerunInTheDiffsDomain) {
   ScriptedRunner spiky;
   int flips = 0;
   spiky.on_record = [&](const RecordRunRequest& r) {
-    const bool flip = r.env.count("MAGNETON_OVERRIDES");
+    const bool flip = r.plan.env.count("MAGNETON_OVERRIDES");
     rerun(r, flip ? (++flips == 1 ? 1.5 : 0.5) : 1.0);
   };
   auto spiked = p.session->Confirm(spiky, RerunPolicy{}, 0.05);

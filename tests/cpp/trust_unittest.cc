@@ -12,6 +12,7 @@
 #include "magneton/recorder.h"
 #include "magneton/trace_reader.h"
 #include "test_util.h"
+#include "trace/rerun_plan.h"
 #include "trust/trace_trust.h"
 #include "trust/trust_key.h"
 
@@ -27,6 +28,8 @@ RunMetadata Meta() {
   m.cwd = "/home/me";
   m.host = "box";
   m.start_unix_ns = 1700000000123456789;
+  m.extra[kRerunPlanKey] =
+      EncodeRunPlan({{"python", "/home/me/a.py", "--steps", "3"}, "/home/me", {}, "/usr/bin/python3"});
   return m;
 }
 
@@ -106,12 +109,16 @@ TEST(TraceTrust, SignedRunVerifiesUnderTheSameKeyAndHost) {
 TEST(TraceTrust, AnyEditOfWhatRunsBreaksTheSignature) {
   const std::string key = testing::TempPath("trust.key");
   const RunMetadata m = Signed(Meta(), key);
-  std::vector<RunMetadata> tampered(5, m);
-  tampered[0].command_line = "/bin/sh -c 'touch pwned'";
-  tampered[1].cwd = "/tmp";
+  std::vector<RunMetadata> tampered(7, m);
+  tampered[0].extra[kRerunPlanKey] = EncodeRunPlan({{"/bin/sh", "-c", "touch pwned"}, "/home/me", {}, ""});
+  tampered[1].extra[kRerunPlanKey] =
+      EncodeRunPlan({{"python", "/home/me/a.py", "--steps", "3"}, "/tmp", {}, "/usr/bin/python3"});
   tampered[2].host = "other";
   tampered[3].start_unix_ns += 1;
   tampered[4].label = "b";
+  tampered[5].extra[kRerunPlanKey] = EncodeRunPlan(
+      {{"python", "/home/me/a.py", "--steps", "3"}, "/home/me", {{"LD_PRELOAD", "/tmp/x.so"}}, "/usr/bin/python3"});
+  tampered[6].extra.erase(kRerunPlanKey);
   for (const RunMetadata& t : tampered) {
     const RerunAuthority a = VerifyRerunAuthority(t, {key, t.host});
     EXPECT_FALSE(a.trusted);
@@ -119,9 +126,49 @@ TEST(TraceTrust, AnyEditOfWhatRunsBreaksTheSignature) {
   }
   // A signature copied from another trace does not fit this one either.
   RunMetadata other = Meta();
-  other.command_line = "/bin/sh -c 'touch pwned'";
+  other.extra[kRerunPlanKey] = EncodeRunPlan({{"/bin/sh", "-c", "touch pwned"}, "/home/me", {}, ""});
   other.extra[kSignatureKey] = m.extra.at(kSignatureKey);
   EXPECT_FALSE(VerifyRerunAuthority(other, {key, "box"}).trusted);
+}
+
+// Version 2 signs the plan; a version-1 signature (over the redacted command
+// line, which two different commands could share) never verifies.
+TEST(TraceTrust, VersionOneSignaturesDoNotVerify) {
+  const std::string key = testing::TempPath("trust.key");
+  RunMetadata m = Signed(Meta(), key);
+  std::string& sig = m.extra.at(kSignatureKey);
+  ASSERT_EQ(sig.rfind("hmac-sha256:v2:", 0), 0u) << sig;
+  EXPECT_NE(SignedMessage(m).find(m.extra.at(kRerunPlanKey)), std::string::npos);
+  sig.replace(0, 15, "hmac-sha256:v1:");
+  EXPECT_FALSE(VerifyRerunAuthority(m, {key, "box"}).trusted);
+}
+
+TEST(RerunPlan, RoundTripsCanonicallyAndRefusesAnythingElse) {
+  const RunPlan plan{{"env", "A=1", "python", "it's a.py"}, "/w d", {{"OMP_NUM_THREADS", "4"}}, "/usr/bin/python3"};
+  const std::string text = EncodeRunPlan(plan);
+  EXPECT_EQ(text, R"({"argv":["env","A=1","python","it's a.py"],"cwd":"/w d","env":{"OMP_NUM_THREADS":"4"},)"
+                  R"("interpreter":"/usr/bin/python3","version":1})");
+  auto back = DecodeRunPlan(text);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(*back, plan);
+  for (const char* bad : {R"({"argv":[],"cwd":"","env":{},"interpreter":"","version":1})",
+                          R"({"argv":["a"],"cwd":"","env":{},"interpreter":"","version":2})",
+                          R"({"argv":["a"],"cwd":"","env":{},"interpreter":"","version":1,"shell":"sh"})",
+                          R"({"argv":["a"],"cwd":"","env":{"A B":"1"},"interpreter":"","version":1})",
+                          R"({"argv":["a"],"cwd":"","env":{},"interpreter":"", "version":1})",
+                          R"({"argv":["a"],"argv":["b"],"cwd":"","env":{},"interpreter":"","version":1})",
+                          R"({"argv":[1],"cwd":"","env":{},"interpreter":"","version":1})", "python a.py"}) {
+    EXPECT_FALSE(DecodeRunPlan(bad).ok()) << bad;
+  }
+  // The display string: shell-quoted, never run.
+  EXPECT_EQ(ShellQuoteArgv(plan.argv), "env A=1 python 'it'\\''s a.py'");
+  EXPECT_EQ(DescribeRunPlan(plan), "cd '/w d' && env OMP_NUM_THREADS=4 env A=1 python 'it'\\''s a.py'");
+  EXPECT_FALSE(PlanHoldsRedaction(plan));
+  RunPlan redacted = plan;
+  redacted.argv.push_back("<redacted>");
+  EXPECT_TRUE(PlanHoldsRedaction(redacted));
+  RunMetadata no_plan;
+  EXPECT_EQ(StoredRunPlan(no_plan).status().code(), StatusCode::kNotFound);
 }
 
 TEST(TraceTrust, AnotherUsersKeyOrNoKeyIsNotTrusted) {
@@ -182,8 +229,10 @@ Status Exec(const std::string& path, const std::string& sql) {
   return rc == SQLITE_OK ? Status::Ok() : Internal(msg);
 }
 
-// End to end: the Recorder signs under $XDG_CONFIG_HOME's key, the reader
-// gives the signature back, and an edited command line no longer verifies.
+// End to end: the Recorder redacts and signs the plan under $XDG_CONFIG_HOME's
+// key, the reader gives both back, and an edited plan no longer verifies —
+// including the edit of a redacted argument, which v1 (over the redacted
+// command line) could not see.
 TEST(TraceTrust, RecordedTracesAreSignedAndEditsAreCaught) {
   const std::string config = testing::TempPath("xdg");
   const char* old = std::getenv("XDG_CONFIG_HOME");
@@ -195,7 +244,9 @@ TEST(TraceTrust, RecordedTracesAreSignedAndEditsAreCaught) {
   const std::string path = testing::TempPath("signed.mtrace");
   RunMetadata meta;
   meta.label = "signed";
-  meta.command_line = "env HF_TOKEN=hf_secret python a.py";  // signed as stored: redacted
+  meta.command_line = "ignored: derived from the plan";
+  meta.extra[kRerunPlanKey] =
+      EncodeRunPlan({{"env", "HF_TOKEN=hf_secret", "python", "a.py", "--api-key", "abc123"}, "", {}, "python3"});
   RecorderOptions options;
   options.sample_energy = false;
   ASSERT_TRUE(Recorder::Start(path, meta, options).ok());
@@ -204,13 +255,23 @@ TEST(TraceTrust, RecordedTracesAreSignedAndEditsAreCaught) {
 
   auto trace = ReadTrace(path);
   ASSERT_TRUE(trace.ok()) << trace.status().message();
-  EXPECT_EQ(trace->meta.command_line, "env HF_TOKEN='<redacted>' python a.py");
+  // Derived from the plan, then as the writer stores every command line.
+  EXPECT_EQ(trace->meta.command_line, "env HF_TOKEN='<redacted>' python a.py --api-key '<redacted>'");
+  auto stored = StoredRunPlan(trace->meta);
+  ASSERT_TRUE(stored.ok()) << stored.status().message();
+  EXPECT_EQ(stored->argv,
+            (std::vector<std::string>{"env", "HF_TOKEN=<redacted>", "python", "a.py", "--api-key", "<redacted>"}));
+  EXPECT_EQ(stored->cwd, trace->meta.cwd);
+  EXPECT_TRUE(PlanHoldsRedaction(*stored));
   EXPECT_EQ(Mode(key), 0600);
   const TrustContext here{key, trace->meta.host};
   const RerunAuthority ok = VerifyRerunAuthority(*trace, here);
   EXPECT_TRUE(ok.trusted) << ok.reason;
 
-  ASSERT_TRUE(Exec(path, "UPDATE meta SET value = '/bin/sh -c \"touch pwned\"' WHERE key = 'command_line'").ok());
+  ASSERT_TRUE(Exec(path, "UPDATE meta SET value = replace(value, '\"abc123\"', '\"$(touch X;echo x)\"') "
+                         "WHERE key = 'rerun.plan'").ok());
+  ASSERT_TRUE(Exec(path, "UPDATE meta SET value = replace(value, '<redacted>\"]', '$(touch X;echo x)\"]') "
+                         "WHERE key = 'rerun.plan'").ok());
   auto edited = ReadTrace(path);
   ASSERT_TRUE(edited.ok());
   const RerunAuthority no = VerifyRerunAuthority(*edited, here);

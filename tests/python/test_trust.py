@@ -21,7 +21,7 @@ from conftest import fast_path_script, require, run_cli
 
 require("torch")
 
-SCRIPT = fast_path_script("TORCH_FAST_PATH")
+SCRIPT = fast_path_script("TORCH_FAST_PATH_ENABLE")
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def recorded(tmp_path_factory):
     script.write_text(SCRIPT)
     a, b = project / "slow.mtrace", project / "fast.mtrace"
     for out, value in ((a, "0"), (b, "1")):
-        r = run_cli("record", "--values", "-o", str(out), "--", "env", f"TORCH_FAST_PATH={value}", sys.executable,
+        r = run_cli("record", "--values", "-o", str(out), "--", "env", f"TORCH_FAST_PATH_ENABLE={value}", sys.executable,
                     str(script), cwd=str(project))
         assert r.returncode == 0, r.stderr
     return root, script, a, b
@@ -49,7 +49,13 @@ def copy_with(src, dst, sql, *params):
 
 
 def with_command(src, dst, command):
-    return copy_with(src, dst, "UPDATE meta SET value = ? WHERE key = 'command_line'", command)
+    """The trace with its re-run plan (what a re-run executes) edited to run `command` through a shell."""
+    db = sqlite3.connect(src)
+    plan = json.loads(db.execute("SELECT value FROM meta WHERE key = 'rerun.plan'").fetchone()[0])
+    db.close()
+    plan["argv"] = ["/bin/sh", "-c", command]
+    return copy_with(src, dst, "UPDATE meta SET value = ? WHERE key = 'rerun.plan'",
+                     json.dumps(plan, sort_keys=True, separators=(",", ":")))
 
 
 def line_diagnoses(report_path):
@@ -68,15 +74,15 @@ def test_signed_traces_are_re_run(recorded, tmp_path):
     assert "re-running A and B" in r.stderr and "will not re-run" not in r.stderr, r.stderr
     lines = line_diagnoses(report)
     assert lines and lines[0]["found"], r.stdout + r.stderr
-    assert lines[0]["origin"]["name"] == "TORCH_FAST_PATH"
+    assert lines[0]["origin"]["name"] == "TORCH_FAST_PATH_ENABLE"
     assert os.path.exists(f"{a1}.lines.A.json") and os.path.exists(f"{a1}.lines.B.json")
 
 
 def test_edited_command_runs_nothing_without_rerun(recorded, tmp_path):
     root, script, a, b = recorded
     marker = tmp_path / "pwned"
-    command = f"/bin/sh -c 'touch {marker}'"
-    b_edit = with_command(b, tmp_path / "b_edit.mtrace", command)
+    command = f"/bin/sh -c 'touch {marker}'"  # as printed: the plan's argv shell-quoted
+    b_edit = with_command(b, tmp_path / "b_edit.mtrace", f"touch {marker}")
     a1 = str(shutil.copy(a, tmp_path / "a1.mtrace"))
     report = tmp_path / "r.json"
     r = run_cli("diff", a1, b_edit, "--json", str(report), "--min-share", "0.01")
@@ -119,12 +125,12 @@ def test_confirm_needs_both_traces_trusted(recorded, tmp_path):
     a1 = str(shutil.copy(a, tmp_path / "a1.mtrace"))
     r = run_cli("diff", a1, str(b), "--min-share", "0.01", "--no-rerun", "--confirm")
     assert r.returncode == 0, r.stderr
-    assert "--confirm: re-running A (env TORCH_FAST_PATH=1 " in r.stdout, r.stdout
+    assert "--confirm: re-running A (env TORCH_FAST_PATH_ENABLE=1 " in r.stdout, r.stdout
     assert os.path.exists(a1 + ".confirm.mtrace")
 
     marker = tmp_path / "pwned"
-    command = f"/bin/sh -c 'touch {marker}'"
-    a_edit = with_command(a, tmp_path / "a_edit.mtrace", command)
+    command = f"/bin/sh -c 'touch {marker}'"  # as printed: the plan's argv shell-quoted
+    a_edit = with_command(a, tmp_path / "a_edit.mtrace", f"touch {marker}")
     r = run_cli("diff", a_edit, str(b), "--min-share", "0.01", "--no-rerun", "--confirm")
     assert r.returncode == 0, r.stderr
     assert "--confirm: nothing re-run: not re-run, a trace is not trusted" in r.stdout, r.stdout
@@ -132,7 +138,7 @@ def test_confirm_needs_both_traces_trusted(recorded, tmp_path):
     assert not marker.exists() and not os.path.exists(a_edit + ".confirm.mtrace")
 
     # B supplies the value: an untrusted B is refused even though A's command is A's own.
-    b_edit = with_command(b, tmp_path / "b_edit.mtrace", command)
+    b_edit = with_command(b, tmp_path / "b_edit.mtrace", f"touch {marker}")
     a2 = str(shutil.copy(a, tmp_path / "a2.mtrace"))
     r = run_cli("diff", a2, b_edit, "--min-share", "0.01", "--no-rerun", "--confirm")
     assert r.returncode == 0, r.stderr
@@ -151,7 +157,7 @@ def test_reports_show_source_only_from_the_recorded_program(recorded, tmp_path):
     with open(report) as f:
         snippets = [f["diagnosis"]["deviation_point"]["snippet"] for f in json.load(f)["findings"]
                     if f["diagnosis"] and f["diagnosis"]["deviation_point"]]
-    assert any(s["file"] == str(script) and any("TORCH_FAST_PATH" in line for line in s["lines"]) for s in snippets)
+    assert any(s["file"] == str(script) and any("TORCH_FAST_PATH_ENABLE" in line for line in s["lines"]) for s in snippets)
 
     outside = tmp_path / "outside"
     outside.mkdir()

@@ -48,6 +48,7 @@ def _start():
     # root leaves the job's path (and the bootstrap) to the ranks it starts.
     label = os.environ.pop("MAGNETON_RECORD_LABEL", None)
     command_line = os.environ.pop("MAGNETON_COMMAND_LINE", None)
+    rerun_plan = os.environ.pop("MAGNETON_RERUN_PLAN", None)  # record_child.cc: argv, cwd, env, interpreter
     values = os.environ.pop("MAGNETON_RECORD_VALUES", "0") == "1"
     # The getenv interposer (record_child.cc) stays loaded here; the script's
     # own children run without it (ranks of a job too: their native env reads
@@ -80,7 +81,7 @@ def _start():
         return float(text) if text else None
 
     # Not popped: the ranks of a distributed job record the same window.
-    magneton.start(path, label=label, command_line=command_line, values=values,
+    magneton.start(path, label=label, command_line=command_line, values=values, rerun_plan=rerun_plan,
                    window=os.environ.get("MAGNETON_RECORD_WINDOW") or None,
                    start_after=seconds("MAGNETON_RECORD_START_AFTER"), duration=seconds("MAGNETON_RECORD_DURATION"))
     atexit.register(magneton.stop)
