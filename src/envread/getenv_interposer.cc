@@ -64,6 +64,45 @@ void Note(const char* name, size_t n) {
   g_dropped.fetch_add(1, std::memory_order_relaxed);
 }
 
+// The loader has read LD_PRELOAD by now: this process keeps the interposer,
+// but the entry leaves the environment so nothing this process starts — a
+// shell, a compiler, `env` — inherits it (issue 33: it reaches Python
+// processes only; a Python child that records gets it back through the
+// bootstrap's re-exec, python/magneton/_bootstrap/sitecustomize.py). Edits
+// `environ` in place: no allocation, before any other thread exists.
+bool EndsWithLibName(const char* begin, const char* end) {
+  static constexpr char kName[] = "libmagneton_getenv.so";
+  const size_t n = sizeof(kName) - 1;
+  return static_cast<size_t>(end - begin) >= n && std::memcmp(end - n, kName, n) == 0;
+}
+
+__attribute__((constructor)) void DropSelfFromPreload() {
+  static constexpr char kKey[] = "LD_PRELOAD=";
+  const size_t key_len = sizeof(kKey) - 1;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    if (std::strncmp(*e, kKey, key_len) != 0) continue;
+    // Rewrites the value without our entries: entries are separated by ':' or spaces.
+    char* const value = *e + key_len;
+    char* out = value;
+    for (char* p = value; *p != '\0';) {
+      char* q = p;
+      while (*q != '\0' && *q != ':' && *q != ' ') ++q;
+      if (q > p && !EndsWithLibName(p, q)) {
+        if (out != value) *out++ = ':';
+        std::memmove(out, p, static_cast<size_t>(q - p));
+        out += q - p;
+      }
+      p = *q != '\0' ? q + 1 : q;
+    }
+    *out = '\0';
+    if (out == value) {  // nothing else preloaded: the variable goes
+      char** d = e;
+      while ((d[0] = d[1]) != nullptr) ++d;
+      --e;
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" {
