@@ -79,27 +79,34 @@ bool EndsWithLibName(const char* begin, const char* end) {
 __attribute__((constructor)) void DropSelfFromPreload() {
   static constexpr char kKey[] = "LD_PRELOAD=";
   const size_t key_len = sizeof(kKey) - 1;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    if (std::strncmp(*e, kKey, key_len) != 0) continue;
+  if (environ == nullptr) return;
+  for (size_t i = 0; environ[i] != nullptr;) {
+    char* const entry = environ[i];
+    if (std::strncmp(entry, kKey, key_len) != 0) {
+      ++i;
+      continue;
+    }
     // Rewrites the value without our entries: entries are separated by ':' or spaces.
-    char* const value = *e + key_len;
+    char* const value = entry + key_len;
     char* out = value;
     for (char* p = value; *p != '\0';) {
       char* q = p;
       while (*q != '\0' && *q != ':' && *q != ' ') ++q;
+      const bool last = *q == '\0';
       if (q > p && !EndsWithLibName(p, q)) {
         if (out != value) *out++ = ':';
         std::memmove(out, p, static_cast<size_t>(q - p));
         out += q - p;
       }
-      p = *q != '\0' ? q + 1 : q;
+      p = last ? q : q + 1;
     }
     *out = '\0';
-    if (out == value) {  // nothing else preloaded: the variable goes
-      char** d = e;
-      while ((d[0] = d[1]) != nullptr) ++d;
-      --e;
+    if (out != value) {
+      ++i;
+      continue;
     }
+    // Nothing else preloaded: the variable goes (the later entries move up one).
+    for (size_t j = i; environ[j] != nullptr; ++j) environ[j] = environ[j + 1];
   }
 }
 
