@@ -14,7 +14,8 @@ StatusOr<diagnose::SourceRoots> ReportSourceRoots(const std::vector<const Trace*
   const trust::TrustContext context = trust::TrustContext::Current();
   for (const Trace* trace : traces) {
     if (!trust::VerifyRerunAuthority(*trace, context).trusted) continue;
-    for (const std::string& dir : diagnose::SourceRoots::Of(*trace).dirs()) roots.Add(dir);
+    const diagnose::SourceRoots own = diagnose::SourceRoots::Of(*trace);
+    for (const std::string& dir : own.dirs()) roots.Add(dir);
   }
   return roots;
 }

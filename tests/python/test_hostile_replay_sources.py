@@ -69,7 +69,7 @@ def from_file_copy(add_trace, dst, victim, foreign=False):
     (op_id, *_), = TraceDB(str(add_trace)).ops("aten::add.Tensor")[:1]
     args = json.dumps([str(victim), True, 4096, None, None, None, None])
     statements = [("UPDATE strings SET value = 'aten::from_file' WHERE value = 'aten::add.Tensor'", ()),
-                  ("UPDATE ops SET args = ? WHERE id = ?", (args, op_id))]
+                  ("UPDATE op_args SET args = ? WHERE id = (SELECT args_id FROM op_rows WHERE id = ?)", (args, op_id))]
     if foreign:
         statements.append(("UPDATE meta SET value = '/tmp/elsewhere' WHERE key = 'cwd'", ()))
     return copy_with(add_trace, dst, *statements), op_id
