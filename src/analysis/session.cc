@@ -252,7 +252,14 @@ Status AnalysisSession::TraceLines(ProcessRunner& runner, const RerunPolicy& pol
   std::error_code ec;
   const std::string prefix = std::filesystem::absolute(data_->a.front().path, ec).string();
   Say("re-running A and B with " + chosen->deviation.frame_a + " traced line by line (--no-rerun skips this)");
-  auto line = analysis::RunLineDiagnosis(a, b, chosen->deviation, prefix, runner, policy, &data_->source_roots);
+  // The step may run both commands (they are this user's, or --rerun said so): it may read their folders too.
+  // A copy shares the list of files read, so the report still names them.
+  diagnose::SourceRoots roots = data_->source_roots;
+  for (const Trace* t : {&a, &b}) {
+    const diagnose::SourceRoots own = diagnose::SourceRoots::Of(*t);
+    for (const std::string& dir : own.dirs()) roots.Add(dir);
+  }
+  auto line = analysis::RunLineDiagnosis(a, b, chosen->deviation, prefix, runner, policy, &roots);
   if (!line.ok()) {
     Say("no line-level diagnosis: " + line.status().message());
     note(line.status().message());
