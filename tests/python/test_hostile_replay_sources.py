@@ -268,3 +268,23 @@ def test_interposer_in_a_direct_python_child(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "LD_PRELOAD" not in [line.split("=", 1)[0] for line in inner.read_text().splitlines()]
     assert TraceDB(str(out)).config()["env." + read] == "native-value"
+
+
+def test_python_diff_takes_the_same_source_roots(recorded, tmp_path):
+    import magneton
+
+    a_x, b_x, settings, secret = hostile_copies(recorded, tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    cwd = os.getcwd()
+    os.chdir(work)  # the process's directory is the one allowed folder, as for `magneton diff`
+    try:
+        plain = magneton.diff(a_x, b_x, min_share=0.01)
+        consented = magneton.diff(a_x, b_x, min_share=0.01, source_roots=[settings.parent])
+        with pytest.raises(Exception, match="too wide"):
+            magneton.diff(a_x, b_x, min_share=0.01, source_roots=["/"])
+    finally:
+        os.chdir(cwd)
+    assert "hunter2" not in json.dumps(plain.json) + plain.html + plain.verbose_text
+    assert plain.json["sources_read"] == []
+    assert consented.json["sources_read"] == [str(settings)]
