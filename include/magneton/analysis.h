@@ -28,6 +28,10 @@ struct AnalysisOptions {
   double min_same_work_share = 0.05;  // noise floor of findings whose only evidence is timing
   std::string domain;                // energy domain; "": the largest one both sides have
   bool leaf_ops = false;             // match innermost ops instead of top-level ops
+  // Folders reports may read source snippets from besides the current
+  // directory (`--source-root`); a trace's own recorded folders count only
+  // when it verifies as this user's recording (docs/DIFF.md, "Source snippets").
+  std::vector<std::string> source_roots;
 };
 
 // Whether a re-run may start a command a trace names (docs/DIFF.md, "Re-runs").

@@ -174,17 +174,21 @@ def _runs(side) -> list[str]:
 
 def diff(a, b, tau: float = 0.10, epsilon: float = 1e-2, min_share: float = 0.01, max_slowdown: float = 0.01,
          min_same_work_share: float = 0.05, domain: str | None = None, leaf_ops: bool = False,
-         rerun: bool = False, progress=None) -> Diff:
+         rerun: bool = False, progress=None, source_roots=()) -> Diff:
     """``magneton diff a b``: where one run spends more energy than the other for the same results, and why.
 
     a, b: a trace path, or a list of repeated recordings of each side (paired in order), which gives every
     finding an interval over the runs. The options are the CLI's (docs/DIFF.md). Recorded commands are never
     started again unless ``rerun=True`` (the line-level step of the top finding: a trace's command line is
     code, run it only for traces you trust). progress: called with each line the analysis says (re-runs).
+    source_roots: folders source snippets may be read from besides the current directory (``--source-root``);
+    a trace's own recorded folders count only when it is this user's signed recording. The report lists the
+    files it read (``sources_read``).
     """
     from magneton import _analysis
 
     result = _analysis.diff(_runs(a), _runs(b), tau=tau, epsilon=epsilon, max_slowdown=max_slowdown,
                             min_share=min_share, min_same_work_share=min_same_work_share, domain=domain or "",
-                            leaf_ops=leaf_ops, rerun=rerun, progress=progress)
+                            leaf_ops=leaf_ops, rerun=rerun, progress=progress,
+                            source_roots=[_os.fspath(p) for p in source_roots])
     return Diff(result)

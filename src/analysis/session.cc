@@ -8,6 +8,7 @@
 #include "analysis/line_rerun.h"
 #include "analysis/rerun_authority.h"
 #include "analysis/session_data.h"
+#include "analysis/source_access.h"
 #include "analysis/step_window.h"
 #include "diagnose/counterfactual.h"
 #include "diagnose/line_diagnosis.h"
@@ -65,8 +66,10 @@ detect::Options SessionData::detect_options() const {
 }
 
 report::DiffReportInput SessionData::report_input() const {
-  return report::DiffReportInput{Joined(a, repeats, true), Joined(b, repeats, false), &trace_a(), &trace_b(),
-                                 detection ? &*detection : nullptr, &diagnoses};
+  report::DiffReportInput in{Joined(a, repeats, true), Joined(b, repeats, false), &trace_a(), &trace_b(),
+                             detection ? &*detection : nullptr, &diagnoses};
+  in.source_roots = &source_roots;
+  return in;
 }
 
 StatusOr<MatchResult> MatchRuns(const SessionData& data, const MatchOptions& options) {
@@ -169,6 +172,15 @@ StatusOr<std::unique_ptr<AnalysisSession>> AnalysisSession::FromData(std::unique
     std::string note = analysis::EqualizeSteps(p.a.trace, p.a.fingerprints, p.b.trace, p.b.fingerprints);
     if (!note.empty()) data->notes.push_back(p.a.path + " vs " + p.b.path + ": " + std::move(note));
   }
+  {
+    std::error_code ec;
+    const std::string cwd = std::filesystem::current_path(ec).string();
+    std::vector<const Trace*> traces;
+    for (const auto& run : data->a) traces.push_back(&run.trace);
+    for (const auto& run : data->b) traces.push_back(&run.trace);
+    MAGNETON_ASSIGN_OR_RETURN(data->source_roots,
+                              analysis::ReportSourceRoots(traces, ec ? "" : cwd, data->options.source_roots));
+  }
   // Matching needs no energy; a pair without a common domain fails only the
   // steps that compare energy.
   data->energy_status = [&]() -> Status {
@@ -212,7 +224,9 @@ Status AnalysisSession::Diff() {
   if (!data_->match) MAGNETON_RETURN_IF_ERROR(Match());
   MAGNETON_ASSIGN_OR_RETURN(data_->detection, analysis::DetectRuns(*data_, *data_->match, data_->repeat_matches,
                                                                      data_->detect_options()));
-  data_->diagnoses = diagnose::Diagnose(data_->trace_a(), data_->trace_b(), *data_->detection);
+  diagnose::Options options;
+  options.source_roots = &data_->source_roots;
+  data_->diagnoses = diagnose::Diagnose(data_->trace_a(), data_->trace_b(), *data_->detection, options);
   return Status::Ok();
 }
 
@@ -245,7 +259,14 @@ Status AnalysisSession::TraceLines(ProcessRunner& runner, const RerunPolicy& pol
   std::error_code ec;
   const std::string prefix = std::filesystem::absolute(data_->a.front().path, ec).string();
   Say("re-running A and B with " + chosen->deviation.frame_a + " traced line by line (--no-rerun skips this)");
-  auto line = analysis::RunLineDiagnosis(a, b, chosen->deviation, prefix, runner, policy);
+  // The step may run both commands (they are this user's, or --rerun said so): it may read their folders too.
+  // A copy shares the list of files read, so the report still names them.
+  diagnose::SourceRoots roots = data_->source_roots;
+  for (const Trace* t : {&a, &b}) {
+    const diagnose::SourceRoots own = diagnose::SourceRoots::Of(*t);
+    for (const std::string& dir : own.dirs()) roots.Add(dir);
+  }
+  auto line = analysis::RunLineDiagnosis(a, b, chosen->deviation, prefix, runner, policy, &roots);
   if (!line.ok()) {
     Say("no line-level diagnosis: " + line.status().message());
     note(line.status().message());

@@ -45,6 +45,9 @@ struct SessionData {
   std::vector<MatchResult> repeat_matches;  // one per repeats entry, with match
   std::optional<detect::DetectResult> detection;
   std::vector<diagnose::Diagnosis> diagnoses;
+  // Where report snippets come from (analysis/source_access.h); it notes the
+  // files read, which the reports list.
+  diagnose::SourceRoots source_roots;
   // What loading changed about the runs compared (step_window.h), for the reader.
   std::vector<std::string> notes;
 

@@ -144,7 +144,8 @@ NB_MODULE(_analysis, m) {
         "domain: '' for the one with the most energy.");
   m.def("diff", [](const std::vector<std::string>& runs_a, const std::vector<std::string>& runs_b, double tau,
                    double epsilon, double max_slowdown, double min_share, double min_same_work_share,
-                   const std::string& domain, bool leaf_ops, bool rerun, nb::object progress) {
+                   const std::string& domain, bool leaf_ops, bool rerun, nb::object progress,
+                   const std::vector<std::string>& source_roots) {
     magneton::AnalysisOptions options;
     options.tau = tau;
     options.epsilon = epsilon;
@@ -153,9 +154,10 @@ NB_MODULE(_analysis, m) {
     options.min_same_work_share = min_same_work_share;
     options.domain = domain;
     options.leaf_ops = leaf_ops;
+    options.source_roots = source_roots;
     return Diff(runs_a, runs_b, options, rerun, std::move(progress));
   }, "runs_a"_a, "runs_b"_a, "tau"_a, "epsilon"_a, "max_slowdown"_a, "min_share"_a, "min_same_work_share"_a,
-     "domain"_a, "leaf_ops"_a, "rerun"_a, "progress"_a.none(),
+     "domain"_a, "leaf_ops"_a, "rerun"_a, "progress"_a.none(), "source_roots"_a = std::vector<std::string>{},
      "`magneton diff` of repeated recordings of each side: {domain, json, text, verbose_text, html}. "
      "rerun: the line-level step, which starts the recorded commands again.");
 }

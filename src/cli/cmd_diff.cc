@@ -42,6 +42,9 @@ class DiffCommand : public Command {
         ->default_val(0.05)
         ->check(CLI::Range(0.0, 1.0));
     sub->add_option("--domain", options_.domain, "Energy domain (default: the largest one both traces have)");
+    sub->add_option("--source-root", options_.source_roots,
+                    "A folder report snippets may be read from besides the current directory (repeatable; not / or "
+                    "$HOME); a trace's own recorded folders count only when it is your signed recording");
     sub->add_option("--json", json_path_, "Also write the report as JSON (docs/REPORT_FORMAT.md)");
     sub->add_option("--html", html_path_, "Also write a self-contained HTML report");
     sub->add_flag("--confirm", confirm_,

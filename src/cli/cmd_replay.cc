@@ -1,6 +1,13 @@
 // magneton replay run.mtrace [--top N | --ops ID,...]: re-executes recorded
 // PyTorch ops in a Python that has torch (the replay itself is C++ inside
 // magneton._torch_hook), and stores per-call time and energy in the trace.
+// A trace is data (docs/DIFF.md, "Which traces are re-run"): replay refuses
+// one that is not this user's own signed recording unless --allow-untrusted,
+// calls only the ops src/replay/replay_policy.h allows, and runs Python
+// isolated (-I) from the file path of the installed package's replay.py, so
+// neither the current directory nor PYTHON* variables add to sys.path.
+#include <filesystem>
+
 #include "cli/command.h"
 #include "runner/subprocess.h"
 
@@ -18,19 +25,30 @@ class ReplayCommand : public Command {
                     "Each of the rounds runs at least this long (default: 0.2 s for host ops, 2 s for GPU ops)");
     sub->add_option("--rounds", rounds_, "Rounds per op (their spread is reported)")->default_val(5);
     sub->add_flag("--no-store", no_store_, "Do not write results into the trace");
+    sub->add_flag("--allow-untrusted", allow_untrusted_,
+                  "Replay a trace that is not your own signed recording (someone else's, another host's, or edited); "
+                  "even then only side-effect-free ATen ops run");
     return sub;
   }
 
   int Run() override {
-    std::vector<std::string> argv = {runner::FindPython(),   "-m",        "magneton.replay", path_, "--top",
-                                     std::to_string(top_), "--min-round-s", std::to_string(min_round_s_),
-                                     "--rounds",     std::to_string(rounds_)};
+    const std::string python = runner::FindPython();
+    std::string error;
+    auto bootstrap = runner::FindBootstrapDir(python, &error);
+    if (!bootstrap) return Fail(error);
+    const std::filesystem::path script = std::filesystem::path(*bootstrap).parent_path() / "replay.py";
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(script, ec)) return Fail("the magneton package has no " + script.string());
+    std::vector<std::string> argv = {python,        "-I",           script.string(),
+                                     path_,         "--top",        std::to_string(top_),
+                                     "--min-round-s", std::to_string(min_round_s_), "--rounds",
+                                     std::to_string(rounds_)};
     if (!ops_.empty()) {
       argv.push_back("--ops");
       argv.push_back(ops_);
     }
     if (no_store_) argv.push_back("--no-store");
-    std::string error;
+    if (allow_untrusted_) argv.push_back("--allow-untrusted");
     int code = runner::RunChild(argv, {}, &error);
     if (code < 0) return Fail(error);
     return code;
@@ -43,6 +61,7 @@ class ReplayCommand : public Command {
   double min_round_s_ = 0;  // 0: the default of the op's device
   int rounds_ = 5;
   bool no_store_ = false;
+  bool allow_untrusted_ = false;
 };
 
 }  // namespace

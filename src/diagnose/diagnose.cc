@@ -328,7 +328,7 @@ const char* KindName(Kind kind) {
 std::vector<Diagnosis> Diagnose(const Trace& a, const Trace& b, const detect::DetectResult& result,
                                 const Options& options) {
   const std::vector<ConfigDifference> config_diff = DiffConfig(a, b);
-  const SourceRoots roots = SourceRoots::Of(a, b);
+  const SourceRoots roots = options.source_roots ? *options.source_roots : SourceRoots::Of(a, b);
   PathCache paths_a(a), paths_b(b);
   const std::set<std::string> names_run_a = NamesRun(a), names_run_b = NamesRun(b);
   std::vector<Diagnosis> out;

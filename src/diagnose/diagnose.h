@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -60,21 +61,32 @@ struct SourceSnippet {
 };
 // The files a report may read source lines from (docs/TRACE_FORMAT.md, "What
 // a trace contains"): Python source files (.py, regular files once links are
-// resolved) under the recorded programs' working directories or import paths
-// (meta `cwd`, `python.sys_path`). A trace names frame files; it never makes
-// a report read /etc/shadow or ~/.ssh/id_rsa.
+// resolved) under the roots. A trace names frame files; it never makes a
+// report read /etc/shadow or ~/.ssh/id_rsa. Which roots a report gets is the
+// caller's choice (analysis/source_access.h): for a trace that does not
+// verify as this user's own, only the directory `magneton diff` runs in and
+// --source-root folders; never `/` or $HOME itself. Every file a check lets
+// through is noted (files_read), so the report lists what went into it.
 class SourceRoots {
  public:
   SourceRoots() = default;  // no roots: nothing may be read
+  // The recorded program's own roots: meta `cwd` and `python.sys_path`.
   static SourceRoots Of(const Trace& trace);
   static SourceRoots Of(const Trace& a, const Trace& b);  // both programs' roots
-  void Add(const std::string& dir);  // a folder; one that does not exist is left out
+  // A folder; one that does not exist, `/` or $HOME itself is left out.
+  void Add(const std::string& dir);
+  // The same for a folder the user named (--source-root): InvalidArgument
+  // saying why when it is left out.
+  Status AddExplicit(const std::string& dir);
   // The resolved path of `file` when a report may read it, else why not.
   StatusOr<std::string> Check(const std::string& file) const;
   const std::vector<std::string>& dirs() const { return dirs_; }
+  // The resolved files Check let through so far, sorted (shared by copies).
+  std::vector<std::string> files_read() const;
 
  private:
   std::vector<std::string> dirs_;  // canonical
+  std::shared_ptr<std::set<std::string>> read_ = std::make_shared<std::set<std::string>>();
 };
 
 // The lines [line - before, line + after] of a file, if `roots` allow it and
@@ -250,6 +262,9 @@ struct Diagnosis {
 };
 
 struct Options {
+  // Where source snippets may come from; null: the traces' own roots
+  // (SourceRoots::Of(a, b)), for callers that analyse their own recordings.
+  const SourceRoots* source_roots = nullptr;
   size_t max_sites = 4;
   int window_lines = 60;
   bool include_equal = false;  // diagnose "equal" findings too

@@ -1,5 +1,6 @@
 // Which source files a report may read: only the recorded program's own
 // Python files, never whatever path a trace's frames name.
+#include <cstdlib>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -11,8 +12,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A root that would let a trace name any file: `/`, or the home directory
+// itself (~/.ssh, ~/.aws, dotfiles of every tool).
+std::string TooWide(const fs::path& real) {
+  if (real == real.root_path()) return "it is the file system's root";
+  const char* home = std::getenv("HOME");
+  std::error_code ec;
+  if (home != nullptr && *home != '\0' && fs::canonical(home, ec) == real && !ec) return "it is the home directory";
+  return "";
+}
+
 bool IsUnder(const std::string& path, const std::string& dir) {
-  if (dir == "/") return true;
   return path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/';
 }
 
@@ -51,16 +61,24 @@ SourceRoots SourceRoots::Of(const Trace& a, const Trace& b) {
   return roots;
 }
 
-void SourceRoots::Add(const std::string& dir) {
+void SourceRoots::Add(const std::string& dir) { (void)AddExplicit(dir); }
+
+Status SourceRoots::AddExplicit(const std::string& dir) {
   std::error_code ec;
   const fs::path real = fs::canonical(dir, ec);
-  if (ec || !fs::is_directory(real, ec)) return;
+  if (ec || !fs::is_directory(real, ec)) return InvalidArgument("source root " + dir + " is not a directory");
+  if (std::string why = TooWide(real); !why.empty()) {
+    return InvalidArgument("source root " + dir + " is too wide (" + why + "); name the project's folder");
+  }
   const std::string text = real.string();
   for (const std::string& d : dirs_) {
-    if (d == text) return;
+    if (d == text) return Status::Ok();
   }
   dirs_.push_back(text);
+  return Status::Ok();
 }
+
+std::vector<std::string> SourceRoots::files_read() const { return {read_->begin(), read_->end()}; }
 
 StatusOr<std::string> SourceRoots::Check(const std::string& file) const {
   std::error_code ec;
@@ -72,9 +90,13 @@ StatusOr<std::string> SourceRoots::Check(const std::string& file) const {
   }
   const std::string text = real.string();
   for (const std::string& dir : dirs_) {
-    if (IsUnder(text, dir)) return text;
+    if (IsUnder(text, dir)) {
+      read_->insert(text);
+      return text;
+    }
   }
-  return PermissionDenied(file + " is outside the recorded program's working directory and import paths");
+  return PermissionDenied(file + " is outside the folders reports read source from (the current directory, "
+                          "--source-root, and a verified trace's own working directory and import paths)");
 }
 
 }  // namespace magneton::diagnose

@@ -64,6 +64,52 @@ void Note(const char* name, size_t n) {
   g_dropped.fetch_add(1, std::memory_order_relaxed);
 }
 
+// The loader has read LD_PRELOAD by now: this process keeps the interposer,
+// but the entry leaves the environment so nothing this process starts — a
+// shell, a compiler, `env` — inherits it (issue 33: it reaches Python
+// processes only; a Python child that records gets it back through the
+// bootstrap's re-exec, python/magneton/_bootstrap/sitecustomize.py). Edits
+// `environ` in place: no allocation, before any other thread exists.
+bool EndsWithLibName(const char* begin, const char* end) {
+  static constexpr char kName[] = "libmagneton_getenv.so";
+  const size_t n = sizeof(kName) - 1;
+  return static_cast<size_t>(end - begin) >= n && std::memcmp(end - n, kName, n) == 0;
+}
+
+__attribute__((constructor)) void DropSelfFromPreload() {
+  static constexpr char kKey[] = "LD_PRELOAD=";
+  const size_t key_len = sizeof(kKey) - 1;
+  if (environ == nullptr) return;
+  for (size_t i = 0; environ[i] != nullptr;) {
+    char* const entry = environ[i];
+    if (std::strncmp(entry, kKey, key_len) != 0) {
+      ++i;
+      continue;
+    }
+    // Rewrites the value without our entries: entries are separated by ':' or spaces.
+    char* const value = entry + key_len;
+    char* out = value;
+    for (char* p = value; *p != '\0';) {
+      char* q = p;
+      while (*q != '\0' && *q != ':' && *q != ' ') ++q;
+      const bool last = *q == '\0';
+      if (q > p && !EndsWithLibName(p, q)) {
+        if (out != value) *out++ = ':';
+        std::memmove(out, p, static_cast<size_t>(q - p));
+        out += q - p;
+      }
+      p = last ? q : q + 1;
+    }
+    *out = '\0';
+    if (out != value) {
+      ++i;
+      continue;
+    }
+    // Nothing else preloaded: the variable goes (the later entries move up one).
+    for (size_t j = i; environ[j] != nullptr; ++j) environ[j] = environ[j + 1];
+  }
+}
+
 }  // namespace
 
 extern "C" {

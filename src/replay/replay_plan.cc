@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "base/format.h"
+#include "replay/replay_policy.h"
 #include "trace/op_args.h"
 #include "trace/op_times.h"
 
@@ -74,8 +75,14 @@ StatusOr<std::vector<PlannedOp>> PlanReplay(const Trace& trace, int top, const s
 std::string FormatReplayTable(const std::vector<ReplayRecord>& records) {
   std::string out = fmt::format("{:<60} {:>6} {:>12} {:>8} {:>14} {:>8} {:>14} {:>8}  {}\n", "op signature", "count",
                                 "µs/call", "±%", "µJ/call", "±%", "online µJ", "ratio", "provenance, method");
+  int refused = 0;
   for (const ReplayRecord& r : records) {
     std::string sig = ClipUtf8(r.signature, 60, "...");
+    if (r.error.rfind(kRefusedPrefix, 0) == 0) {
+      ++refused;
+      out += fmt::format("{:<60} {:>6}  not replayed, {}\n", sig, r.occurrences, r.error);
+      continue;
+    }
     if (!r.error.empty()) {
       out += fmt::format("{:<60} {:>6}  not replayed: {}\n", sig, r.occurrences, r.error);
       continue;
@@ -96,6 +103,10 @@ std::string FormatReplayTable(const std::vector<ReplayRecord>& records) {
     out += fmt::format("{:<60} {:>6} {:>12.3f} {:>8.1f} {:>14} {:>8} {:>14} {:>8}  {}\n", sig, r.occurrences,
                        r.duration_ns_mean / 1000.0, pct(r.duration_ns_stddev, r.duration_ns_mean), energy_text,
                        energy_pct, online_text, ratio, prov);
+  }
+  if (refused > 0) {
+    out += fmt::format("{} op signature{} refused: replay calls only side-effect-free ATen tensor ops "
+                       "(docs/ENERGY.md, \"Which ops replay runs\")\n", refused, refused == 1 ? "" : "s");
   }
   return out;
 }

@@ -241,6 +241,12 @@ std::string RenderDiffHtml(const DiffReportInput& in) {
     }
     h += "</div>";
   }
+  // What of this machine went into the report (source snippets), for a reader about to share it.
+  const std::vector<std::string> read = SourcesRead(in);
+  h += "<h2>Sources read</h2><p class=\"sources-read\">";
+  h += read.empty() ? std::string("none") : std::string();
+  for (size_t i = 0; i < read.size(); ++i) h += (i ? "<br>" : "") + ("<code>" + Esc(read[i]) + "</code>");
+  h += "</p>";
   h += "</body></html>\n";
   return h;
 }

@@ -208,6 +208,8 @@ json DiffToJson(const DiffReportInput& in) {
           {"b", Side(in.path_b, *in.b, r.b)},
           {"matched_region_pairs", r.matched_region_pairs},
           {"waste_saving_uj", WasteSavingUj(r)},
+          // The files snippets were read from: what of this machine went into the report.
+          {"sources_read", SourcesRead(in)},
           {"findings", findings}};
 }
 

@@ -23,7 +23,13 @@ struct DiffReportInput {
   // Terminal only: every finding's full evidence (op lists, call sites,
   // deviation point, line-trace chain, candidates), not the terse lines.
   bool verbose = false;
+  // The session's source roots: their files_read() are listed as
+  // "sources_read" (null: none listed).
+  const diagnose::SourceRoots* source_roots = nullptr;
 };
+
+// The source files the report's snippets came from (resolved paths), sorted.
+std::vector<std::string> SourcesRead(const DiffReportInput& in);
 
 // The diagnosis of findings[index], or null.
 const diagnose::Diagnosis* DiagnosisFor(const DiffReportInput& in, size_t index);

@@ -26,6 +26,10 @@ std::string Clip(const std::string& s, size_t width) { return ClipUtf8(s, width,
 
 }  // namespace
 
+std::vector<std::string> SourcesRead(const DiffReportInput& in) {
+  return in.source_roots ? in.source_roots->files_read() : std::vector<std::string>{};
+}
+
 const diagnose::Diagnosis* DiagnosisFor(const DiffReportInput& in, size_t index) {
   if (!in.diagnoses) return nullptr;
   for (const auto& d : *in.diagnoses) {
@@ -277,6 +281,11 @@ std::string RenderDiffTerminal(const DiffReportInput& in) {
                          cand.config.value_a, cand.config.value_b, cand.config.source,
                          cand.evidence.empty() ? "" : "  named at " + cand.evidence);
     }
+  }
+  if (in.verbose) {
+    const std::vector<std::string> read = SourcesRead(in);
+    out += read.empty() ? "\nsources read: none\n" : "\nsources read:\n";
+    for (const std::string& file : read) out += "  " + file + "\n";
   }
   if (!in.verbose && rank > 0) {
     out += "\n(-v for each finding's energy, interval basis, op lists, call sites, deviation point, line-trace chain "

@@ -61,14 +61,21 @@ StatusOr<RecordRunResult> RecordChild(const RecordRunRequest& req) {
   env["PYTHONPATH"] = *bootstrap + (old_path && *old_path ? std::string(":") + old_path : std::string());
   // The getenv interposer, installed beside the package's libraries, notes
   // the environment names native code reads (docs/TRACE_FORMAT.md,
-  // "Environment"). The child's bootstrap takes it out of LD_PRELOAD again,
-  // so the program's own children do not inherit it.
+  // "Environment"). It is for Python processes only: LD_PRELOAD goes into the
+  // child's environment only when the child is Python itself; otherwise the
+  // path travels in MAGNETON_GETENV_LIB_PATH and the bootstrap of the Python
+  // process that records (through `sh -c`, `env`, torchrun) re-executes
+  // itself once with it preloaded. The library takes itself out of
+  // LD_PRELOAD when it loads, so no process it runs in passes it on.
   std::filesystem::path interposer = std::filesystem::path(*bootstrap).parent_path() / "libmagneton_getenv.so";
   if (const char* override_path = std::getenv("MAGNETON_GETENV_LIB")) interposer = override_path;
   if (std::filesystem::exists(interposer, ec)) {
-    const char* old_preload = std::getenv("LD_PRELOAD");
-    env["MAGNETON_GETENV_PRELOADED"] = interposer.string();
-    env["LD_PRELOAD"] = interposer.string() + (old_preload && *old_preload ? std::string(":") + old_preload : "");
+    env["MAGNETON_GETENV_LIB_PATH"] = interposer.string();
+    if (python == req.argv[0]) {
+      const char* old_preload = std::getenv("LD_PRELOAD");
+      env["LD_PRELOAD"] = interposer.string() + (old_preload && *old_preload ? std::string(":") + old_preload : "");
+      env["MAGNETON_GETENV_REEXEC"] = "0";  // preloaded already: the bootstrap does not re-execute
+    }
   }
 
   const int code = RunChild(req.plan.argv, env, &error, req.plan.cwd, req.log_path);

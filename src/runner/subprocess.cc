@@ -152,7 +152,13 @@ std::string FindPython() {
 
 std::optional<std::string> FindBootstrapDir(const std::string& python, std::string* error) {
   if (const char* dir = std::getenv("MAGNETON_BOOTSTRAP_DIR")) return std::string(dir);
+  // The probe runs in whatever directory the user is in (a downloaded
+  // trace's folder, for `magneton replay`): `python -c` would put that folder
+  // first on sys.path, where a magneton/ or argparse.py of someone else's
+  // would run. Only PYTHONPATH (the user's own setting) and site-packages
+  // may locate the package.
   auto out = CaptureOutput({python, "-c",
+                            "import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]\n"
                             "import os, magneton._bootstrap as b; print(os.path.dirname(b.__file__))"});
   if (!out || out->empty()) {
     if (error) {

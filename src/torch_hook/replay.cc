@@ -5,6 +5,7 @@
 #include <c10/core/ScalarType.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 
+#include "replay/replay_policy.h"
 #include "torch_hook/replay_graph.h"
 #include "torch_hook/torch_names.h"
 #include "trace/op_args.h"
@@ -201,6 +202,69 @@ class StackBuilder {
   std::unordered_map<int64_t, at::Tensor> inputs_;  // by slot
 };
 
+c10::TypePtr UnwrapOptional(const c10::TypePtr& t) {
+  if (auto opt = t->castRaw<c10::OptionalType>()) return opt->getElementType();
+  return t;
+}
+
+bool IsTensorLike(const c10::TypePtr& type) {
+  c10::TypePtr t = UnwrapOptional(type);
+  if (auto list = t->castRaw<c10::ListType>()) t = UnwrapOptional(list->getElementType());
+  return t->kind() == c10::TypeKind::TensorType;
+}
+
+// The structural half of replay_policy.h: what the schema says the op may
+// touch. Argument types replay can build from data only; no string outside
+// the enum-like allowlist (a str is a path, a format, a name to look up); no
+// Storage, Stream, Generator or object; and every argument the op writes
+// (`Tensor(a!)`, out=) is a tensor — which replay allocates itself: StackBuilder
+// takes tensors only from the inputs MakeInput regenerated.
+Status CheckReplaySchema(const std::string& op_name, const std::string& base_name, const c10::FunctionSchema& schema,
+                         const json& args) {
+  auto refuse = [&](const c10::Argument& a, const std::string& why) {
+    return PermissionDenied(std::string(kRefusedPrefix) + op_name + ": argument '" + a.name() + "' " + why);
+  };
+  for (size_t i = 0; i < schema.arguments().size(); ++i) {
+    const c10::Argument& a = schema.arguments()[i];
+    const json& value = args[i];
+    if (a.alias_info() != nullptr && a.alias_info()->isWrite() && !IsTensorLike(a.type())) {
+      return refuse(a, "is written by the op and is not a tensor replay allocated (" + a.type()->str() + ")");
+    }
+    c10::TypePtr t = UnwrapOptional(a.type());
+    if (auto list = t->castRaw<c10::ListType>()) t = UnwrapOptional(list->getElementType());
+    switch (t->kind()) {
+      case c10::TypeKind::TensorType:
+      case c10::TypeKind::IntType:
+      case c10::TypeKind::SymIntType:
+      case c10::TypeKind::ScalarTypeType:
+      case c10::TypeKind::LayoutType:
+      case c10::TypeKind::MemoryFormatType:
+      case c10::TypeKind::FloatType:
+      case c10::TypeKind::SymFloatType:
+      case c10::TypeKind::BoolType:
+      case c10::TypeKind::SymBoolType:
+      case c10::TypeKind::NumberType:
+      case c10::TypeKind::DeviceObjType:
+        break;
+      case c10::TypeKind::StringType:
+        if (KindOf(value) == ArgKind::kNull) break;
+        if (KindOf(value) != ArgKind::kString ||
+            !ReplayAllowsStringArg(base_name, a.name(), value.get<std::string>())) {
+          return refuse(a, "is a string (str: a path, a format or a name); replay passes strings only to "
+                           "enum-like parameters such as gelu's approximate");
+        }
+        break;
+      case c10::TypeKind::GeneratorType:
+        // The process's default generator is replay's own; a recorded one is not.
+        if (KindOf(value) != ArgKind::kNull) return refuse(a, "is a random generator; replay passes none");
+        break;
+      default:
+        return refuse(a, "has type " + a.type()->str() + ", which replay never passes (Storage, Stream, objects)");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<ReplayResult> ReplayOp(const OpSpec& spec, const ReplayOptions& options) {
@@ -209,6 +273,7 @@ StatusOr<ReplayResult> ReplayOp(const OpSpec& spec, const ReplayOptions& options
     overload = name.substr(dot + 1);
     name = name.substr(0, dot);
   }
+  MAGNETON_RETURN_IF_ERROR(CheckReplayOpName(spec.name));
   auto handle = c10::Dispatcher::singleton().findSchema({name, overload});
   if (!handle) return NotFound("no ATen operator named " + spec.name + " in this torch");
   const c10::FunctionSchema& schema = handle->schema();
@@ -219,6 +284,7 @@ StatusOr<ReplayResult> ReplayOp(const OpSpec& spec, const ReplayOptions& options
     return InvalidArgument(spec.name + ": recorded " + std::to_string(args.size()) + " arguments, schema has " +
                            std::to_string(schema.arguments().size()));
   }
+  MAGNETON_RETURN_IF_ERROR(CheckReplaySchema(spec.name, name.substr(name.find("::") + 2), schema, args));
   std::unordered_map<int64_t, at::Tensor> inputs;
   for (const TensorSpec& ts : spec.inputs) {
     MAGNETON_ASSIGN_OR_RETURN(at::Tensor t, MakeInput(ts));

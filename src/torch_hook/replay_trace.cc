@@ -5,14 +5,22 @@
 
 #include "magneton/trace_reader.h"
 #include "replay/replay_compare.h"
+#include "replay/replay_policy.h"
 #include "replay/replay_target.h"
 #include "torch_hook/replay.h"
 #include "torch_hook/replay_energy.h"
+#include "trust/trace_trust.h"
 
 namespace magneton::replay {
 
 StatusOr<std::vector<ReplayRecord>> ReplayTrace(const std::string& path, const ReplayTraceOptions& options) {
   MAGNETON_ASSIGN_OR_RETURN(Trace trace, ReadTrace(path));
+  const trust::RerunAuthority authority = trust::VerifyRerunAuthority(trace);
+  if (!authority.trusted && !options.allow_untrusted) {
+    return FailedPrecondition("will not replay " + path + ": " + authority.reason +
+                              "; replay runs the ops a trace names, so it replays only this user's own recordings "
+                              "(pass --allow-untrusted to replay it anyway; only side-effect-free ATen ops run)");
+  }
   MAGNETON_ASSIGN_OR_RETURN(std::vector<PlannedOp> plan, PlanReplay(trace, options.top, options.op_ids));
   const ReplayMeters meters;
   const double nan = std::nan("");
@@ -48,6 +56,12 @@ StatusOr<std::vector<ReplayRecord>> ReplayTrace(const std::string& path, const R
       ro.loop.min_energy_uj = MinEnergyDeltaUj(energy.meter_name);
       r.meter = energy.meter_name;
       r.provenance = energy.provenance;
+    }
+    // The name alone can refuse an op before anything about it is looked up.
+    if (Status name_ok = CheckReplayOpName(p.name); !name_ok.ok()) {
+      r.error = name_ok.message();
+      records.push_back(std::move(r));
+      continue;
     }
     auto result = ReplayOp(spec, ro);
     if (!result.ok()) {

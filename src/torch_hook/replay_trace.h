@@ -17,8 +17,14 @@ struct ReplayTraceOptions {
   double min_round_s = 0;
   int rounds = 5;
   bool store = true;  // write results into the trace's op_replays table
+  // Replay a trace that does not verify (trust/trace_trust.h: not signed by
+  // this user's key on this host): only when the user says so. Even then only
+  // the ops replay_policy.h allows run.
+  bool allow_untrusted = false;
 };
 
+// FailedPrecondition, naming the reason and --allow-untrusted, for a trace
+// that does not verify unless options.allow_untrusted.
 StatusOr<std::vector<ReplayRecord>> ReplayTrace(const std::string& path, const ReplayTraceOptions& options);
 
 }  // namespace magneton::replay

@@ -527,8 +527,10 @@ NB_MODULE(_torch_hook, m) {
   magneton::DefineValueFunctions(m);
   m.def(
       "replay_trace",
-      [](const std::string& path, int top, std::vector<int64_t> op_ids, double min_round_s, int rounds, bool store) {
+      [](const std::string& path, int top, std::vector<int64_t> op_ids, double min_round_s, int rounds, bool store,
+         bool allow_untrusted) {
         magneton::replay::ReplayTraceOptions o;
+        o.allow_untrusted = allow_untrusted;
         o.top = top;
         o.op_ids = std::move(op_ids);
         o.min_round_s = min_round_s;
@@ -561,7 +563,8 @@ NB_MODULE(_torch_hook, m) {
         return nb::make_tuple(out, magneton::replay::FormatReplayTable(*records));
       },
       nb::arg("path"), nb::arg("top") = 10, nb::arg("op_ids") = std::vector<int64_t>{}, nb::arg("min_round_s") = 0.0,
-      nb::arg("rounds") = 5, nb::arg("store") = true,
+      nb::arg("rounds") = 5, nb::arg("store") = true, nb::arg("allow_untrusted") = false,
       "Replays recorded ops (regenerated inputs on the op's device) and returns (records, table). min_round_s <= 0: "
-      "0.2 s for host ops, 2 s for GPU ops.");
+      "0.2 s for host ops, 2 s for GPU ops. A trace that does not verify as this user's own is refused unless "
+      "allow_untrusted; only side-effect-free ATen ops run (src/replay/replay_policy.h).");
 }

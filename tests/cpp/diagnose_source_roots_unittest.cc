@@ -2,6 +2,7 @@
 // under its working directory or import paths, .py, regular once resolved.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -81,7 +82,47 @@ TEST(SourceRoots, SnippetsAndFunctionsAreReadThroughThem) {
   EXPECT_TRUE(ReadPyFunction(roots, l.project + "/train.py", 2, "main").ok());
   auto refused = ReadPyFunction(roots, l.outside + "/private.py", 1, "f");
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("outside the recorded program"), std::string::npos);
+  EXPECT_NE(refused.status().message().find("outside the folders reports read source from"), std::string::npos);
+}
+
+// Issue 33: a trace that says its working directory or import path is `/` (or
+// the home directory) does not make every file under it readable.
+TEST(SourceRoots, TheRootAndHomeAreNeverRoots) {
+  const Layout l = MakeLayout();
+  Trace t;
+  t.meta.cwd = "/";
+  t.meta.extra["python.sys_path"] = "[\"/\", \"/.\"]";
+  const std::string home = l.outside;
+  const char* old_home = std::getenv("HOME");
+  const std::string saved_home = old_home ? old_home : "";
+  setenv("HOME", home.c_str(), 1);
+  Trace at_home;
+  at_home.meta.cwd = home;
+  for (const SourceRoots& roots : {SourceRoots::Of(t), SourceRoots::Of(at_home)}) {
+    EXPECT_FALSE(roots.Check(l.outside + "/private.py").ok());
+    EXPECT_FALSE(roots.Check(l.project + "/train.py").ok());
+  }
+  SourceRoots explicit_roots;
+  const Status root = explicit_roots.AddExplicit("/");
+  EXPECT_EQ(root.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(root.message().find("too wide"), std::string::npos) << root.message();
+  EXPECT_NE(explicit_roots.AddExplicit(home + "/.").message().find("home directory"), std::string::npos);
+  EXPECT_FALSE(explicit_roots.AddExplicit(l.project + "/train.py").ok());  // not a directory
+  EXPECT_TRUE(explicit_roots.AddExplicit(l.project).ok());
+  EXPECT_EQ(explicit_roots.dirs().size(), 1u);
+  if (old_home) setenv("HOME", saved_home.c_str(), 1);
+}
+
+TEST(SourceRoots, TheFilesLetThroughAreListed) {
+  const Layout l = MakeLayout();
+  SourceRoots roots;
+  roots.Add(l.project);
+  const SourceRoots copy = roots;  // copies share the list (a report's roots are passed by value)
+  SourceSnippet snippet;
+  EXPECT_TRUE(ReadSourceWindow(copy, l.project + "/train.py", 2, 1, 1, &snippet));
+  EXPECT_FALSE(ReadSourceWindow(copy, l.outside + "/private.py", 1, 1, 1, &snippet));
+  const std::vector<std::string> want = {fs::canonical(l.project + "/train.py").string()};
+  EXPECT_EQ(roots.files_read(), want);
 }
 
 }  // namespace

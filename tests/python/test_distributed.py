@@ -165,6 +165,8 @@ def test_script_spawning_its_own_ranks(tmp_path):
     for rank in m["ranks"]:
         db = TraceDB(tmp_path / rank["trace"])
         assert db.count("c10d::allreduce_") == 4
+        # Spawned ranks re-execute with the getenv interposer (issue 33: it reaches Python processes only).
+        assert "getenv interposer" in dict(db.query("SELECT key, value FROM meta"))["env.names_from"]
         ops = _collectives(db)
         me = rank["rank"]
         for name, args in ops:

@@ -24,6 +24,43 @@ def _chain_to_next_sitecustomize():
             sys.modules["sitecustomize"] = mod
 
 
+def _will_record():
+    # The same test _start makes, without changing anything.
+    if os.environ.get("MAGNETON_RECORD_PATH"):
+        return True
+    return bool(os.environ.get("MAGNETON_RECORD_JOB")) and (
+        ("RANK" in os.environ and "WORLD_SIZE" in os.environ)
+        or "--multiprocessing-fork" in getattr(sys, "orig_argv", sys.argv))
+
+
+def _reexec_with_getenv_interposer():
+    """A Python process that records but was started without the getenv
+    interposer (`magneton record -- sh -c 'python3 x.py'`, torchrun's workers):
+    run this interpreter again, same pid and arguments, with the interposer
+    preloaded for that exec only (it drops itself from LD_PRELOAD as it loads,
+    src/envread/getenv_interposer.cc), so native getenv reads are noted while
+    no non-Python process ever has LD_PRELOAD set by magneton. Once: the
+    guard variable stops a second exec."""
+    lib = os.environ.get("MAGNETON_GETENV_LIB_PATH")
+    if os.environ.pop("MAGNETON_GETENV_REEXEC", None) is not None or not lib or not _will_record():
+        return
+    orig_argv = getattr(sys, "orig_argv", None)  # the script has not been read yet, even from stdin
+    if not orig_argv or not sys.executable or not os.path.isfile(lib):
+        return
+    env = dict(os.environ)
+    env["MAGNETON_GETENV_REEXEC"] = "1"
+    env["LD_PRELOAD"] = lib + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    try:
+        os.execve(sys.executable, orig_argv, env)
+    except OSError:
+        pass  # recorded without native env reads (env.names_from says so)
+
+
 def _start():
     if os.environ.get("MAGNETON_LINE_TRACE"):  # a `magneton diff` re-run (docs/DIFF.md)
         from magneton import line_trace
@@ -50,16 +87,9 @@ def _start():
     command_line = os.environ.pop("MAGNETON_COMMAND_LINE", None)
     rerun_plan = os.environ.pop("MAGNETON_RERUN_PLAN", None)  # record_child.cc: argv, cwd, env, interpreter
     values = os.environ.pop("MAGNETON_RECORD_VALUES", "0") == "1"
-    # The getenv interposer (record_child.cc) stays loaded here; the script's
-    # own children run without it (ranks of a job too: their native env reads
-    # are not recorded).
-    preloaded = os.environ.pop("MAGNETON_GETENV_PRELOADED", None)
-    if preloaded:
-        rest = [p for p in os.environ.get("LD_PRELOAD", "").split(":") if p and p != preloaded]
-        if rest:
-            os.environ["LD_PRELOAD"] = ":".join(rest)
-        else:
-            os.environ.pop("LD_PRELOAD", None)
+    # The getenv interposer (record_child.cc) took itself out of LD_PRELOAD
+    # when it loaded; MAGNETON_GETENV_LIB_PATH stays, so the ranks of a job
+    # re-execute with it too (_reexec_with_getenv_interposer).
     if rank_of_job:
         os.environ.pop("MAGNETON_RECORD_JOB", None)  # a rank's own children are not ranks
         label = os.path.splitext(os.path.basename(path))[0]
@@ -91,5 +121,6 @@ def _start():
         job.watch_child_exits(path)
 
 
+_reexec_with_getenv_interposer()
 _chain_to_next_sitecustomize()
 _start()
