@@ -71,7 +71,7 @@ StatusOr<RecordRunResult> RecordChild(const RecordRunRequest& req) {
   if (const char* override_path = std::getenv("MAGNETON_GETENV_LIB")) interposer = override_path;
   if (std::filesystem::exists(interposer, ec)) {
     env["MAGNETON_GETENV_LIB_PATH"] = interposer.string();
-    if (python == req.argv[0]) {
+    if (python == req.plan.argv[0]) {
       const char* old_preload = std::getenv("LD_PRELOAD");
       env["LD_PRELOAD"] = interposer.string() + (old_preload && *old_preload ? std::string(":") + old_preload : "");
       env["MAGNETON_GETENV_REEXEC"] = "0";  // preloaded already: the bootstrap does not re-execute
