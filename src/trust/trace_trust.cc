@@ -51,6 +51,9 @@ std::string SignedMessage(const RunMetadata& meta) {
   // is never re-run anyway.
   auto plan = meta.extra.find(kRerunPlanKey);
   Field(&m, "rerun.plan", plan == meta.extra.end() ? std::string_view() : std::string_view(plan->second));
+  // The recorded working directory: reports read source under it when the
+  // trace verifies (analysis/source_access.cc), so it is the recorder's too.
+  Field(&m, "cwd", meta.cwd);
   Field(&m, "host", meta.host);
   Field(&m, "start_unix_ns", std::to_string(meta.start_unix_ns));
   Field(&m, "label", meta.label);

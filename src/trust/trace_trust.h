@@ -23,7 +23,8 @@ inline constexpr const char* kUnsignedKey = "trust.unsigned";
 // The bytes the signature covers, from the metadata as the trace stores it
 // (version 2): the re-run plan row exactly as stored (trace/rerun_plan.h:
 // argv, working directory, environment changes, interpreter; "" when the
-// trace has none), host, start time and label, each length-prefixed.
+// trace has none), the recorded working directory (reports read source under
+// it when the trace verifies), host, start time and label, each length-prefixed.
 std::string SignedMessage(const RunMetadata& meta);
 
 // "hmac-sha256:v2:<hex>" over SignedMessage(meta), under the key at key_path
