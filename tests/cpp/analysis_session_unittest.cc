@@ -14,6 +14,7 @@
 #include "diff_fixture.h"
 #include "magneton/analysis.h"
 #include "magneton/recorder.h"
+#include "report/perfetto_diff.h"
 #include "test_util.h"
 #include "trace/line_trace_file.h"
 #include "trust/trace_trust.h"
@@ -113,6 +114,37 @@ Pair OpenPair(const std::string& name, std::function<void(Trace&, Trace&)> edit 
   EXPECT_TRUE(session.ok()) << session.status().message();
   if (session.ok()) p.session = std::move(session).value();
   return p;
+}
+
+// Issue 33: a Trace built in memory skips the reader's structural checks
+// (FromData takes traces as given). Parent links that loop (ops, scopes,
+// call paths) or name later rows must still let the whole analysis and every
+// rendering end: main spun forever in the dataflow graph on the ops' loops.
+TEST(AnalysisSession, LoopingParentsInMemoryStillEnd) {
+  Pair p = OpenPair("hostile", [](Trace& a, Trace& b) {
+    for (OpEvent& op : a.ops) op.parent_id = op.id;  // each op its own parent
+    for (size_t i = 0; i + 1 < b.ops.size(); ++i) {
+      b.ops[i].parent_id = b.ops[i + 1].id;  // a later op: with the next line, a cycle
+    }
+    if (!b.ops.empty()) b.ops.back().parent_id = b.ops.front().id;
+    for (Trace* t : {&a, &b}) {
+      const int64_t ns = static_cast<int64_t>(t->scopes.size()), nc = static_cast<int64_t>(t->call_paths.size());
+      for (Scope& s : t->scopes) s.parent_id = (s.id + 1) % ns;  // 0 -> 1 -> ... -> 0
+      for (CallPath& c : t->call_paths) c.parent_id = (c.id + 1) % nc;
+      for (TensorMeta& m : t->tensors) m.producer_op_id = t->ops.empty() ? kNoId : t->ops.back().id;
+    }
+  });
+  ASSERT_TRUE(p.session);
+  Status st = p.session->Diff();
+  if (st.ok()) {
+    EXPECT_FALSE(p.session->TerminalReport(true).empty());
+    EXPECT_FALSE(p.session->JsonReport().empty());
+    EXPECT_FALSE(p.session->HtmlReport().empty());
+    std::ostringstream perfetto;
+    EXPECT_TRUE(report::WritePerfettoDiff(p.session->data().report_input(), perfetto).ok());
+  } else {
+    EXPECT_FALSE(st.message().empty());
+  }
 }
 
 TEST(AnalysisSession, TraceLinesRunsBothRecordedCommandsThroughTheRunner) {
