@@ -25,6 +25,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -126,13 +127,15 @@ void Exec(sqlite3* db, const std::string& sql, const std::vector<int64_t>& ints,
   sqlite3_finalize(st);
 }
 
+// One more than the table's largest rowid (0 when empty), at most 2^20 + 1.
 int64_t Count(sqlite3* db, const char* table) {
   sqlite3_stmt* st = nullptr;
   int64_t n = 0;
   if (sqlite3_prepare_v2(db, (std::string("SELECT max(rowid) FROM ") + table).c_str(), -1, &st, nullptr) ==
           SQLITE_OK &&
       sqlite3_step(st) == SQLITE_ROW) {
-    n = sqlite3_column_int64(st, 0) + 1;
+    // An edited id can be anything: the ranges drawn from this stay small.
+    n = std::clamp<int64_t>(sqlite3_column_int64(st, 0), -1, int64_t{1} << 20) + 1;
   }
   sqlite3_finalize(st);
   return n;

@@ -10,7 +10,7 @@ RecordRunRequest ConfirmRequest(const diagnose::Counterfactual& plan, const Trac
   std::map<std::string, std::string> env;
   nlohmann::json overrides = nlohmann::json::array();
   overrides.push_back({{"key", plan.variable.key}, {"value", plan.new_value}, {"source", plan.variable.source}});
-  env["MAGNETON_OVERRIDES"] = overrides.dump();
+  env["MAGNETON_OVERRIDES"] = overrides.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (plan.variable.source == "env" && plan.variable.key.rfind("env.", 0) == 0) {
     const std::string name = plan.variable.key.substr(4);
     env[name] = plan.new_value;

@@ -76,7 +76,7 @@ StatusOr<diagnose::LineDiagnosis> RunLineDiagnosis(const Trace& a, const Trace& 
     std::error_code ec;
     std::filesystem::remove(out, ec);  // never read an old re-run's lines
     nlohmann::json request = {{"out", out}, {"targets", targets}};
-    MAGNETON_RETURN_IF_ERROR(RunTraced(s == 0 ? a : b, side, request.dump(), work_prefix + ".lines." + side + ".log",
+    MAGNETON_RETURN_IF_ERROR(RunTraced(s == 0 ? a : b, side, request.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), work_prefix + ".lines." + side + ".log",
                                        runner, policy));
     MAGNETON_ASSIGN_OR_RETURN(traces[s], diagnose::ReadLineTrace(out));
   }

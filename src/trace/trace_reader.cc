@@ -256,10 +256,14 @@ Status LoadOpsV3(sqlite3* db, Trace* t, std::vector<OpTensor>* links) {
         const int64_t* thread = threads.Find(s.ColumnInt(2));
         const std::string* op_args = args.Find(s.ColumnInt(9));
         const int64_t duration_ns = s.ColumnInt(4);
+        // Before any arithmetic on the id (parent_back) or the times.
+        if (op.id < 0) return RowError("op_rows", op.id, "the id is negative");
         if (!thread || !op_args || duration_ns < 0) return Corrupt("op " + std::to_string(op.id) + " is malformed");
         op.thread_id = *thread;
         op.start_ns = s.ColumnInt(3);
-        op.end_ns = op.start_ns + duration_ns;
+        if (__builtin_add_overflow(op.start_ns, duration_ns, &op.end_ns)) {
+          return RowError("op_rows", op.id, "start_ns + duration_ns is beyond any clock");
+        }
         // parent_back: how many ids back the parent is (NULL: none). The
         // parent is always an earlier op: 0 would make the op its own
         // parent, a negative value a later one (a loop for every walk up

@@ -147,6 +147,41 @@ TEST(AnalysisSession, LoopingParentsInMemoryStillEnd) {
   }
 }
 
+// Issue 33: the files `magneton diff` opens. A fingerprint of no tensor of
+// its trace is refused by table and row (every lookup by tensor id assumes
+// one); the unedited pair opens.
+TEST(AnalysisSession, FingerprintOfNoTensorIsRefused) {
+  testing::Side a = testing::Record("fp_a.mtrace", true, false), b = testing::Record("fp_b.mtrace", false, false);
+  ASSERT_TRUE(AnalysisSession::OpenRuns({a.path}, {b.path}).ok());
+  testing::ExecSql(a.path, "UPDATE fingerprints SET tensor_id = 99999 WHERE tensor_id = (SELECT min(tensor_id) FROM fingerprints)");
+  auto session = AnalysisSession::OpenRuns({a.path}, {b.path});
+  ASSERT_FALSE(session.ok());
+  EXPECT_EQ(session.status().code(), StatusCode::kCorrupt);
+  EXPECT_NE(session.status().message().find("table fingerprints, row tensor_id 99999: names no tensor"),
+            std::string::npos)
+      << session.status().message();
+}
+
+// Found by fuzz/analysis_diff_fuzzer.cc: text from a trace that is not UTF-8
+// (an edited meta value, op or file name) threw out of JsonReport()
+// (nlohmann type_error 316) and aborted `magneton diff --json`. Such bytes
+// become U+FFFD; the report stays valid JSON.
+TEST(AnalysisSession, TextThatIsNotUtf8GivesAValidJsonReport) {
+  Pair p = OpenPair("utf8", [](Trace& a, Trace& b) {
+    for (Trace* t : {&a, &b}) {
+      t->meta.label += "\xea\xfc";
+      t->meta.extra["recorder.note"] = "\xff\xfe";
+      for (std::string& s : t->strings) s += "\xea";
+    }
+  });
+  ASSERT_TRUE(p.session);
+  ASSERT_TRUE(p.session->Diff().ok());
+  std::string json;
+  ASSERT_NO_THROW(json = p.session->JsonReport());
+  EXPECT_NO_THROW((void)nlohmann::json::parse(json));
+  EXPECT_NE(json.find("\xef\xbf\xbd"), std::string::npos);
+}
+
 TEST(AnalysisSession, TraceLinesRunsBothRecordedCommandsThroughTheRunner) {
   Pair p = OpenPair("lines");
   ASSERT_TRUE(p.session);

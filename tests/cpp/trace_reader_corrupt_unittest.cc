@@ -217,6 +217,17 @@ TEST(TraceReaderStructure, CallPathCycleIsRefused) {
   EXPECT_HAS(m, "table call_paths, row id 1: frame_id 99 names no frame");
 }
 
+// Found by fuzz/analysis_diff_fuzzer.cc: a negative id was used in
+// arithmetic (id - parent_back, UBSan: signed overflow) before it was
+// refused; an end past INT64_MAX overflowed likewise.
+TEST(TraceReaderStructure, NegativeOpIdAndOverflowingTimesAreRefused) {
+  std::string m = Refusal(EditedSample("negid.mtrace", "UPDATE op_rows SET id = -9223372036854775806 WHERE id = 3"));
+  EXPECT_HAS(m, "table op_rows, row id -9223372036854775806: the id is negative");
+  m = Refusal(EditedSample("endoverflow.mtrace",
+                           "UPDATE op_rows SET start_ns = 9223372036854775800, duration_ns = 100 WHERE id = 2"));
+  EXPECT_HAS(m, "table op_rows, row id 2: start_ns + duration_ns is beyond any clock");
+}
+
 // A file whose op_rows lost its primary key can hold one id twice.
 TEST(TraceReaderStructure, RepeatedOpIdIsRefused) {
   const std::string m = Refusal(EditedSample("dupop.mtrace",
