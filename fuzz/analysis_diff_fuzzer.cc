@@ -39,6 +39,7 @@
 #include "fingerprint/fingerprint.h"
 #include "magneton/analysis.h"
 #include "magneton/trace_reader.h"
+#include "trace/trace_validate.h"
 
 #ifndef MAGNETON_FUZZ_SEED_TRACES
 #define MAGNETON_FUZZ_SEED_TRACES "fuzz/seed_traces/analysis_diff"
@@ -147,7 +148,8 @@ std::string TensorList(FuzzedDataProvider& in, int64_t tensors) {
   const int n = in.ConsumeIntegralInRange<int>(0, 4);
   for (int i = 0; i < n; ++i) {
     if (i) out += ",";
-    out += std::to_string(in.ConsumeBool() ? in.ConsumeIntegralInRange<int64_t>(-1, tensors + 1) : PickInt(in, tensors));
+    const int64_t id = in.ConsumeBool() ? in.ConsumeIntegralInRange<int64_t>(-1, tensors + 1) : PickInt(in, tensors);
+    out += std::to_string(id);
   }
   if (in.ConsumeIntegralInRange<int>(0, 15) == 0) out += in.ConsumeRandomLengthString(8);  // malformed
   return out;
@@ -197,7 +199,8 @@ void EditFile(FuzzedDataProvider& in, sqlite3* db) {
       }
       case 7: {  // an op's tensor lists
         const std::string list = TensorList(in, tensors);
-        Exec(db, in.ConsumeBool() ? "UPDATE op_rows SET inputs = ? WHERE id = ?" : "UPDATE op_rows SET outputs = ? WHERE id = ?",
+        Exec(db, in.ConsumeBool() ? "UPDATE op_rows SET inputs = ? WHERE id = ?"
+                                  : "UPDATE op_rows SET outputs = ? WHERE id = ?",
              {op}, &list);
         break;
       }
@@ -276,6 +279,15 @@ void FuzzFile(FuzzedDataProvider& in) {
   unsigned char* bytes = sqlite3_serialize(db, "main", &size, 0);
   sqlite3_close(db);
   if (!bytes) return;
+  // Whatever the reader accepts has the structure every analysis stage
+  // relies on (it checks row by row; trace/trace_validate.h states it whole).
+  if (auto read = magneton::ReadTraceFromBytes(bytes, static_cast<size_t>(size)); read.ok()) {
+    if (magneton::Status st = magneton::ValidateTraceStructure(*read); !st.ok()) {
+      std::fprintf(stderr, "analysis_diff_fuzzer: the reader accepted a trace that is not valid: %s\n",
+                   st.message().c_str());
+      std::abort();
+    }
+  }
   {
     std::ofstream out(seeds.scratch, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(bytes), size);
@@ -306,14 +318,15 @@ void FuzzMemory(FuzzedDataProvider& in) {
       case 1:
         if (!t.scopes.empty()) {
           auto& s = t.scopes[pick(t.scopes.size())];
-          s.parent_id = in.ConsumeBool() ? PickInt(in, s.id) : in.ConsumeIntegralInRange<int64_t>(-1, static_cast<int64_t>(t.scopes.size()));
+          const int64_t n = static_cast<int64_t>(t.scopes.size());
+          s.parent_id = in.ConsumeBool() ? PickInt(in, s.id) : in.ConsumeIntegralInRange<int64_t>(-1, n);
         }
         break;
       case 2:
         if (!t.call_paths.empty()) {
           auto& p = t.call_paths[pick(t.call_paths.size())];
-          p.parent_id =
-              in.ConsumeBool() ? PickInt(in, p.id) : in.ConsumeIntegralInRange<int64_t>(-1, static_cast<int64_t>(t.call_paths.size()));
+          const int64_t n = static_cast<int64_t>(t.call_paths.size());
+          p.parent_id = in.ConsumeBool() ? PickInt(in, p.id) : in.ConsumeIntegralInRange<int64_t>(-1, n);
         }
         break;
       case 3:
@@ -330,7 +343,9 @@ void FuzzMemory(FuzzedDataProvider& in) {
         }
         break;
       default:  // every scope's and call path's parent: the next one, round
-        for (size_t i = 0; i < t.scopes.size(); ++i) t.scopes[i].parent_id = static_cast<int64_t>((i + 1) % t.scopes.size());
+        for (size_t i = 0; i < t.scopes.size(); ++i) {
+          t.scopes[i].parent_id = static_cast<int64_t>((i + 1) % t.scopes.size());
+        }
         for (size_t i = 0; i < t.call_paths.size(); ++i) {
           t.call_paths[i].parent_id = static_cast<int64_t>((i + 1) % t.call_paths.size());
         }

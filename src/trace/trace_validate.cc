@@ -13,6 +13,11 @@ Status Bad(const char* table, int64_t id, const std::string& what) {
   return Corrupt(std::string(table) + " row id " + std::to_string(id) + ": " + what);
 }
 
+// Rows indexed by id must hold ids 0, 1, 2, ...
+Status NotDense(const char* table, int64_t id, size_t index) {
+  return Bad(table, id, "ids are not 0, 1, 2, ... (at index " + std::to_string(index) + ")");
+}
+
 bool InRange(int64_t id, size_t n) { return id >= 0 && static_cast<size_t>(id) < n; }
 bool NullableInRange(int64_t id, size_t n) { return id == kNoId || InRange(id, n); }
 
@@ -64,21 +69,27 @@ Status ValidateTraceStructure(const Trace& t) {
   const size_t n_strings = t.strings.size();
   for (size_t i = 0; i < t.frames.size(); ++i) {
     const Frame& f = t.frames[i];
-    if (f.id != static_cast<int64_t>(i)) return Bad("frames", f.id, "ids are not 0, 1, 2, ... (at index " + std::to_string(i) + ")");
+    if (f.id != static_cast<int64_t>(i)) return NotDense("frames", f.id, i);
     if (!InRange(f.file_id, n_strings) || !InRange(f.function_id, n_strings)) {
       return Bad("frames", f.id, "file or function names no string");
     }
   }
   for (size_t i = 0; i < t.call_paths.size(); ++i) {
     const CallPath& p = t.call_paths[i];
-    if (p.id != static_cast<int64_t>(i)) return Bad("call_paths", p.id, "ids are not 0, 1, 2, ... (at index " + std::to_string(i) + ")");
-    if (!InRange(p.frame_id, t.frames.size())) return Bad("call_paths", p.id, "frame_id " + std::to_string(p.frame_id) + " names no frame");
-    if (std::string why = ParentProblem(p.parent_id, p.id, "call path"); !why.empty()) return Bad("call_paths", p.id, why);
+    if (p.id != static_cast<int64_t>(i)) return NotDense("call_paths", p.id, i);
+    if (!InRange(p.frame_id, t.frames.size())) {
+      return Bad("call_paths", p.id, "frame_id " + std::to_string(p.frame_id) + " names no frame");
+    }
+    if (std::string why = ParentProblem(p.parent_id, p.id, "call path"); !why.empty()) {
+      return Bad("call_paths", p.id, why);
+    }
   }
   for (size_t i = 0; i < t.scopes.size(); ++i) {
     const Scope& s = t.scopes[i];
-    if (s.id != static_cast<int64_t>(i)) return Bad("scopes", s.id, "ids are not 0, 1, 2, ... (at index " + std::to_string(i) + ")");
-    if (!InRange(s.name_id, n_strings) || !InRange(s.type_id, n_strings)) return Bad("scopes", s.id, "name or type names no string");
+    if (s.id != static_cast<int64_t>(i)) return NotDense("scopes", s.id, i);
+    if (!InRange(s.name_id, n_strings) || !InRange(s.type_id, n_strings)) {
+      return Bad("scopes", s.id, "name or type names no string");
+    }
     if (!NullableInRange(s.init_call_path_id, t.call_paths.size())) {
       return Bad("scopes", s.id, "init_call_path_id " + std::to_string(s.init_call_path_id) + " names no call path");
     }
@@ -86,7 +97,7 @@ Status ValidateTraceStructure(const Trace& t) {
   }
   for (size_t i = 0; i < t.runtime_states.size(); ++i) {
     if (t.runtime_states[i].id != static_cast<int64_t>(i)) {
-      return Bad("runtime_states", t.runtime_states[i].id, "ids are not 0, 1, 2, ... (at index " + std::to_string(i) + ")");
+      return NotDense("runtime_states", t.runtime_states[i].id, i);
     }
   }
   int64_t last_op = kNoId;
@@ -99,8 +110,12 @@ Status ValidateTraceStructure(const Trace& t) {
     }
     last_op = op.id;
     dense_so_far = dense_so_far && op.id == static_cast<int64_t>(i);
-    if (!InRange(op.name_id, n_strings)) return Bad("ops", op.id, "name_id " + std::to_string(op.name_id) + " names no string");
-    if (!NullableInRange(op.scope_id, t.scopes.size())) return Bad("ops", op.id, "scope_id " + std::to_string(op.scope_id) + " names no scope");
+    if (!InRange(op.name_id, n_strings)) {
+      return Bad("ops", op.id, "name_id " + std::to_string(op.name_id) + " names no string");
+    }
+    if (!NullableInRange(op.scope_id, t.scopes.size())) {
+      return Bad("ops", op.id, "scope_id " + std::to_string(op.scope_id) + " names no scope");
+    }
     if (!NullableInRange(op.call_path_id, t.call_paths.size())) {
       return Bad("ops", op.id, "call_path_id " + std::to_string(op.call_path_id) + " names no call path");
     }
@@ -125,7 +140,7 @@ Status ValidateTraceStructure(const Trace& t) {
   const OpIds op_ids(t.ops);
   for (size_t i = 0; i < t.tensors.size(); ++i) {
     const TensorMeta& m = t.tensors[i];
-    if (m.id != static_cast<int64_t>(i)) return Bad("tensors", m.id, "ids are not 0, 1, 2, ... (at index " + std::to_string(i) + ")");
+    if (m.id != static_cast<int64_t>(i)) return NotDense("tensors", m.id, i);
     if (m.producer_op_id != kNoId && !op_ids.Has(m.producer_op_id)) {
       return Bad("tensors", m.id, "producer_op_id " + std::to_string(m.producer_op_id) + " names no op");
     }
@@ -138,7 +153,9 @@ Status ValidateTraceStructure(const Trace& t) {
     if (l.role != TensorRole::kInput && l.role != TensorRole::kOutput) return bad("unknown role");
     // Sorted (checked below): an op's links are consecutive, its id looked up once.
     if ((i == 0 || t.op_tensors[i - 1].op_id != l.op_id) && !op_ids.Has(l.op_id)) return bad("names no op");
-    if (!InRange(l.tensor_id, t.tensors.size())) return bad("tensor id " + std::to_string(l.tensor_id) + " names no tensor");
+    if (!InRange(l.tensor_id, t.tensors.size())) {
+      return bad("tensor id " + std::to_string(l.tensor_id) + " names no tensor");
+    }
     // Trace::LinksOf finds an op's links by binary search.
     if (i > 0) {
       const OpTensor& p = t.op_tensors[i - 1];

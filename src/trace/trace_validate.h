@@ -2,9 +2,11 @@
 // (docs/TRACE_FORMAT.md, "Structure"): ids in range and unique, each parent
 // (op, scope, call path) an earlier row, so that no parent chain can loop,
 // and every cross reference naming a row that exists. The reader checks them
-// on each file before any analysis sees it (ReadTrace refuses the file with
-// the table, the row and what is wrong); analysis walks are bounded anyway,
-// so a Trace built in memory that skips this cannot hang them either.
+// row by row as it loads a file and refuses it with the table, the row and
+// what is wrong; whatever it accepts satisfies this (trace_reader_corrupt_
+// unittest and fuzz/analysis_diff_fuzzer.cc check it). Analysis walks are
+// bounded anyway, so a Trace built in memory that skips this cannot hang
+// them either.
 #pragma once
 
 #include "magneton/status.h"

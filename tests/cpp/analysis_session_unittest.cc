@@ -153,7 +153,8 @@ TEST(AnalysisSession, LoopingParentsInMemoryStillEnd) {
 TEST(AnalysisSession, FingerprintOfNoTensorIsRefused) {
   testing::Side a = testing::Record("fp_a.mtrace", true, false), b = testing::Record("fp_b.mtrace", false, false);
   ASSERT_TRUE(AnalysisSession::OpenRuns({a.path}, {b.path}).ok());
-  testing::ExecSql(a.path, "UPDATE fingerprints SET tensor_id = 99999 WHERE tensor_id = (SELECT min(tensor_id) FROM fingerprints)");
+  testing::ExecSql(a.path,
+                   "UPDATE fingerprints SET tensor_id = 99999 WHERE tensor_id = (SELECT min(tensor_id) FROM fingerprints)");
   auto session = AnalysisSession::OpenRuns({a.path}, {b.path});
   ASSERT_FALSE(session.ok());
   EXPECT_EQ(session.status().code(), StatusCode::kCorrupt);

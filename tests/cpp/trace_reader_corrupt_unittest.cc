@@ -128,6 +128,9 @@ TEST(TraceReaderErrors, RandomlyMutatedFilesNeverCrash) {
         ASSERT_GE(op.end_ns, op.start_ns);
       }
       for (const OpTensor& l : r->op_tensors) ASSERT_LT(static_cast<size_t>(l.tensor_id), r->tensors.size());
+      // And whole: the reader's row checks give every structural invariant.
+      Status valid = ValidateTraceStructure(*r);
+      ASSERT_TRUE(valid.ok()) << valid.message();
     } else {
       ++errors;
       EXPECT_FALSE(r.status().message().empty());
@@ -265,7 +268,11 @@ TEST(TraceValidate, InMemoryViolationsAreNamed) {
       {"ops row id 1: parent id 4 is not below", [](Trace& t) { t.ops[1].parent_id = 4; }},
       {"ops row id 2: parent id -3 is negative", [](Trace& t) { t.ops[2].parent_id = -3; }},
       {"ops row id 1: the id repeats", [](Trace& t) { t.ops[2].id = 1; }},
-      {"ops row id 1: ops are not in id order", [](Trace& t) { std::swap(t.ops[1].id, t.ops[2].id); t.ops[1].parent_id = kNoId; t.ops[2].parent_id = kNoId; }},
+      {"ops row id 1: ops are not in id order",
+       [](Trace& t) {
+         std::swap(t.ops[1].id, t.ops[2].id);
+         t.ops[1].parent_id = t.ops[2].parent_id = kNoId;
+       }},
       {"ops row id 4: scope_id 9 names no scope", [](Trace& t) { t.ops[4].scope_id = 9; }},
       {"ops row id 4: call_path_id -2 names no call path", [](Trace& t) { t.ops[4].call_path_id = -2; }},
       {"scopes row id 0: parent id 1 is not below", [](Trace& t) { t.scopes[0].parent_id = 1; }},
