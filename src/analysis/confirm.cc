@@ -37,7 +37,8 @@ RecordRunRequest ConfirmRequest(const diagnose::Counterfactual& flip, const RunP
   req.plan = plan;
   nlohmann::json overrides = nlohmann::json::array();
   overrides.push_back({{"key", flip.variable.key}, {"value", flip.new_value}, {"source", flip.variable.source}});
-  req.plan.env["MAGNETON_OVERRIDES"] = overrides.dump();
+  // Trace text need not be UTF-8: invalid bytes become U+FFFD, not an exception.
+  req.plan.env["MAGNETON_OVERRIDES"] = overrides.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (IsEnvFlip(flip)) {
     const std::string name = flip.variable.key.substr(4);
     req.plan.env[name] = flip.new_value;

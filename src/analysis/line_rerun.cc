@@ -75,7 +75,9 @@ StatusOr<diagnose::LineDiagnosis> RunLineDiagnosis(const Trace& a, const Trace& 
     std::error_code ec;
     std::filesystem::remove(out, ec);  // never read an old re-run's lines
     nlohmann::json request = {{"out", out}, {"targets", targets}};
-    MAGNETON_RETURN_IF_ERROR(RunTraced(s == 0 ? a : b, side, request.dump(), work_prefix + ".lines." + side + ".log",
+    // Trace text (file names) need not be UTF-8: such bytes become U+FFFD.
+    const std::string request_text = request.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    MAGNETON_RETURN_IF_ERROR(RunTraced(s == 0 ? a : b, side, request_text, work_prefix + ".lines." + side + ".log",
                                        runner, policy));
     MAGNETON_ASSIGN_OR_RETURN(traces[s], diagnose::ReadLineTrace(out));
   }

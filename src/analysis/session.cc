@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "analysis/confirm.h"
 #include "analysis/domain.h"
@@ -25,6 +26,14 @@ StatusOr<LoadedRun> Load(const std::string& path) {
   run.path = path;
   MAGNETON_ASSIGN_OR_RETURN(run.trace, ReadTrace(path));
   MAGNETON_ASSIGN_OR_RETURN(run.fingerprints, LoadFingerprints(path));
+  // A fingerprint is of one of the trace's tensors (the writer commits a
+  // tensor's row before its value's), as every lookup by tensor id assumes.
+  for (const auto& [tensor_id, fp] : run.fingerprints) {
+    if (tensor_id < 0 || static_cast<size_t>(tensor_id) >= run.trace.tensors.size()) {
+      return Corrupt(path + ": table fingerprints, row tensor_id " + std::to_string(tensor_id) +
+                     ": names no tensor (the trace has " + std::to_string(run.trace.tensors.size()) + ")");
+    }
+  }
   if (run.fingerprints.empty()) {
     return InvalidArgument(path + " has no tensor fingerprints; the analysis compares tensor values, so record it "
                                   "with `magneton record --values ...`");
@@ -359,8 +368,11 @@ std::string AnalysisSession::TerminalReport(bool verbose) const {
   in.verbose = verbose;
   return RedactSecretsInText(report::RenderDiffTerminal(in));
 }
+// Text from a trace (op, file and meta values) need not be UTF-8: invalid
+// bytes become U+FFFD rather than an exception out of the report.
 std::string AnalysisSession::JsonReport() const {
-  return RedactSecretsInText(report::DiffToJson(data_->report_input()).dump(2) + "\n");
+  return RedactSecretsInText(
+      report::DiffToJson(data_->report_input()).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 std::string AnalysisSession::HtmlReport() const {
   return RedactSecretsInText(report::RenderDiffHtml(data_->report_input()));

@@ -16,9 +16,12 @@ StatusOr<DataflowGraph> BuildDataflowGraph(const Trace& trace, const GraphOption
   std::unordered_map<int64_t, size_t> index_of_id;  // op id -> index in trace.ops
   index_of_id.reserve(op_total);
   for (size_t i = 0; i < op_total; ++i) index_of_id.emplace(trace.ops[i].id, i);
+  // A parent is always an earlier op (the reader refuses anything else): a
+  // link to the op itself or to a later one counts as none, so every walk up
+  // the tree below visits strictly smaller ids and ends, whatever the Trace.
   auto parent_index = [&](size_t i) -> int64_t {
     const int64_t p = trace.ops[i].parent_id;
-    if (p == kNoId) return -1;
+    if (p == kNoId || p >= trace.ops[i].id) return -1;
     auto it = index_of_id.find(p);
     return it == index_of_id.end() ? -1 : static_cast<int64_t>(it->second);
   };
@@ -64,14 +67,14 @@ StatusOr<DataflowGraph> BuildDataflowGraph(const Trace& trace, const GraphOption
       if (node_of_index[i] < 0 && last_leaf_id[i] != kNoId) node_of_index[i] = node_of_index[index_of_id[last_leaf_id[i]]];
     }
   } else {
-    for (auto it = by_id_desc.rbegin(); it != by_id_desc.rend(); ++it) {  // parents first
+    // Parents first: an op's parent has a smaller id, so it already holds its
+    // root's node (or none: under a recorder op), and one step resolves the
+    // op; linear however deep the tree.
+    for (auto it = by_id_desc.rbegin(); it != by_id_desc.rend(); ++it) {
       const size_t i = *it;
       if (node_of_index[i] >= 0) continue;
-      int64_t root = static_cast<int64_t>(i);
-      while (parent_index(static_cast<size_t>(root)) >= 0 && node_of_index[static_cast<size_t>(root)] < 0) {
-        root = parent_index(static_cast<size_t>(root));
-      }
-      node_of_index[i] = node_of_index[static_cast<size_t>(root)];
+      const int64_t p = parent_index(i);
+      if (p >= 0) node_of_index[i] = node_of_index[static_cast<size_t>(p)];
     }
   }
   for (size_t i = 0; i < op_total; ++i) {

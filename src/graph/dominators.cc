@@ -7,17 +7,23 @@ namespace magneton {
 bool DominatorTree::Dominates(int32_t a, int32_t b) const {
   if (b < 0 || static_cast<size_t>(b) >= idom.size() || idom[b] < 0) return false;
   if (a < 0 || static_cast<size_t>(a) >= idom.size() || idom[a] < 0) return false;
-  while (depth[b] > depth[a]) b = idom[b];
+  // At most one step per node, whatever the arrays hold.
+  for (size_t steps = 0; steps < idom.size() && depth[b] > depth[a]; ++steps) {
+    b = idom[b];
+    if (b < 0 || static_cast<size_t>(b) >= idom.size()) return false;
+  }
   return a == b;
 }
 
 std::vector<int32_t> DominatorTree::PathFromRoot(int32_t node) const {
   std::vector<int32_t> path;
   if (node < 0 || static_cast<size_t>(node) >= idom.size() || idom[node] < 0) return path;
-  while (true) {
+  // A tree has no longer path than its node count; a malformed one ends there.
+  for (size_t steps = 0; steps < idom.size(); ++steps) {
     path.push_back(node);
     if (node == root) break;
     node = idom[node];
+    if (node < 0 || static_cast<size_t>(node) >= idom.size()) break;
   }
   std::reverse(path.begin(), path.end());
   return path;

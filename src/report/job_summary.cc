@@ -41,7 +41,7 @@ RankSummary SummariseRank(const RankEntry& entry, const Trace* trace) {
     last = std::max(last, op.end_ns);
     if (!IsCollective(trace->str(op.name_id))) continue;
     // Outermost only: a collective's nested ops are part of its time.
-    const bool nested = op.parent_id != kNoId && op.parent_id < static_cast<int64_t>(trace->ops.size()) &&
+    const bool nested = op.parent_id >= 0 && op.parent_id < static_cast<int64_t>(trace->ops.size()) &&
                         IsCollective(trace->str(trace->ops[op.parent_id].name_id));
     if (nested) continue;
     s.collective_ops += 1;

@@ -6,9 +6,10 @@ namespace magneton {
 
 std::string Trace::ScopePath(int64_t scope_id) const {
   std::vector<std::string_view> parts;
-  // Bounded walk: a malformed tree cannot loop (parents precede children).
+  // Parents precede children (the reader checks it): a parent at or after its
+  // child ends the walk, so even a Trace built in memory cannot loop here.
   for (int64_t id = scope_id; id >= 0 && static_cast<size_t>(id) < scopes.size() && parts.size() < 256;
-       id = scopes[id].parent_id) {
+       id = scopes[id].parent_id < id ? scopes[id].parent_id : kNoId) {
     parts.push_back(str(scopes[id].name_id));
   }
   std::string out;
@@ -28,7 +29,7 @@ std::string Trace::FrameText(int64_t frame_id) const {
 std::vector<std::string> Trace::CallPathFrames(int64_t call_path_id) const {
   std::vector<std::string> out;
   for (int64_t id = call_path_id; id >= 0 && static_cast<size_t>(id) < call_paths.size() && out.size() < 1024;
-       id = call_paths[id].parent_id) {
+       id = call_paths[id].parent_id < id ? call_paths[id].parent_id : kNoId) {  // as ScopePath
     out.push_back(FrameText(call_paths[id].frame_id));
   }
   std::reverse(out.begin(), out.end());

@@ -15,6 +15,7 @@
 #include "diff_fixture.h"
 #include "magneton/analysis.h"
 #include "magneton/recorder.h"
+#include "report/perfetto_diff.h"
 #include "test_util.h"
 #include "trace/line_trace_file.h"
 #include "trace/rerun_plan.h"
@@ -119,6 +120,73 @@ Pair OpenPair(const std::string& name, std::function<void(Trace&, Trace&)> edit 
   EXPECT_TRUE(session.ok()) << session.status().message();
   if (session.ok()) p.session = std::move(session).value();
   return p;
+}
+
+// Issue 33: a Trace built in memory skips the reader's structural checks
+// (FromData takes traces as given). Parent links that loop (ops, scopes,
+// call paths) or name later rows must still let the whole analysis and every
+// rendering end: main spun forever in the dataflow graph on the ops' loops.
+TEST(AnalysisSession, LoopingParentsInMemoryStillEnd) {
+  Pair p = OpenPair("hostile", [](Trace& a, Trace& b) {
+    for (OpEvent& op : a.ops) op.parent_id = op.id;  // each op its own parent
+    for (size_t i = 0; i + 1 < b.ops.size(); ++i) {
+      b.ops[i].parent_id = b.ops[i + 1].id;  // a later op: with the next line, a cycle
+    }
+    if (!b.ops.empty()) b.ops.back().parent_id = b.ops.front().id;
+    for (Trace* t : {&a, &b}) {
+      const int64_t ns = static_cast<int64_t>(t->scopes.size()), nc = static_cast<int64_t>(t->call_paths.size());
+      for (Scope& s : t->scopes) s.parent_id = (s.id + 1) % ns;  // 0 -> 1 -> ... -> 0
+      for (CallPath& c : t->call_paths) c.parent_id = (c.id + 1) % nc;
+      for (TensorMeta& m : t->tensors) m.producer_op_id = t->ops.empty() ? kNoId : t->ops.back().id;
+    }
+  });
+  ASSERT_TRUE(p.session);
+  Status st = p.session->Diff();
+  if (st.ok()) {
+    EXPECT_FALSE(p.session->TerminalReport(true).empty());
+    EXPECT_FALSE(p.session->JsonReport().empty());
+    EXPECT_FALSE(p.session->HtmlReport().empty());
+    std::ostringstream perfetto;
+    EXPECT_TRUE(report::WritePerfettoDiff(p.session->data().report_input(), perfetto).ok());
+  } else {
+    EXPECT_FALSE(st.message().empty());
+  }
+}
+
+// Issue 33: the files `magneton diff` opens. A fingerprint of no tensor of
+// its trace is refused by table and row (every lookup by tensor id assumes
+// one); the unedited pair opens.
+TEST(AnalysisSession, FingerprintOfNoTensorIsRefused) {
+  testing::Side a = testing::Record("fp_a.mtrace", true, false), b = testing::Record("fp_b.mtrace", false, false);
+  ASSERT_TRUE(AnalysisSession::OpenRuns({a.path}, {b.path}).ok());
+  testing::ExecSql(a.path,
+                   "UPDATE fingerprints SET tensor_id = 99999 WHERE tensor_id = (SELECT min(tensor_id) FROM fingerprints)");
+  auto session = AnalysisSession::OpenRuns({a.path}, {b.path});
+  ASSERT_FALSE(session.ok());
+  EXPECT_EQ(session.status().code(), StatusCode::kCorrupt);
+  EXPECT_NE(session.status().message().find("table fingerprints, row tensor_id 99999: names no tensor"),
+            std::string::npos)
+      << session.status().message();
+}
+
+// Found by fuzz/analysis_diff_fuzzer.cc: text from a trace that is not UTF-8
+// (an edited meta value, op or file name) threw out of JsonReport()
+// (nlohmann type_error 316) and aborted `magneton diff --json`. Such bytes
+// become U+FFFD; the report stays valid JSON.
+TEST(AnalysisSession, TextThatIsNotUtf8GivesAValidJsonReport) {
+  Pair p = OpenPair("utf8", [](Trace& a, Trace& b) {
+    for (Trace* t : {&a, &b}) {
+      t->meta.label += "\xea\xfc";
+      t->meta.extra["recorder.note"] = "\xff\xfe";
+      for (std::string& s : t->strings) s += "\xea";
+    }
+  });
+  ASSERT_TRUE(p.session);
+  ASSERT_TRUE(p.session->Diff().ok());
+  std::string json;
+  ASSERT_NO_THROW(json = p.session->JsonReport());
+  EXPECT_NO_THROW((void)nlohmann::json::parse(json));
+  EXPECT_NE(json.find("\xef\xbf\xbd"), std::string::npos);
 }
 
 TEST(AnalysisSession, TraceLinesRunsBothRecordedCommandsThroughTheRunner) {

@@ -161,5 +161,79 @@ TEST(GraphDominators, EmptyTraceHasSourceToSink) {
   EXPECT_EQ(dom.idom[g->sink()], g->source());
 }
 
+
+// --- Hostile parent links (issue 33). The reader refuses them; a Trace built
+// in memory may still carry them, and every walk up the op tree must end.
+
+// `n` ops on one thread, names cycling through `names`, no tensors.
+Trace OpsOnly(size_t n, std::vector<std::string> names = {"aten::relu"}) {
+  Trace t;
+  t.strings = std::move(names);
+  for (size_t i = 0; i < n; ++i) {
+    OpEvent op;
+    op.id = static_cast<int64_t>(i);
+    op.name_id = static_cast<int64_t>(i % t.strings.size());
+    op.start_ns = static_cast<int64_t>(i);
+    op.end_ns = static_cast<int64_t>(i) + 1;
+    t.ops.push_back(op);
+  }
+  return t;
+}
+
+// Self parents, a parent cycle and later parents: main spun forever on the
+// walk to each op's root. A link to the op itself or a later op counts as no
+// parent, in both modes.
+TEST(GraphDominators, SelfAndLaterParentsEndAndCountAsNone) {
+  Trace t = OpsOnly(6);
+  t.ops[1].parent_id = 1;  // itself
+  t.ops[2].parent_id = 3;  // 2 -> 3 -> 2: a cycle
+  t.ops[3].parent_id = 2;  // (3's parent 2 is earlier: a real link)
+  t.ops[4].parent_id = 5;  // a later op
+  t.ops[5].parent_id = 0;
+  for (bool leaf : {false, true}) {
+    auto g = BuildDataflowGraph(t, GraphOptions{.leaf_ops = leaf});
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    if (!leaf) {
+      EXPECT_EQ(g->op_ids, (std::vector<int64_t>{0, 1, 2, 4}));
+      EXPECT_EQ(g->node_of_op.at(3), 2);  // folded into its (earlier) parent's node
+      EXPECT_EQ(g->node_of_op.at(5), 0);
+    } else {
+      EXPECT_EQ(g->op_ids, (std::vector<int64_t>{1, 3, 4, 5}));  // leaves: ops nothing earlier encloses
+      EXPECT_EQ(g->node_of_op.at(0), 3);  // op 0's last leaf is 5
+    }
+    DominatorTree dom = ComputeDominators(*g);
+    EXPECT_EQ(dom.idom[g->sink()], g->source());
+  }
+}
+
+// A chain 100 000 deep under a recorder op (no node above it): each op took
+// its whole chain to resolve, 5e9 steps in all; now one step each.
+TEST(GraphDominators, DeepChainUnderARecorderOpIsLinear) {
+  const size_t n = 100'000;
+  Trace t = OpsOnly(n, {"magneton::warmup", "aten::relu"});
+  for (size_t i = 1; i < n; ++i) {
+    t.ops[i].name_id = 1;
+    t.ops[i].parent_id = static_cast<int64_t>(i) - 1;
+  }
+  auto g = BuildDataflowGraph(t);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->op_count(), 0);
+  EXPECT_TRUE(g->node_of_op.empty());
+}
+
+// A dominator tree whose idom links loop (never computed so, but the walks
+// over it must end on any arrays).
+TEST(GraphDominators, WalksOverAMalformedTreeEnd) {
+  DominatorTree tree;
+  tree.root = 0;
+  tree.idom = {0, 2, 1, 7};
+  tree.depth = {0, 5, 6, 1};
+  EXPECT_FALSE(tree.Dominates(0, 2));
+  EXPECT_FALSE(tree.Dominates(0, 3));  // idom 7: out of range
+  const std::vector<int32_t> path = tree.PathFromRoot(1);
+  EXPECT_LE(path.size(), tree.idom.size());
+  EXPECT_LE(tree.PathFromRoot(3).size(), tree.idom.size());
+}
+
 }  // namespace
 }  // namespace magneton

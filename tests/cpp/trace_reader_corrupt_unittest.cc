@@ -4,14 +4,17 @@
 #include <sqlite3.h>
 
 #include <filesystem>
+#include <functional>
 #include <random>
 
 #include "magneton/trace_reader.h"
 #include "test_util.h"
+#include "trace/trace_validate.h"
 
 namespace magneton {
 namespace {
 
+using testing::DowngradeToSchemaV2;
 using testing::ReadBytes;
 using testing::ExecSql;
 using testing::TempPath;
@@ -125,6 +128,9 @@ TEST(TraceReaderErrors, RandomlyMutatedFilesNeverCrash) {
         ASSERT_GE(op.end_ns, op.start_ns);
       }
       for (const OpTensor& l : r->op_tensors) ASSERT_LT(static_cast<size_t>(l.tensor_id), r->tensors.size());
+      // And whole: the reader's row checks give every structural invariant.
+      Status valid = ValidateTraceStructure(*r);
+      ASSERT_TRUE(valid.ok()) << valid.message();
     } else {
       ++errors;
       EXPECT_FALSE(r.status().message().empty());
@@ -132,6 +138,161 @@ TEST(TraceReaderErrors, RandomlyMutatedFilesNeverCrash) {
   }
   EXPECT_GT(errors, 0);
   EXPECT_EQ(errors + oks, 300);
+}
+
+
+// --- Structure (issue 33): a hostile trace is refused by the reader, with the
+// table, the row and what is wrong, before any analysis walks it. Each case's
+// positive twin is the unedited sample, which reads.
+
+// The message of reading `path`, which must be refused as corrupt.
+std::string Refusal(const std::string& path) {
+  auto r = ReadTrace(path);
+  EXPECT_FALSE(r.ok()) << path << " was accepted";
+  if (r.ok()) return "";
+  EXPECT_EQ(r.status().code(), StatusCode::kCorrupt) << r.status().message();
+  EXPECT_EQ(r.status().message().find('\n'), std::string::npos) << r.status().message();
+  return r.status().message();
+}
+
+std::string EditedSample(const std::string& name, const char* sql) {
+  std::string path = WriteSampleTrace(name, 6);
+  EXPECT_TRUE(ReadTrace(path).ok());  // the twin, before the edit
+  ExecSql(path, sql);
+  return path;
+}
+
+#define EXPECT_HAS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
+
+// parent_back 0 made op 3 its own parent: `magneton diff` spun forever in
+// the dataflow graph's walk to the root.
+TEST(TraceReaderStructure, ParentBackZeroIsRefused) {
+  const std::string m = Refusal(EditedSample("pb0.mtrace", "UPDATE op_rows SET parent_back=0 WHERE id=3"));
+  EXPECT_HAS(m, "table op_rows, row id 3: parent_back 0 is not positive");
+  EXPECT_HAS(m, "its own parent");
+  EXPECT_HAS(m, "pb0.mtrace");
+}
+
+TEST(TraceReaderStructure, NegativeParentBackIsRefused) {
+  const std::string m = Refusal(EditedSample("pbneg.mtrace", "UPDATE op_rows SET parent_back=-2 WHERE id=1"));
+  EXPECT_HAS(m, "table op_rows, row id 1: parent_back -2 is not positive");
+  EXPECT_HAS(m, "later op");
+}
+
+// More than the op's id: a parent before op 0 (id - back = -1 was read as "no
+// parent" before; anything lower was refused without saying why).
+TEST(TraceReaderStructure, ParentBackBeyondTheFirstOpIsRefused) {
+  for (const char* back : {"6", "7", "1099511627776", "9223372036854775807"}) {
+    const std::string sql = std::string("UPDATE op_rows SET parent_back=") + back + " WHERE id=5";
+    const std::string m = Refusal(EditedSample(std::string("pbbig") + back + ".mtrace", sql.c_str()));
+    EXPECT_HAS(m, std::string("table op_rows, row id 5: parent_back ") + back);
+    EXPECT_HAS(m, "before the first op");
+  }
+}
+
+TEST(TraceReaderStructure, VersionTwoOpParentAtOrAfterTheOpIsRefused) {
+  for (const char* parent : {"id", "id + 1"}) {
+    std::string path = WriteSampleTrace(std::string("v2parent") + (parent[2] ? "later" : "self") + ".mtrace", 6);
+    DowngradeToSchemaV2(path);
+    ASSERT_TRUE(ReadTrace(path).ok());
+    ExecSql(path, (std::string("UPDATE ops SET parent_id = ") + parent + " WHERE id = 2").c_str());
+    const std::string m = Refusal(path);
+    EXPECT_HAS(m, "table ops, row id 2: parent_id");
+  }
+}
+
+TEST(TraceReaderStructure, ScopeCycleIsRefused) {
+  std::string m = Refusal(EditedSample("scopeself.mtrace", "UPDATE scopes SET parent_id=id WHERE id=1"));
+  EXPECT_HAS(m, "table scopes, row id 1: parent_id 1 names the row itself (a cycle)");
+  // 0 -> 1 -> 0.
+  m = Refusal(EditedSample("scopecycle.mtrace", "UPDATE scopes SET parent_id=1 WHERE id=0"));
+  EXPECT_HAS(m, "table scopes, row id 0: parent_id 1 names a later row");
+  m = Refusal(EditedSample("scopeneg.mtrace", "UPDATE scopes SET parent_id=-7 WHERE id=1"));
+  EXPECT_HAS(m, "table scopes, row id 1: parent_id -7 is negative");
+}
+
+TEST(TraceReaderStructure, CallPathCycleIsRefused) {
+  std::string m = Refusal(EditedSample("cpcycle.mtrace", "UPDATE call_paths SET parent_id=1 WHERE id=0"));
+  EXPECT_HAS(m, "table call_paths, row id 0: parent_id 1 names a later row");
+  m = Refusal(EditedSample("cpself.mtrace", "UPDATE call_paths SET parent_id=id WHERE id=1"));
+  EXPECT_HAS(m, "table call_paths, row id 1: parent_id 1 names the row itself");
+  m = Refusal(EditedSample("cpframe.mtrace", "UPDATE call_paths SET frame_id=99 WHERE id=1"));
+  EXPECT_HAS(m, "table call_paths, row id 1: frame_id 99 names no frame");
+}
+
+// Found by fuzz/analysis_diff_fuzzer.cc: a negative id was used in
+// arithmetic (id - parent_back, UBSan: signed overflow) before it was
+// refused; an end past INT64_MAX overflowed likewise.
+TEST(TraceReaderStructure, NegativeOpIdAndOverflowingTimesAreRefused) {
+  std::string m = Refusal(EditedSample("negid.mtrace", "UPDATE op_rows SET id = -9223372036854775806 WHERE id = 3"));
+  EXPECT_HAS(m, "table op_rows, row id -9223372036854775806: the id is negative");
+  m = Refusal(EditedSample("endoverflow.mtrace",
+                           "UPDATE op_rows SET start_ns = 9223372036854775800, duration_ns = 100 WHERE id = 2"));
+  EXPECT_HAS(m, "table op_rows, row id 2: start_ns + duration_ns is beyond any clock");
+}
+
+// A file whose op_rows lost its primary key can hold one id twice.
+TEST(TraceReaderStructure, RepeatedOpIdIsRefused) {
+  const std::string m = Refusal(EditedSample("dupop.mtrace",
+                                             "DROP VIEW ops; DROP VIEW op_tensors;"
+                                             "CREATE TABLE op_copy AS SELECT * FROM op_rows; DROP TABLE op_rows;"
+                                             "CREATE TABLE op_rows AS SELECT * FROM op_copy; DROP TABLE op_copy;"
+                                             "INSERT INTO op_rows SELECT * FROM op_rows WHERE id = 4;"));
+  EXPECT_HAS(m, "table op_rows, row id 4: the id repeats");
+}
+
+// The reader still cuts what a killed run legitimately leaves dangling (an
+// enclosing op that never ended), and the result is valid structure.
+TEST(TraceReaderStructure, MissingParentOfAKilledRunIsCutNotRefused) {
+  std::string path = EditedSample("killedparent.mtrace", "DELETE FROM op_rows WHERE id = 2");
+  auto r = ReadTrace(path);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  for (const OpEvent& op : r->ops) EXPECT_NE(op.parent_id, 2);
+  EXPECT_TRUE(ValidateTraceStructure(*r).ok());
+}
+
+// The same invariants on a Trace built in memory (a binding, a test): the
+// first violation, by table and row.
+TEST(TraceValidate, InMemoryViolationsAreNamed) {
+  auto sample = ReadTrace(WriteSampleTrace("mem.mtrace", 6));
+  ASSERT_TRUE(sample.ok());
+  ASSERT_TRUE(ValidateTraceStructure(*sample).ok());
+  ASSERT_GE(sample->scopes.size(), 2u);
+  ASSERT_GE(sample->call_paths.size(), 2u);
+  struct Case {
+    const char* want;
+    std::function<void(Trace&)> edit;
+  };
+  const std::vector<Case> cases = {
+      {"ops row id 3: parent id 3 is not below", [](Trace& t) { t.ops[3].parent_id = 3; }},
+      {"ops row id 1: parent id 4 is not below", [](Trace& t) { t.ops[1].parent_id = 4; }},
+      {"ops row id 2: parent id -3 is negative", [](Trace& t) { t.ops[2].parent_id = -3; }},
+      {"ops row id 1: the id repeats", [](Trace& t) { t.ops[2].id = 1; }},
+      {"ops row id 1: ops are not in id order",
+       [](Trace& t) {
+         std::swap(t.ops[1].id, t.ops[2].id);
+         t.ops[1].parent_id = t.ops[2].parent_id = kNoId;
+       }},
+      {"ops row id 4: scope_id 9 names no scope", [](Trace& t) { t.ops[4].scope_id = 9; }},
+      {"ops row id 4: call_path_id -2 names no call path", [](Trace& t) { t.ops[4].call_path_id = -2; }},
+      {"scopes row id 0: parent id 1 is not below", [](Trace& t) { t.scopes[0].parent_id = 1; }},
+      {"scopes row id 1: parent id 1 is not below", [](Trace& t) { t.scopes[1].parent_id = 1; }},
+      {"call_paths row id 0: parent id 1 is not below", [](Trace& t) { t.call_paths[0].parent_id = 1; }},
+      {"call_paths row id 1: frame_id 50 names no frame", [](Trace& t) { t.call_paths[1].frame_id = 50; }},
+      {"tensors row id 0: producer_op_id 99 names no op", [](Trace& t) { t.tensors[0].producer_op_id = 99; }},
+      {"tensors row id 7: ids are not 0, 1, 2, ... (at index 1)", [](Trace& t) { t.tensors[1].id = 7; }},
+      {"op_tensors link 0 (op 99): names no op", [](Trace& t) { t.op_tensors[0].op_id = 99; }},
+      {"op_tensors link 1 (op 0): tensor id 1234 names no tensor", [](Trace& t) { t.op_tensors[1].tensor_id = 1234; }},
+      {"not sorted by (op, role, slot)", [](Trace& t) { std::swap(t.op_tensors.front(), t.op_tensors.back()); }},
+  };
+  for (const Case& c : cases) {
+    Trace t = *sample;
+    c.edit(t);
+    Status st = ValidateTraceStructure(t);
+    ASSERT_FALSE(st.ok()) << c.want;
+    EXPECT_EQ(st.code(), StatusCode::kCorrupt);
+    EXPECT_HAS(st.message(), c.want);
+  }
 }
 
 }  // namespace
