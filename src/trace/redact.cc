@@ -4,6 +4,8 @@
 #include <cctype>
 #include <vector>
 
+#include "trace/shell_quote.h"
+
 namespace magneton {
 namespace {
 
@@ -158,19 +160,6 @@ bool IsShortPasswordFlag(std::string_view flag, std::string_view next) {
   return false;
 }
 
-std::string SingleQuoted(std::string_view s) {
-  std::string out(1, '\'');
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out.push_back(c);
-    }
-  }
-  out.push_back('\'');
-  return out;
-}
-
 bool IsSecretAssignmentName(std::string_view name) { return (IsEnvName(name) || IsFlag(name)) && IsSecretName(name); }
 
 }  // namespace
@@ -236,7 +225,7 @@ std::string RedactCommandLine(std::string_view command_line) {
     // A token or a URL's credentials inside any other word: the word is
     // given back single-quoted, with the secret replaced.
     if (std::string clean = RedactSecretsInText(text); clean != text) {
-      replacement[k] = SingleQuoted(clean);
+      replacement[k] = ShellQuoteWord(clean, /*always=*/true);
       replaced[k] = true;
     }
   }

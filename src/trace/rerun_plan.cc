@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trace/redact.h"
+#include "trace/shell_quote.h"
 
 namespace magneton {
 namespace {
@@ -96,21 +97,7 @@ std::string ShellQuoteArgv(const std::vector<std::string>& argv) {
   std::string out;
   for (const std::string& a : argv) {
     if (!out.empty()) out.push_back(' ');
-    const bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-                                                         "-_./=:,+@%") == std::string::npos;
-    if (plain) {
-      out += a;
-      continue;
-    }
-    out.push_back('\'');
-    for (char c : a) {
-      if (c == '\'') {
-        out += "'\\''";
-      } else {
-        out.push_back(c);
-      }
-    }
-    out.push_back('\'');
+    out += ShellQuoteWord(a);
   }
   return out;
 }

@@ -86,6 +86,20 @@ class TraceDB:
         return dict(self.query("SELECT key, value FROM config"))
 
 
+def record_env_pair(folder, script_text: str, env_var: str, script_name="fast_path.py"):
+    """Writes `script_text` into `folder` and records it twice with --values in that folder,
+    `env <env_var>=0 python script` (slow.mtrace) and `=1` (fast.mtrace): real traces of this user's own
+    program for the trust, re-run and hostile-trace tests. Returns (script, slow, fast)."""
+    script = folder / script_name
+    script.write_text(script_text)
+    slow, fast = folder / "slow.mtrace", folder / "fast.mtrace"
+    for out, value in ((slow, "0"), (fast, "1")):
+        r = run_cli("record", "--values", "-o", str(out), "--", "env", f"{env_var}={value}", sys.executable,
+                    str(script), cwd=str(folder))
+        assert r.returncode == 0, r.stderr
+    return script, slow, fast
+
+
 def fast_path_script(env_var: str) -> str:
     """A script whose work() takes a slow row-by-row path unless `env_var` is "1": the same result either way,
     a branch on an environment variable for the line-level step and re-run tests."""

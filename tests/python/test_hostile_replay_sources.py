@@ -24,7 +24,7 @@ import uuid
 
 import pytest
 
-from conftest import TraceDB, fast_path_script, require, run_cli
+from conftest import TraceDB, fast_path_script, record_env_pair, require, run_cli
 
 require("torch")
 
@@ -142,13 +142,7 @@ def recorded(tmp_path_factory):
     root = tmp_path_factory.mktemp("sources")
     project = root / "project"
     project.mkdir()
-    script = project / "fast_path.py"
-    script.write_text(fast_path_script("TORCH_FAST_PATH"))
-    a, b = project / "slow.mtrace", project / "fast.mtrace"
-    for out, value in ((a, "0"), (b, "1")):
-        r = run_cli("record", "--values", "-o", str(out), "--", "env", f"TORCH_FAST_PATH={value}", sys.executable,
-                    str(script), cwd=str(project))
-        assert r.returncode == 0, r.stderr
+    script, a, b = record_env_pair(project, fast_path_script("TORCH_FAST_PATH"), "TORCH_FAST_PATH")
     return root, script, a, b
 
 

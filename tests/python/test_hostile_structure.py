@@ -18,7 +18,7 @@ import textwrap
 
 import pytest
 
-from conftest import require, run_cli
+from conftest import record_env_pair, require, run_cli
 
 require("torch")
 
@@ -60,13 +60,7 @@ TIMEOUT_S = 60
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile")
-    script = root / "layer.py"
-    script.write_text(SCRIPT)
-    a, b = root / "slow.mtrace", root / "fast.mtrace"
-    for out, value in ((a, "0"), (b, "1")):
-        r = run_cli("record", "--values", "-o", str(out), "--", "env", f"MAGNETON_FAST={value}", sys.executable,
-                    str(script), cwd=str(root))
-        assert r.returncode == 0, r.stderr
+    _, a, b = record_env_pair(root, SCRIPT, "MAGNETON_FAST", script_name="layer.py")
     return a, b
 
 

@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from conftest import fast_path_script, require, run_cli
+from conftest import fast_path_script, record_env_pair, require, run_cli
 
 require("torch")
 
@@ -29,13 +29,7 @@ def recorded(tmp_path_factory):
     root = tmp_path_factory.mktemp("trust")
     project = root / "project"
     project.mkdir()
-    script = project / "fast_path.py"
-    script.write_text(SCRIPT)
-    a, b = project / "slow.mtrace", project / "fast.mtrace"
-    for out, value in ((a, "0"), (b, "1")):
-        r = run_cli("record", "--values", "-o", str(out), "--", "env", f"TORCH_FAST_PATH_ENABLE={value}", sys.executable,
-                    str(script), cwd=str(project))
-        assert r.returncode == 0, r.stderr
+    script, a, b = record_env_pair(project, SCRIPT, "TORCH_FAST_PATH_ENABLE")
     return root, script, a, b
 
 
