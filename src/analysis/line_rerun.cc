@@ -38,8 +38,7 @@ Status RunTraced(const Trace& t, char side, const std::string& request, const st
 StatusOr<diagnose::LineDiagnosis> RunLineDiagnosis(const Trace& a, const Trace& b,
                                                    const diagnose::DeviationPoint& deviation,
                                                    const std::string& work_prefix, ProcessRunner& runner,
-                                                   const RerunPolicy& policy,
-                                                   const diagnose::SourceRoots* source_roots) {
+                                                   const RerunPolicy& policy, const diagnose::SourceRoots& roots) {
   if (!deviation.found) return NotFound("no deviation point to trace");
   // The deviation-point function, then its callers on the recorded path,
   // nearest first; one target per distinct function.
@@ -52,7 +51,6 @@ StatusOr<diagnose::LineDiagnosis> RunLineDiagnosis(const Trace& a, const Trace& 
   std::vector<diagnose::TracedFrame> frames;
   nlohmann::json targets = nlohmann::json::array();
   std::map<std::pair<std::string, std::string>, int> target_of;
-  const diagnose::SourceRoots roots = source_roots ? *source_roots : diagnose::SourceRoots::Of(a, b);
   for (const std::string& text : path) {
     const diagnose::FrameRef frame = diagnose::ParseFrame(text);
     auto fn = diagnose::ReadPyFunction(roots, frame.file, frame.line, frame.function);

@@ -19,13 +19,11 @@ namespace magneton::analysis {
 // with the function of `deviation` and its callers on the recorded path
 // traced; side files go next to `work_prefix` (an absolute path). A trace
 // that is not trusted under `policy` (analysis/rerun_authority.h) is not run.
-// `roots`: where the traced functions' source may be read (null: the
-// traces' own roots).
+// `roots`: where the traced functions' source may be read.
 StatusOr<diagnose::LineDiagnosis> RunLineDiagnosis(const Trace& a, const Trace& b,
                                                    const diagnose::DeviationPoint& deviation,
                                                    const std::string& work_prefix, ProcessRunner& runner,
-                                                   const RerunPolicy& policy,
-                                                   const diagnose::SourceRoots* roots = nullptr);
+                                                   const RerunPolicy& policy, const diagnose::SourceRoots& roots);
 
 // Which diagnosis the line-level step explains: the flagged findings (waste,
 // trade-off) first, in rank order, and an inconclusive or equal one only when

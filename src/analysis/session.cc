@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "analysis/confirm.h"
@@ -271,11 +272,9 @@ Status AnalysisSession::TraceLines(ProcessRunner& runner, const RerunPolicy& pol
   // The step may run both commands (they are this user's, or --rerun said so): it may read their folders too.
   // A copy shares the list of files read, so the report still names them.
   diagnose::SourceRoots roots = data_->source_roots;
-  for (const Trace* t : {&a, &b}) {
-    const diagnose::SourceRoots own = diagnose::SourceRoots::Of(*t);
-    for (const std::string& dir : own.dirs()) roots.Add(dir);
-  }
-  auto line = analysis::RunLineDiagnosis(a, b, chosen->deviation, prefix, runner, policy, &roots);
+  roots.AddFoldersOf(a);
+  roots.AddFoldersOf(b);
+  auto line = analysis::RunLineDiagnosis(a, b, chosen->deviation, prefix, runner, policy, roots);
   if (!line.ok()) {
     Say("no line-level diagnosis: " + line.status().message());
     note(line.status().message());

@@ -13,9 +13,7 @@ StatusOr<diagnose::SourceRoots> ReportSourceRoots(const std::vector<const Trace*
   for (const std::string& dir : explicit_roots) MAGNETON_RETURN_IF_ERROR(roots.AddExplicit(dir));
   const trust::TrustContext context = trust::TrustContext::Current();
   for (const Trace* trace : traces) {
-    if (!trust::VerifyRerunAuthority(*trace, context).trusted) continue;
-    const diagnose::SourceRoots own = diagnose::SourceRoots::Of(*trace);
-    for (const std::string& dir : own.dirs()) roots.Add(dir);
+    if (trust::VerifyRerunAuthority(*trace, context).trusted) roots.AddFoldersOf(*trace);
   }
   return roots;
 }

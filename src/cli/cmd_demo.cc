@@ -19,6 +19,7 @@
 #include "magneton/analysis.h"
 #include "runner/process_runner.h"
 #include "runner/subprocess.h"
+#include "trace/shell_quote.h"
 
 namespace magneton::cli {
 namespace {
@@ -90,7 +91,7 @@ class DemoCommand : public Command {
       req.plan.argv = {runner::FindPython(), script};
       req.plan.argv.insert(req.plan.argv.end(), args.begin(), args.end());
       if (no_cache) req.plan.argv.push_back("--no-cache");
-      std::fprintf(stderr, "magneton demo: recording %s\n", runner::ShellQuote(req.plan.argv).c_str());
+      std::fprintf(stderr, "magneton demo: recording %s\n", ShellQuoteArgv(req.plan.argv).c_str());
       const int code = ReportRecording(req, processes.Record(req));
       if (code != 0) return code;
     }

@@ -22,6 +22,7 @@
 #include "eval/eval.h"
 #include "eval/eval_env.h"
 #include "eval/spread.h"
+#include "trace/shell_quote.h"
 
 namespace magneton::cli {
 namespace {
@@ -46,7 +47,7 @@ std::string CommandLine(const std::string& fallback) {
   while (std::getline(in, arg, '\0')) argv.push_back(arg);
   if (argv.empty()) return fallback;
   argv[0] = "magneton";
-  return runner::ShellQuote(argv);
+  return ShellQuoteArgv(argv);
 }
 
 std::string NowUtc() {

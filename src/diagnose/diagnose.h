@@ -75,6 +75,8 @@ class SourceRoots {
   static SourceRoots Of(const Trace& a, const Trace& b);  // both programs' roots
   // A folder; one that does not exist, `/` or $HOME itself is left out.
   void Add(const std::string& dir);
+  // The folders a trace names for its program: meta `cwd` and `python.sys_path`.
+  void AddFoldersOf(const Trace& trace);
   // The same for a folder the user named (--source-root): InvalidArgument
   // saying why when it is left out.
   Status AddExplicit(const std::string& dir);

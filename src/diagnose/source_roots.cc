@@ -50,15 +50,20 @@ std::vector<std::string> ImportPaths(const Trace& trace) {
 
 SourceRoots SourceRoots::Of(const Trace& trace) {
   SourceRoots roots;
-  if (!trace.meta.cwd.empty()) roots.Add(trace.meta.cwd);
-  for (const std::string& dir : ImportPaths(trace)) roots.Add(dir);
+  roots.AddFoldersOf(trace);
   return roots;
 }
 
 SourceRoots SourceRoots::Of(const Trace& a, const Trace& b) {
-  SourceRoots roots = Of(a);
-  for (const std::string& dir : Of(b).dirs_) roots.Add(dir);
+  SourceRoots roots;
+  roots.AddFoldersOf(a);
+  roots.AddFoldersOf(b);
   return roots;
+}
+
+void SourceRoots::AddFoldersOf(const Trace& trace) {
+  if (!trace.meta.cwd.empty()) Add(trace.meta.cwd);
+  for (const std::string& dir : ImportPaths(trace)) Add(dir);
 }
 
 void SourceRoots::Add(const std::string& dir) { (void)AddExplicit(dir); }

@@ -52,7 +52,7 @@ StatusOr<RecordRunResult> RecordChild(const RecordRunRequest& req) {
   std::map<std::string, std::string> env = {
       {"MAGNETON_RECORD_PATH", out.string()},
       {"MAGNETON_RECORD_LABEL", req.label},
-      {"MAGNETON_COMMAND_LINE", ShellQuote(req.plan.argv)},
+      {"MAGNETON_COMMAND_LINE", ShellQuoteArgv(req.plan.argv)},
       {"MAGNETON_RECORD_VALUES", req.values ? "1" : "0"},
   };
   for (const auto& [k, v] : req.plan.env) env[k] = v;
@@ -83,7 +83,7 @@ StatusOr<RecordRunResult> RecordChild(const RecordRunRequest& req) {
 
   RecordRunResult result;
   result.exit_code = code;
-  auto job = CollectJob(out.string(), ShellQuote(req.plan.argv), code);
+  auto job = CollectJob(out.string(), ShellQuoteArgv(req.plan.argv), code);
   if (!job.ok()) {
     result.trace_status = job.status();
     return result;

@@ -10,8 +10,6 @@
 #include <cstring>
 #include <filesystem>
 
-#include "trace/rerun_plan.h"
-
 extern char** environ;
 
 namespace magneton::runner {
@@ -169,7 +167,5 @@ std::optional<std::string> FindBootstrapDir(const std::string& python, std::stri
   }
   return out;
 }
-
-std::string ShellQuote(const std::vector<std::string>& argv) { return ShellQuoteArgv(argv); }
 
 }  // namespace magneton::runner

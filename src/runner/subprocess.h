@@ -28,6 +28,4 @@ std::optional<std::string> CaptureOutput(const std::vector<std::string>& argv);
 // `output` (when given); returns its exit code, -1 if it could not start.
 int RunCapture(const std::vector<std::string>& argv, std::string* output);
 
-std::string ShellQuote(const std::vector<std::string>& argv);
-
 }  // namespace magneton::runner

@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 
 #include "trace/redact.h"
-#include "trace/shell_quote.h"
 
 namespace magneton {
 namespace {
@@ -91,15 +90,6 @@ bool PlanHoldsRedaction(const RunPlan& plan) {
     if (HoldsRedaction(k) || HoldsRedaction(v)) return true;
   }
   return HoldsRedaction(plan.cwd);
-}
-
-std::string ShellQuoteArgv(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const std::string& a : argv) {
-    if (!out.empty()) out.push_back(' ');
-    out += ShellQuoteWord(a);
-  }
-  return out;
 }
 
 std::string DescribeRunPlan(const RunPlan& plan) {

@@ -14,6 +14,7 @@
 #include "magneton/process_runner.h"
 #include "magneton/status.h"
 #include "magneton/trace.h"
+#include "trace/shell_quote.h"  // ShellQuoteArgv, for the plan's display
 
 namespace magneton {
 
@@ -39,10 +40,6 @@ StatusOr<RunPlan> StoredRunPlan(const RunMetadata& meta);
 // environment value) holds the redaction mark: such a plan cannot reproduce
 // the run and is never re-run.
 bool PlanHoldsRedaction(const RunPlan& plan);
-
-// The argv as one POSIX shell line, each word quoted when needed: what the
-// user would type; for display only, never run by magneton.
-std::string ShellQuoteArgv(const std::vector<std::string>& argv);
 
 // "cd <cwd> && NAME=value ... <argv>": the plan as a line the user can run.
 std::string DescribeRunPlan(const RunPlan& plan);

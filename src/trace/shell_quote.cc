@@ -19,4 +19,13 @@ std::string ShellQuoteWord(std::string_view word, bool always) {
   return out;
 }
 
+std::string ShellQuoteArgv(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const std::string& a : argv) {
+    if (!out.empty()) out.push_back(' ');
+    out += ShellQuoteWord(a);
+  }
+  return out;
+}
+
 }  // namespace magneton

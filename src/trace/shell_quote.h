@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace magneton {
 
@@ -12,5 +13,9 @@ namespace magneton {
 // no shell treats specially (and `always` is false), else in single quotes
 // with each ' written as '\''.
 std::string ShellQuoteWord(std::string_view word, bool always = false);
+
+// The argv as one POSIX shell line, each word quoted when needed: what the
+// user would type; for display only, never run by magneton.
+std::string ShellQuoteArgv(const std::vector<std::string>& argv);
 
 }  // namespace magneton
