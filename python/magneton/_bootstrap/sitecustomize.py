@@ -24,13 +24,17 @@ def _chain_to_next_sitecustomize():
             sys.modules["sitecustomize"] = mod
 
 
-def _will_record():
-    # The same test _start makes, without changing anything.
-    if os.environ.get("MAGNETON_RECORD_PATH"):
-        return True
+def _is_job_rank():
+    # A process the recorded program started is recorded only when it is a
+    # rank of a distributed job (magneton/_bootstrap/job.py).
     return bool(os.environ.get("MAGNETON_RECORD_JOB")) and (
         ("RANK" in os.environ and "WORLD_SIZE" in os.environ)
         or "--multiprocessing-fork" in getattr(sys, "orig_argv", sys.argv))
+
+
+def _will_record():
+    # The test _start makes, without changing anything.
+    return bool(os.environ.get("MAGNETON_RECORD_PATH")) or _is_job_rank()
 
 
 def _reexec_with_getenv_interposer():
@@ -69,15 +73,11 @@ def _start():
     path = os.environ.pop("MAGNETON_RECORD_PATH", None)
     rank_of_job = False
     if not path:
-        # A process the recorded program started: recorded only when it is a
-        # rank of a distributed job (magneton/_bootstrap/job.py).
-        job_path = os.environ.get("MAGNETON_RECORD_JOB")
-        if not job_path or not (("RANK" in os.environ and "WORLD_SIZE" in os.environ)
-                                or "--multiprocessing-fork" in getattr(sys, "orig_argv", sys.argv)):
+        if not _is_job_rank():
             return
         from magneton._bootstrap import job
 
-        path = job.child_trace_path(job_path)
+        path = job.child_trace_path(os.environ["MAGNETON_RECORD_JOB"])
         if path is None:
             return
         rank_of_job = True
