@@ -13,6 +13,7 @@
 #include "trace/control_chars.h"
 #include "trace/schema.h"
 #include "trace/sqlite_util.h"
+#include "trace/trace_validate.h"
 #include "trace/untrusted_db.h"
 
 namespace magneton {
@@ -28,17 +29,6 @@ using DbPtr = std::unique_ptr<sqlite3, DbCloser>;
 // A structural violation: the table as stored, the row and what is wrong.
 Status RowError(const char* table, int64_t id, const std::string& what) {
   return Corrupt(std::string("table ") + table + ", row id " + std::to_string(id) + ": " + what);
-}
-
-// A tree stored parents-first (scopes, call paths, ops): each row's parent,
-// if any, is an earlier row, so no parent chain can loop. Empty when so.
-std::string ParentProblem(int64_t parent, int64_t id, const char* column) {
-  if (parent == kNoId) return "";
-  if (parent >= 0 && parent < id) return "";
-  std::string why = std::string(column) + " " + std::to_string(parent);
-  if (parent == id) return why + " names the row itself (a cycle)";
-  if (parent > id) return why + " names a later row (parents are written before their children; this allows a cycle)";
-  return why + " is negative";
 }
 
 Status CheckDenseIds(const char* table, const std::vector<int64_t>& ids) {
@@ -172,7 +162,7 @@ Status LoadOpsV2(sqlite3* db, Trace* t, std::vector<OpTensor>* links) {
                       op.correlation_id = static_cast<uint64_t>(s.ColumnInt(8));
                       op.args = s.ColumnText(9);
                       op.state_id = s.ColumnNullableId(12);
-                      if (std::string why = ParentProblem(op.parent_id, op.id, "parent_id"); !why.empty()) {
+                      if (std::string why = ParentLinkProblem(op.parent_id, op.id, "parent_id"); !why.empty()) {
                         return RowError("ops", op.id, why);
                       }
                       if (!t->ops.empty() && op.id <= t->ops.back().id) return RowError("ops", op.id, "the id repeats");
@@ -373,7 +363,7 @@ Status LoadTables(sqlite3* db, Trace* t) {
                                           return RowError("call_paths", p.id,
                                                           "frame_id " + std::to_string(p.frame_id) + " names no frame");
                                         }
-                                        if (std::string why = ParentProblem(p.parent_id, p.id, "parent_id");
+                                        if (std::string why = ParentLinkProblem(p.parent_id, p.id, "parent_id");
                                             !why.empty()) {
                                           return RowError("call_paths", p.id, why);
                                         }
@@ -395,7 +385,7 @@ Status LoadTables(sqlite3* db, Trace* t) {
                                           return RowError("scopes", sc.id, "names a missing string or call path");
                                         }
                                         // A parent scope is always interned before its child.
-                                        if (std::string why = ParentProblem(sc.parent_id, sc.id, "parent_id");
+                                        if (std::string why = ParentLinkProblem(sc.parent_id, sc.id, "parent_id");
                                             !why.empty()) {
                                           return RowError("scopes", sc.id, why);
                                         }

@@ -50,20 +50,16 @@ class OpIds {
   std::vector<bool> present_;
 };
 
-// A parent link of a tree stored parents-first: none, or an earlier row.
-// Nothing else can form a cycle, so walks up such a tree end.
-std::string ParentProblem(int64_t parent, int64_t id, const char* what) {
-  if (parent == kNoId) return "";
-  if (parent < 0) return "parent id " + std::to_string(parent) + " is negative";
-  if (parent >= id) {
-    return "parent id " + std::to_string(parent) + " is not below the row's own id (a parent " + what +
-           " is always written before its children; " + (parent == id ? "it would be its own parent" : "a later "
-           "parent allows a cycle") + ")";
-  }
-  return "";
-}
-
 }  // namespace
+
+std::string ParentLinkProblem(int64_t parent, int64_t id, const char* column) {
+  if (parent == kNoId) return "";
+  if (parent >= 0 && parent < id) return "";
+  std::string why = std::string(column) + " " + std::to_string(parent);
+  if (parent == id) return why + " names the row itself (a cycle)";
+  if (parent > id) return why + " names a later row (parents are written before their children; this allows a cycle)";
+  return why + " is negative";
+}
 
 Status ValidateTraceStructure(const Trace& t) {
   const size_t n_strings = t.strings.size();
@@ -80,7 +76,7 @@ Status ValidateTraceStructure(const Trace& t) {
     if (!InRange(p.frame_id, t.frames.size())) {
       return Bad("call_paths", p.id, "frame_id " + std::to_string(p.frame_id) + " names no frame");
     }
-    if (std::string why = ParentProblem(p.parent_id, p.id, "call path"); !why.empty()) {
+    if (std::string why = ParentLinkProblem(p.parent_id, p.id, "parent_id"); !why.empty()) {
       return Bad("call_paths", p.id, why);
     }
   }
@@ -93,7 +89,9 @@ Status ValidateTraceStructure(const Trace& t) {
     if (!NullableInRange(s.init_call_path_id, t.call_paths.size())) {
       return Bad("scopes", s.id, "init_call_path_id " + std::to_string(s.init_call_path_id) + " names no call path");
     }
-    if (std::string why = ParentProblem(s.parent_id, s.id, "scope"); !why.empty()) return Bad("scopes", s.id, why);
+    if (std::string why = ParentLinkProblem(s.parent_id, s.id, "parent_id"); !why.empty()) {
+      return Bad("scopes", s.id, why);
+    }
   }
   for (size_t i = 0; i < t.runtime_states.size(); ++i) {
     if (t.runtime_states[i].id != static_cast<int64_t>(i)) {
@@ -124,7 +122,9 @@ Status ValidateTraceStructure(const Trace& t) {
     }
     if (op.end_ns < op.start_ns) return Bad("ops", op.id, "it ends before it starts");
     if (op.parent_id == kNoId) continue;
-    if (op.parent_id < 0 || op.parent_id >= op.id) return Bad("ops", op.id, ParentProblem(op.parent_id, op.id, "op"));
+    if (std::string why = ParentLinkProblem(op.parent_id, op.id, "parent_id"); !why.empty()) {
+      return Bad("ops", op.id, why);
+    }
     // An earlier id, so one of the ops before this one: any of them when dense.
     const auto before = t.ops.begin() + static_cast<std::ptrdiff_t>(i);
     if (!dense_so_far && !std::binary_search(t.ops.begin(), before, op.parent_id, [](const auto& x, const auto& y) {

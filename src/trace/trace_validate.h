@@ -9,10 +9,20 @@
 // them either.
 #pragma once
 
+#include <cstdint>
+#include <string>
+
 #include "magneton/status.h"
 #include "magneton/trace.h"
 
 namespace magneton {
+
+// Why `parent` cannot be the parent of row `id` of a tree stored
+// parents-first (ops, scopes, call paths): "" when it can — none (kNoId) or an
+// earlier row —, else "<column> <parent> names the row itself (a cycle)",
+// "... names a later row ..." or "... is negative". The reader and
+// ValidateTraceStructure say the same.
+std::string ParentLinkProblem(int64_t parent, int64_t id, const char* column);
 
 // Ok, or kCorrupt naming the first violation ("ops row id 7: parent id 7 is
 // not below the op's id ..."). Linear in the trace's size, no allocation

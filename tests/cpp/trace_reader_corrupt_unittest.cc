@@ -264,9 +264,9 @@ TEST(TraceValidate, InMemoryViolationsAreNamed) {
     std::function<void(Trace&)> edit;
   };
   const std::vector<Case> cases = {
-      {"ops row id 3: parent id 3 is not below", [](Trace& t) { t.ops[3].parent_id = 3; }},
-      {"ops row id 1: parent id 4 is not below", [](Trace& t) { t.ops[1].parent_id = 4; }},
-      {"ops row id 2: parent id -3 is negative", [](Trace& t) { t.ops[2].parent_id = -3; }},
+      {"ops row id 3: parent_id 3 names the row itself", [](Trace& t) { t.ops[3].parent_id = 3; }},
+      {"ops row id 1: parent_id 4 names a later row", [](Trace& t) { t.ops[1].parent_id = 4; }},
+      {"ops row id 2: parent_id -3 is negative", [](Trace& t) { t.ops[2].parent_id = -3; }},
       {"ops row id 1: the id repeats", [](Trace& t) { t.ops[2].id = 1; }},
       {"ops row id 1: ops are not in id order",
        [](Trace& t) {
@@ -275,9 +275,9 @@ TEST(TraceValidate, InMemoryViolationsAreNamed) {
        }},
       {"ops row id 4: scope_id 9 names no scope", [](Trace& t) { t.ops[4].scope_id = 9; }},
       {"ops row id 4: call_path_id -2 names no call path", [](Trace& t) { t.ops[4].call_path_id = -2; }},
-      {"scopes row id 0: parent id 1 is not below", [](Trace& t) { t.scopes[0].parent_id = 1; }},
-      {"scopes row id 1: parent id 1 is not below", [](Trace& t) { t.scopes[1].parent_id = 1; }},
-      {"call_paths row id 0: parent id 1 is not below", [](Trace& t) { t.call_paths[0].parent_id = 1; }},
+      {"scopes row id 0: parent_id 1 names a later row", [](Trace& t) { t.scopes[0].parent_id = 1; }},
+      {"scopes row id 1: parent_id 1 names the row itself", [](Trace& t) { t.scopes[1].parent_id = 1; }},
+      {"call_paths row id 0: parent_id 1 names a later row", [](Trace& t) { t.call_paths[0].parent_id = 1; }},
       {"call_paths row id 1: frame_id 50 names no frame", [](Trace& t) { t.call_paths[1].frame_id = 50; }},
       {"tensors row id 0: producer_op_id 99 names no op", [](Trace& t) { t.tensors[0].producer_op_id = 99; }},
       {"tensors row id 7: ids are not 0, 1, 2, ... (at index 1)", [](Trace& t) { t.tensors[1].id = 7; }},
