@@ -8,6 +8,7 @@
 #include "analysis/confirm.h"
 #include "analysis/domain.h"
 #include "analysis/line_rerun.h"
+#include "analysis/region_differences.h"
 #include "analysis/rerun_authority.h"
 #include "analysis/session_data.h"
 #include "analysis/source_access.h"
@@ -72,6 +73,7 @@ detect::Options SessionData::detect_options() const {
       o.differing_settings.push_back(d.key + ": " + d.value_a + " -> " + d.value_b);
     }
   }
+  o.region_differences = RegionDifferences;
   return o;
 }
 

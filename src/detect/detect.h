@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -127,6 +128,11 @@ struct Finding {
   // The device work the region's ops launched on each side, when the
   // domain's attribution went through device activities; empty otherwise.
   std::vector<KernelCost> kernels_a, kernels_b;
+  // Recorded differences in effect for this region's ops (Options::
+  // region_differences: a runtime state they ran under, a nested kernel, a
+  // layout), one line each. With one recording per side they are evidence
+  // that a same-work region's cost is the code's and not the machine's.
+  std::vector<std::string> differences_in_effect;
 };
 
 struct Options {
@@ -157,6 +163,14 @@ struct Options {
   // unless one of these differs; a model's config or a call's argument acts
   // on the regions it changes, not on the whole run.
   std::vector<std::string> differing_settings;
+  // What differs between the two sides for one region's ops, one line per
+  // difference ("runtime state torch.backends.mkldnn.enabled: true -> false");
+  // empty when nothing recorded differs. Given by the caller (the analysis
+  // wires the diagnosis's contrasts: detection does not depend on
+  // diagnosis); null: nothing is looked for. ops_* are every instance's ops.
+  std::function<std::vector<std::string>(const Trace& a, const std::vector<int64_t>& ops_a, const Trace& b,
+                                         const std::vector<int64_t>& ops_b, char costly_side)>
+      region_differences;
 };
 
 // What else used the machine's CPUs while a trace was recorded, as shares of
@@ -169,6 +183,9 @@ struct MachineLoadShares {
   // Over the job (first op to last op, from machine.load_samples), not the
   // whole recording (every run after CombineRuns).
   bool over_job = false;
+  // The CPUs the recorded process could run on (meta machine.cpus); 0 when
+  // the trace does not say.
+  int cpus = 0;
   // Why the job's load could not be taken although the trace holds a series
   // (a corrupt machine.load_samples, a job too short for its ticks); empty
   // otherwise. Said in the reports, never silent.
@@ -216,7 +233,9 @@ struct DetectResult {
   size_t runs = 1;  // recordings per side combined (CombineRuns)
   // The typical (energy-weighted median) A/B ratio of every same-work op
   // pair: how much costlier one whole run is on work that is identical;
-  // 1 when there are none.
+  // 1 when there are none. Same-work pairs of regions with a recorded
+  // difference in effect (Finding::differences_in_effect) are left out: they
+  // are the code's difference, not the machine's.
   double run_wide_ratio = 1;
 };
 
@@ -263,11 +282,14 @@ bool OutputsAgree(const std::vector<TensorPair>& outputs, const FingerprintMap& 
                   double epsilon, std::string* note);
 
 // How much slower the costlier side may have run for the machine alone. A
-// program that would use every CPU gets (1 - load) of them, so its time can
-// grow by 1 / (1 - load); the cheaper side's own load is divided out. An
-// upper bound (a single-threaded program on a large machine may not slow at
-// all), which is what a demotion needs. 1 when a side does not say or the
-// gap is under kMaterialLoad.
+// thread that would use a whole CPU gets (1 - load) of it, so its time can
+// grow by 1 / (1 - load); an op whose T threads wait for one another at
+// every barrier runs only while all T are on a CPU, (1 - load)^T of the time,
+// so the bound is ((1 - load_cheap) / (1 - load_costly))^T with T the CPUs
+// the costlier side could use (machine.cpus; 1 when unknown). An upper bound
+// (a single-threaded program on a large machine may not slow at all), which
+// is what a demotion needs. 1 when a side does not say or the gap is under
+// kMaterialLoad.
 double LoadSlowdownBound(const SideSummary& costly, const SideSummary& cheap);
 
 // The uncertainty step on one recording per side (called by

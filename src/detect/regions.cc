@@ -25,6 +25,12 @@ MachineLoadShares MachineLoadOf(const RunMetadata& meta) {
   MachineLoadShares load;
   load.others_cpu_share = share("machine.others_cpu_share");
   load.steal_share = load.others_cpu_share < 0 ? -1 : share("machine.steal_share");
+  if (auto it = meta.extra.find("machine.cpus"); it != meta.extra.end()) {
+    char* end = nullptr;
+    const long cpus = std::strtol(it->second.c_str(), &end, 10);
+    // A count no machine has is no count: the bound stays the one-thread one.
+    if (end != it->second.c_str() && *end == '\0' && cpus > 0 && cpus <= 4096) load.cpus = static_cast<int>(cpus);
+  }
   return load;
 }
 
@@ -43,6 +49,7 @@ MachineLoadShares MachineLoadOf(const RunMetadata& meta, int64_t job_start_ns, i
   load.others_cpu_share = job->others_cpu_share;
   load.steal_share = job->steal_share;
   load.over_job = true;
+  load.cpus = whole.cpus;
   return load;
 }
 
@@ -56,6 +63,7 @@ MachineLoadShares MeanLoad(const std::vector<MachineLoadShares>& runs) {
     mean.others_cpu_share += r.others_cpu_share / static_cast<double>(runs.size());
     mean.steal_share += std::max(0.0, r.steal_share) / static_cast<double>(runs.size());
     mean.over_job = mean.over_job && r.over_job;
+    mean.cpus = std::max(mean.cpus, r.cpus);
     if (mean.over_job_error.empty()) mean.over_job_error = r.over_job_error;
   }
   return mean;
@@ -341,6 +349,20 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
   for (Finding& f : r.findings) {
     SumInstances(f);
     ClassifyFinding(f, r, options);
+  }
+  // What differs for the ops of each region that differs in cost: evidence
+  // the uncertainty step weighs (a same-work region under another runtime
+  // state is the code's, whatever the machine did).
+  if (options.region_differences) {
+    for (Finding& f : r.findings) {
+      if (f.kind != RegionKind::kMatched || f.point_verdict == Verdict::kEqual) continue;
+      std::vector<int64_t> all_a, all_b;
+      for (const RegionInstance& in : f.instances) {
+        all_a.insert(all_a.end(), in.ops_a.begin(), in.ops_a.end());
+        all_b.insert(all_b.end(), in.ops_b.begin(), in.ops_b.end());
+      }
+      f.differences_in_effect = options.region_differences(a, all_a, b, all_b, f.wasteful_side == 'B' ? 'B' : 'A');
+    }
   }
   AssessOneRecording(r, options);
   RankFindings(r.findings);

@@ -1,5 +1,6 @@
 #include "record/machine_load.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -102,10 +103,22 @@ LoadSeries LoadSampler::Stop() {
   return series_;
 }
 
+int UsableCpuCount() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    if (const int n = CPU_COUNT(&set); n > 0) return n;
+  }
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  return online > 0 ? static_cast<int>(online) : 1;
+}
+
 std::map<std::string, std::string> LoadMeta(const MachineLoad& load) {
-  return {{"machine.others_cpu_share", fmt::format("{:.4f}", load.others_cpu_share)},
-          {"machine.steal_share", fmt::format("{:.4f}", load.steal_share)},
-          {"machine.load_seconds", fmt::format("{:.3f}", load.seconds)}};
+  std::map<std::string, std::string> meta{{"machine.others_cpu_share", fmt::format("{:.4f}", load.others_cpu_share)},
+                                          {"machine.steal_share", fmt::format("{:.4f}", load.steal_share)},
+                                          {"machine.load_seconds", fmt::format("{:.3f}", load.seconds)}};
+  if (load.cpus > 0) meta.emplace("machine.cpus", std::to_string(load.cpus));
+  return meta;
 }
 
 }  // namespace magneton::record

@@ -37,7 +37,15 @@ struct MachineLoad {
   double others_cpu_share = 0;  // other processes' busy time / all CPU time, in [0, 1]
   double steal_share = 0;       // steal / all CPU time, in [0, 1]
   double seconds = 0;           // the span measured
+  // CPUs this process may run on (its affinity mask): how many threads of
+  // one op can run at once, which sets how much a busy neighbour can stall
+  // an op whose threads wait for one another (detect::LoadSlowdownBound).
+  int cpus = 0;
 };
+
+// The CPUs the calling process may run on (sched_getaffinity), else the
+// CPUs online; at least 1.
+int UsableCpuCount();
 
 // The load between two readings, given how much CPU time this process used
 // in between. Fails when the span is too short to say anything (under
@@ -72,7 +80,7 @@ class LoadSampler {
 };
 
 // The meta rows a recording keeps: machine.others_cpu_share,
-// machine.steal_share, machine.load_seconds (docs/TRACE_FORMAT.md; the diff
+// machine.steal_share, machine.load_seconds, machine.cpus (docs/TRACE_FORMAT.md; the diff
 // reads them in detect/regions.cc).
 std::map<std::string, std::string> LoadMeta(const MachineLoad& load);
 

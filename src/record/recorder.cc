@@ -343,6 +343,7 @@ void Recorder::WriteMachineLoadMeta() {
     writer_->SetMeta("machine.load_error", load.status().message());
     return;
   }
+  load->cpus = record::UsableCpuCount();
   for (const auto& [key, value] : record::LoadMeta(*load)) writer_->SetMeta(key, value);
   // The series, so that the diff can take the load over the job alone.
   writer_->SetMeta("machine.load_samples", EncodeLoadSeries(series));

@@ -24,6 +24,7 @@ json Side(const std::string& path, const Trace& t, const detect::SideSummary& s)
           {"others_cpu_share", s.machine.others_cpu_share < 0 ? json(nullptr) : json(s.machine.others_cpu_share)},
           {"steal_share", s.machine.steal_share < 0 ? json(nullptr) : json(s.machine.steal_share)},
           {"load_over_job", s.machine.over_job},
+          {"cpus", s.machine.cpus > 0 ? json(s.machine.cpus) : json(nullptr)},
           {"load_over_job_error", s.machine.over_job_error.empty() ? json(nullptr) : json(s.machine.over_job_error)}};
 }
 
@@ -134,6 +135,7 @@ json UncertaintyJson(const detect::Finding& f, double confidence) {
           {"energy_ratio", IntervalJson(u.ratio)},
           {"saving_uj", IntervalJson(u.saving_uj)},
           {"point_verdict", detect::VerdictName(f.point_verdict)},
+          {"differences_in_effect", f.differences_in_effect},
           {"note", f.uncertainty_note}};
 }
 

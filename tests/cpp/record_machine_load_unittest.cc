@@ -89,6 +89,11 @@ TEST(MachineLoad, ARecordingWritesItsLoad) {
   EXPECT_GE(others, 0);
   EXPECT_LE(others, 1);
   EXPECT_GT(std::stod(extra.at("machine.load_seconds")), 0.2);
+  // The CPUs the process may use: what bounds how a busy neighbour stalls
+  // an op whose threads wait for one another.
+  ASSERT_EQ(extra.count("machine.cpus"), 1u);
+  EXPECT_EQ(std::stoi(extra.at("machine.cpus")), record::UsableCpuCount());
+  EXPECT_GE(record::UsableCpuCount(), 1);
   // The series sampled through it (every 100 ms, plus the first and the
   // last), which the diff takes the job's load from.
   ASSERT_EQ(extra.count("machine.load_samples"), 1u);
