@@ -135,6 +135,18 @@ def test_eval_rejects_an_unknown_case(magneton_bin):
     assert "no case 'no-such-case'" in r.stderr
 
 
+def _shadow_region(tmp_path, case_dir):
+    """pytorch-181115's expected region in a plain diff of rank 0 of A with rank 0 of B (the settings eval's headline
+    uses are the diff's defaults): the ops only A's rank 0 runs, in Join.__exit__, its all-reduces among them."""
+    out = tmp_path / "rank0.json"
+    r = run_cli("diff", str(case_dir / "a.rank0.mtrace"), str(case_dir / "b.rank0.mtrace"), "--json", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    found = [f for f in json.loads(out.read_text())["findings"]
+             if f["kind"] == "unmatched" and "c10d::allreduce_" in f["a"]["ops"] and not f["b"]["ops"]]
+    assert len(found) == 1, found
+    return found[0]
+
+
 def test_eval_diffs_distributed_cases_job_against_job(tmp_path, magneton_bin):
     """A case whose scripts start ranks (pytorch-181115: torch.multiprocessing.spawn, 2 gloo ranks on the CPU) is
     recorded as a job per side and diffed rank with rank (src/eval/job_case.cc). A's rank 0 shadows rank 1's
@@ -162,8 +174,19 @@ def test_eval_diffs_distributed_cases_job_against_job(tmp_path, magneton_bin):
     assert case["energy"]["a_uj"] > 0 and case["energy"]["b_uj"] > 0
     assert len(case["sweep"]) == 7 * 5
     # Rank 0's shadow all-reduces are among the waste findings (6% of its job in the suite's run; which rank's
-    # top finding stands for the job is timing on a shared CPU, not asserted).
-    assert case["headline"]["expected_waste_rank"] >= 1 or case["headline"]["detected"], case["headline"]
+    # top finding stands for the job is timing on a shared CPU, not asserted). On a busy machine the diff may
+    # rightly not call them waste: a region that occurs once, on the side that ran with more of the machine taken
+    # by other work, is inconclusive at any ratio (docs/DIFF.md "A busy machine"; this failed here once under heavy
+    # load). What this test pins is the job-against-job diff, so then rank 0's pair must still show the region,
+    # inconclusive and saying why, or as waste only when another rank's bigger finding stood for the job.
+    headline = case["headline"]
+    if not (headline["expected_waste_rank"] >= 1 or headline["detected"]):
+        shadows = _shadow_region(tmp_path, case_dir)
+        assert shadows["costlier_side"] == "A" and shadows["uncertainty"]["point_verdict"] == "waste", shadows
+        if shadows["verdict"] == "waste":
+            assert case["job"]["headline_rank"] != 0, (headline, shadows)
+        else:
+            assert shadows["verdict"] == "inconclusive" and shadows["uncertainty"]["note"], (headline, shadows)
     assert "2 ranks)" in r.stdout
 
     # The twin: B's job is A's, file for file.
