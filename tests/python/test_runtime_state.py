@@ -136,3 +136,124 @@ def test_jax_config_update_midway_gives_later_ops_another_state(tmp_path):
     assert after_id != before_id
     assert ("highest", f"{script}:{_line_of(script, '# UPDATE')}:<module>") in \
         _setters(db, "jax.jax_default_matmul_precision")
+
+
+# -- settings found by introspection (python/magneton/recorders/torch_state_introspect.py) --
+
+_EINSUM = "torch.einsum('ij,jk,kl,lm->im', a, b, c, d)"
+
+
+def test_opt_einsum_flag_reaches_the_einsums_under_it(tmp_path):
+    """A flag the C++ hook does not read: a 4-operand einsum with opt_einsum off
+    contracts left to right. Ops under the assignment and under flags(...) carry
+    `false`, the ones outside `true`, each change at the program's line. (flags()
+    first: an assignment shadows the value flags() sets, for einsum too.)"""
+    script, db = _record(tmp_path, f"""
+        import torch
+        a, b, c, d = torch.randn(4, 50), torch.randn(50, 60), torch.randn(60, 70), torch.randn(70, 3)
+        {_EINSUM}
+        with torch.backends.opt_einsum.flags(enabled=False):  # FLAGS
+            {_EINSUM}
+        {_EINSUM}
+        torch.backends.opt_einsum.enabled = False  # OFF
+        {_EINSUM}
+        torch.backends.opt_einsum.enabled = True  # ON
+        {_EINSUM}
+    """)
+    values = [s["torch.backends.opt_einsum.enabled"] for _, s in _states(db, "aten::einsum")]
+    assert values == ["true", "false", "true", "false", "true"]
+    assert _states(db, "aten::einsum")[0][1]["torch.backends.opt_einsum.strategy"] == "auto"
+    set_at = _setters(db, "torch.backends.opt_einsum.enabled")
+    assert ("false", f"{script}:{_line_of(script, '# OFF')}:<module>") in set_at
+    assert ("true", f"{script}:{_line_of(script, '# ON')}:<module>") in set_at
+    assert ("false", f"{script}:{_line_of(script, '# FLAGS')}:<module>") in set_at
+
+
+def test_a_flag_new_to_torch_is_captured_without_a_list(tmp_path):
+    """A synthetic flag on a torch.backends module, as a later torch release
+    would add one: found when the program first assigns it and on each change."""
+    script, db = _record(tmp_path, """
+        import torch
+        x = torch.randn(8)
+        torch.backends.cpu.magneton_test_flag = False  # ADD
+        torch.add(x, 1)
+        torch.backends.cpu.magneton_test_flag = True  # TOGGLE
+        torch.mul(x, 2)
+    """)
+    (_, before), = _states(db, "aten::add")
+    (_, after), = _states(db, "aten::mul")
+    assert before["torch.backends.cpu.magneton_test_flag"] == "false"
+    assert after["torch.backends.cpu.magneton_test_flag"] == "true"
+    assert {k: v for k, v in after.items() if k != "torch.backends.cpu.magneton_test_flag"} == \
+        {k: v for k, v in before.items() if k != "torch.backends.cpu.magneton_test_flag"}
+    set_at = _setters(db, "torch.backends.cpu.magneton_test_flag")
+    assert set_at == [("false", f"{script}:{_line_of(script, '# ADD')}:<module>"),
+                      ("true", f"{script}:{_line_of(script, '# TOGGLE')}:<module>")]
+
+
+def test_a_flag_present_before_recording_is_read_at_start(tmp_path):
+    """The same synthetic flag, there before the recording starts (found by the
+    walk at install), toggled inside; after the recording torch is as it was."""
+    script = tmp_path / "inproc.py"
+    trace = tmp_path / "inproc.mtrace"
+    script.write_text(textwrap.dedent(f"""
+        import types
+        import torch
+        import magneton
+        torch.backends.mkldnn.magneton_test_level = 3
+        original_setter = torch.set_flush_denormal
+        x = torch.randn(8)
+        with magneton.record({str(trace)!r}, energy=False):
+            torch.add(x, 1)
+            torch.backends.mkldnn.magneton_test_level = 5  # TOGGLE
+            torch.mul(x, 2)
+        assert type(torch.backends.cpu) is types.ModuleType, type(torch.backends.cpu)
+        assert type(torch.backends.mkldnn).__name__ == "MkldnnModule" and \\
+            "_magneton_watched" not in vars(type(torch.backends.mkldnn))
+        assert torch.set_flush_denormal is original_setter
+        assert "flags" not in vars(torch.backends.mkldnn)
+    """))
+    import subprocess
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    db = TraceDB(str(trace))
+    (_, before), = _states(db, "aten::add")
+    (_, after), = _states(db, "aten::mul")
+    assert before["torch.backends.mkldnn.magneton_test_level"] == "3"
+    assert after["torch.backends.mkldnn.magneton_test_level"] == "5"
+    assert _setters(db, "torch.backends.mkldnn.magneton_test_level") == \
+        [("5", f"{script}:{_line_of(str(script), '# TOGGLE')}:<module>")]
+
+
+def test_torch_setters_and_backend_functions_are_watched_generically(tmp_path):
+    """torch.set_X with a getter twin (anomaly mode), without one (flush
+    denormal: known by its argument), a torch.backends function setter (the
+    MHA fast path) and a nested settings object (cuda.matmul, read through its
+    __getattr__): each reaches the ops after it, with its line. Keys the C++
+    hook reads are not duplicated under another spelling."""
+    script, db = _record(tmp_path, """
+        import torch
+        x = torch.randn(8)
+        torch.add(x, 1)
+        torch.set_anomaly_enabled(True)  # ANOMALY
+        torch.set_flush_denormal(True)  # DENORMAL
+        torch.backends.mha.set_fastpath_enabled(False)  # FASTPATH
+        torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False  # BF16
+        torch.mul(x, 2)
+    """)
+    (_, before), = _states(db, "aten::add")
+    (_, after), = _states(db, "aten::mul")
+    expected = {"torch.anomaly_enabled": ("false", "true", "# ANOMALY"),
+                "torch.backends.mha.fastpath_enabled": ("true", "false", "# FASTPATH"),
+                "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction": ("true", "false", "# BF16")}
+    for key, (old, new, marker) in expected.items():
+        assert (before[key], after[key]) == (old, new), key
+        assert (new, f"{script}:{_line_of(script, marker)}:<module>") in _setters(db, key), key
+    assert "torch.flush_denormal" not in before  # no getter: unknown until set
+    assert after["torch.flush_denormal"] == "true"
+    assert ("true", f"{script}:{_line_of(script, '# DENORMAL')}:<module>") in _setters(db, "torch.flush_denormal")
+    # The C++-read keys keep their names and are not read twice.
+    assert before["torch.backends.mkldnn.enabled"] == "true" and "torch.num_threads" in before
+    assert "torch.grad_enabled" in before and not any(k.startswith("torch.is_") for k in before)
+    assert not any("autocast_" in k for k in before)
+    assert "torch.backends.cpu.cpu_capability" in before and "torch.backends.quantized.engine" in before
