@@ -257,3 +257,29 @@ def test_torch_setters_and_backend_functions_are_watched_generically(tmp_path):
     assert "torch.grad_enabled" in before and not any(k.startswith("torch.is_") for k in before)
     assert not any("autocast_" in k for k in before)
     assert "torch.backends.cpu.cpu_capability" in before and "torch.backends.quantized.engine" in before
+
+
+def test_jax_flags_outside_the_jit_key_reach_later_ops(tmp_path):
+    """jax_debug_infs (a check after every op, not part of JAX's trace context),
+    set by jax.config.update and by its context manager: the ops after carry it."""
+    require("jax")
+    script, db = _record(tmp_path, """
+        import jax
+        import jax.numpy as jnp
+        x = jnp.ones(4)
+        jnp.add(x, 1.0)
+        jax.config.update("jax_debug_infs", True)  # UPDATE
+        jnp.multiply(x, 2.0)
+        jax.config.update("jax_debug_infs", False)
+        with jax.debug_nans(True):  # CONTEXT
+            jnp.subtract(x, 3.0)
+        jnp.divide(x, 4.0)
+    """)
+    (_, before), = _states(db, "jax::add")[-1:]
+    (_, after), = _states(db, "jax::mul")[-1:]
+    (_, inside), = _states(db, "jax::sub")[-1:]
+    (_, outside), = _states(db, "jax::div")[-1:]
+    assert (before["jax.jax_debug_infs"], after["jax.jax_debug_infs"]) == ("False", "True")
+    assert (inside["jax.jax_debug_nans"], outside["jax.jax_debug_nans"]) == ("True", "False")
+    assert ("True", f"{script}:{_line_of(script, '# UPDATE')}:<module>") in _setters(db, "jax.jax_debug_infs")
+    assert ("True", f"{script}:{_line_of(script, '# CONTEXT')}:<module>") in _setters(db, "jax.jax_debug_nans")
