@@ -283,3 +283,44 @@ def test_jax_flags_outside_the_jit_key_reach_later_ops(tmp_path):
     assert (inside["jax.jax_debug_nans"], outside["jax.jax_debug_nans"]) == ("True", "False")
     assert ("True", f"{script}:{_line_of(script, '# UPDATE')}:<module>") in _setters(db, "jax.jax_debug_infs")
     assert ("True", f"{script}:{_line_of(script, '# CONTEXT')}:<module>") in _setters(db, "jax.jax_debug_nans")
+
+
+def test_ort_every_session_option_and_each_runs_options(tmp_path):
+    """ONNX Runtime: every SessionOptions property (not a fixed list) is the
+    state of the session's ops, and each run adds its own RunOptions: the ops
+    of a run given a config entry carry it, those of a default run do not."""
+    require("onnxruntime")
+    require("onnx")
+    _, db = _record(tmp_path, """
+        import numpy as np
+        import onnx
+        import onnxruntime as ort
+        from onnx import TensorProto, helper
+
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 4])
+        graph = helper.make_graph([helper.make_node("MatMul", ["x", "x"], ["m"], name="mm"),
+                                   helper.make_node("Relu", ["m"], ["y"], name="relu")], "g", [x], [y])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        options = ort.SessionOptions()
+        options.log_verbosity_level = 2
+        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        feed = {"x": np.ones((4, 4), np.float32)}
+        session.run(None, feed)
+        run_options = ort.RunOptions()
+        run_options.only_execute_path_to_fetches = True
+        run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+        session.run(None, feed, run_options)
+    """)
+    runs = _states(db, "onnx::MatMul")
+    assert len(runs) == 2 and runs[0][0] != runs[1][0]
+    (_, first), (_, second) = runs
+    assert first["ort.log_verbosity_level"] == "2"  # not among the options once listed by hand
+    assert first["ort.enable_profiling"] == "False"  # the program's value, not magneton's
+    assert "ort.use_deterministic_compute" in first and "ort.execution_mode" in first
+    assert first["ort.run.only_execute_path_to_fetches"] == "False"
+    assert "ort.run.config.memory.enable_memory_arena_shrinkage" not in first
+    assert second["ort.run.only_execute_path_to_fetches"] == "True"
+    assert second["ort.run.config.memory.enable_memory_arena_shrinkage"] == "cpu:0"
+    assert {k: v for k, v in first.items() if not k.startswith("ort.run.")} == \
+        {k: v for k, v in second.items() if not k.startswith("ort.run.")}
