@@ -324,3 +324,34 @@ def test_ort_every_session_option_and_each_runs_options(tmp_path):
     assert second["ort.run.config.memory.enable_memory_arena_shrinkage"] == "cpu:0"
     assert {k: v for k, v in first.items() if not k.startswith("ort.run.")} == \
         {k: v for k, v in second.items() if not k.startswith("ort.run.")}
+
+
+def test_an_assignment_names_its_key_and_flags_works_as_a_decorator(tmp_path):
+    """Assigning a C++-read flag adds a setter row for it (and none for the key
+    that follows from it, whose new value the ops still carry); flags(...) as a
+    decorator gives the decorated function's ops the value, each call afresh."""
+    script, db = _record(tmp_path, f"""
+        import torch
+        a, b, c, d = torch.randn(4, 50), torch.randn(50, 60), torch.randn(60, 70), torch.randn(70, 3)
+        x = torch.randn(8)
+
+        @torch.backends.opt_einsum.flags(enabled=False)
+        def contract():
+            return {_EINSUM}
+
+        torch.add(x, 1)
+        torch.backends.cuda.matmul.allow_tf32 = True  # TF32
+        torch.mul(x, 2)
+        contract()
+        {_EINSUM}
+        contract()
+    """)
+    (_, before), = _states(db, "aten::add")
+    (_, after), = _states(db, "aten::mul")
+    assert (before["torch.backends.cuda.matmul.allow_tf32"], after["torch.backends.cuda.matmul.allow_tf32"]) == \
+        ("false", "true")
+    assert before["torch.backends.cuda.matmul.fp32_precision"] != after["torch.backends.cuda.matmul.fp32_precision"]
+    assert _setters(db, "torch.backends.cuda.matmul.allow_tf32") == \
+        [("true", f"{script}:{_line_of(script, '# TF32')}:<module>")]
+    assert _setters(db, "torch.backends.cuda.matmul.fp32_precision") == []
+    assert [s["torch.backends.opt_einsum.enabled"] for _, s in _states(db, "aten::einsum")] == ["false", "true", "false"]

@@ -292,11 +292,13 @@ def _program_call(depth: int) -> bool:
 
 
 def _note_change(changed: dict[str, str], record: bool, extra: dict[str, str] | None = None) -> None:
+    """StateSetter rows: the keys a call changed, or (extra given: an
+    assignment) the assigned key alone. Keys that follow another (assigning
+    cuda.matmul.allow_tf32 changes cuda.matmul.fp32_precision too) get no row
+    of their own there: the program's line set the one it names."""
     if not record or not _core.is_recording():
         return
-    pairs = dict(changed)
-    if extra:
-        pairs.update(extra)
+    pairs = dict(extra) if extra else dict(changed)
     if not pairs:
         return
     where = call_site.user_site(_state.skip_dirs, depth=3)
@@ -329,6 +331,9 @@ def _watched_class(cls: type) -> type:
         if path is None:
             return
         key = f"{path}.{name}"
+        if isinstance(value, types.ModuleType):  # the import system binding a submodule: new keys, not a change
+            _after_change(False, rediscover=True)
+            return
         _after_change(_program_call(1), rediscover=key not in st.readers,
                       extra=_assigned(key, name, value, self))
 
@@ -380,6 +385,22 @@ class _WatchedContext:
         _after_change(False)
         return suppress
 
+    def __call__(self, func):
+        """The decorator form (@torch.backends.cudnn.flags(...)): a fresh manager per call, as contextlib's."""
+        recreate = getattr(self._inner, "_recreate_cm", None)
+        if recreate is None:
+            return self._inner(func)
+
+        @functools.wraps(func)
+        def decorated(*args, **kwargs):
+            with _WatchedContext(recreate(), self._record):
+                return func(*args, **kwargs)
+
+        return decorated
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
 
 def _setter_wrapper(original, arg_key: str | None = None):
     def wrapper(*args, **kwargs):
@@ -390,7 +411,7 @@ def _setter_wrapper(original, arg_key: str | None = None):
             text = _format_args(args, kwargs)
             if text is not None and _state is not None:
                 _state.arg_values[arg_key] = text
-                extra = {arg_key: text}
+                extra = {arg_key: text}  # the one key it sets
         if hasattr(result, "__enter__") and hasattr(result, "__exit__"):
             return _WatchedContext(result, record)
         _after_change(record, extra=extra)
