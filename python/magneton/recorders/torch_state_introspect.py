@@ -14,10 +14,11 @@ generically: any assignment under ``torch.backends`` (the modules' and
 nested objects' classes are swapped for subclasses that watch
 ``__setattr__``), the ``torch.backends`` functions that set (``set_*``,
 ``enable_*``, ``disable_*``, ``allow_*``, ``preferred_*``, ``flags``; the
-context managers ``flags(...)`` returns are re-read on enter and exit) and
-every ``torch.set_*`` function. A call the program made (not torch on its
-own behalf) records a StateSetter for each key whose value it changed, at
-the program's line; a ``torch.set_X`` with no getter twin
+context managers ``flags(...)`` returns are re-read on enter and exit),
+every ``torch.set_*`` and ``torch.use_*`` function. A setter call the
+program made (not torch on its own behalf) records a StateSetter for each key
+whose value it changed, at the program's line, and an assignment one for the
+key it names; a ``torch.set_X`` with no getter twin
 (``set_flush_denormal``) is known only by its arguments, which become the
 value of ``torch.X``.
 
@@ -215,7 +216,8 @@ def _discover(st: _State) -> tuple[dict[str, object], list[tuple[object, str]]]:
     if backends is not None:
         walk(backends, "torch.backends", 0)
         for name, module in list(sys.modules.items()):  # submodules not reachable as attributes
-            if name.startswith("torch.backends.") and isinstance(module, types.ModuleType):
+            if (name.startswith("torch.backends.") and isinstance(module, types.ModuleType)
+                    and not any(part.startswith("_") for part in name.split("."))):
                 walk(module, name, name.count(".") - 1)
     for field, getter in _torch_twins(st).items():
         if getter is not None:
@@ -402,10 +404,11 @@ class _WatchedContext:
         return getattr(self._inner, name)
 
 
-def _setter_wrapper(original, arg_key: str | None = None):
+def _setter_wrapper(original, arg_key: str | None = None, rows: bool = True):
+    """rows=False: refresh only (a setter whose own key torch_state_setters records)."""
     def wrapper(*args, **kwargs):
         result = original(*args, **kwargs)
-        record = _program_call(1)
+        record = rows and _program_call(1)
         extra = None
         if arg_key is not None:
             text = _format_args(args, kwargs)
@@ -466,6 +469,13 @@ def _wrap_torch_setters(st: _State) -> None:
             continue  # a getter that gives no simple value (torch.get_rng_state): not a setting
         arg_key = key if getter is None and key not in st.native_keys else None
         _patch(st, st.torch, name, _setter_wrapper(fn, arg_key))
+    # torch.use_deterministic_algorithms and its kind: their keys are C++-read
+    # (torch_state_setters records them), but others follow (deterministic_debug_mode).
+    for name in dir(st.torch):
+        fn = getattr(st.torch, name, None)
+        if (name.startswith("use_") and callable(fn) and not isinstance(fn, type)
+                and not hasattr(fn, "_magneton_original")):
+            _patch(st, st.torch, name, _setter_wrapper(fn, rows=False))
 
 
 # -- lifecycle ---------------------------------------------------------------------
