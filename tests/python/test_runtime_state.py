@@ -192,8 +192,9 @@ def test_a_flag_new_to_torch_is_captured_without_a_list(tmp_path):
 
 
 def test_a_flag_present_before_recording_is_read_at_start(tmp_path):
-    """The same synthetic flag, there before the recording starts (found by the
-    walk at install), toggled inside; after the recording torch is as it was."""
+    """A synthetic flag and a synthetic torch.get_X/set_X pair, there before the
+    recording starts (found by the walk at install), changed inside; after the
+    recording torch is as it was."""
     script = tmp_path / "inproc.py"
     trace = tmp_path / "inproc.mtrace"
     script.write_text(textwrap.dedent(f"""
@@ -201,12 +202,19 @@ def test_a_flag_present_before_recording_is_read_at_start(tmp_path):
         import torch
         import magneton
         torch.backends.mkldnn.magneton_test_level = 3
+        knob = [1]  # a getter/setter pair a later torch might add
+        torch.get_magneton_test_knob = lambda: knob[0]
+        def set_knob(value):
+            knob[0] = value
+        torch.set_magneton_test_knob = set_knob
         original_setter = torch.set_flush_denormal
         x = torch.randn(8)
         with magneton.record({str(trace)!r}, energy=False):
             torch.add(x, 1)
             torch.backends.mkldnn.magneton_test_level = 5  # TOGGLE
+            torch.set_magneton_test_knob(7)  # KNOB
             torch.mul(x, 2)
+        assert torch.set_magneton_test_knob is set_knob
         assert type(torch.backends.cpu) is types.ModuleType, type(torch.backends.cpu)
         assert type(torch.backends.mkldnn).__name__ == "MkldnnModule" and \\
             "_magneton_watched" not in vars(type(torch.backends.mkldnn))
@@ -223,6 +231,8 @@ def test_a_flag_present_before_recording_is_read_at_start(tmp_path):
     assert after["torch.backends.mkldnn.magneton_test_level"] == "5"
     assert _setters(db, "torch.backends.mkldnn.magneton_test_level") == \
         [("5", f"{script}:{_line_of(str(script), '# TOGGLE')}:<module>")]
+    assert (before["torch.magneton_test_knob"], after["torch.magneton_test_knob"]) == ("1", "7")
+    assert _setters(db, "torch.magneton_test_knob") == [("7", f"{script}:{_line_of(str(script), '# KNOB')}:<module>")]
 
 
 def test_torch_setters_and_backend_functions_are_watched_generically(tmp_path):
