@@ -339,7 +339,8 @@ def test_ort_every_session_option_and_each_runs_options(tmp_path):
 def test_an_assignment_names_its_key_and_flags_works_as_a_decorator(tmp_path):
     """Assigning a C++-read flag adds a setter row for it (and none for the key
     that follows from it, whose new value the ops still carry); flags(...) as a
-    decorator gives the decorated function's ops the value, each call afresh."""
+    decorator gives the decorated function's ops the value, each call afresh;
+    flags(...) of a C++-read key gives it a row at the `with` line."""
     script, db = _record(tmp_path, f"""
         import torch
         a, b, c, d = torch.randn(4, 50), torch.randn(50, 60), torch.randn(60, 70), torch.randn(70, 3)
@@ -355,6 +356,8 @@ def test_an_assignment_names_its_key_and_flags_works_as_a_decorator(tmp_path):
         contract()
         {_EINSUM}
         contract()
+        with torch.backends.mkldnn.flags(enabled=False):  # MKLDNN
+            torch.sub(x, 1)
     """)
     (_, before), = _states(db, "aten::add")
     (_, after), = _states(db, "aten::mul")
@@ -365,3 +368,7 @@ def test_an_assignment_names_its_key_and_flags_works_as_a_decorator(tmp_path):
         [("true", f"{script}:{_line_of(script, '# TF32')}:<module>")]
     assert _setters(db, "torch.backends.cuda.matmul.fp32_precision") == []
     assert [s["torch.backends.opt_einsum.enabled"] for _, s in _states(db, "aten::einsum")] == ["false", "true", "false"]
+    # flags() of a C++-read key: the key it changed gets a row at the `with` line.
+    (_, inside), = _states(db, "aten::sub")
+    assert inside["torch.backends.mkldnn.enabled"] == "false"
+    assert _setters(db, "torch.backends.mkldnn.enabled") == [("false", f"{script}:{_line_of(script, '# MKLDNN')}:<module>")]

@@ -56,6 +56,7 @@ class _State:
         self.torch = None
         self.hook = None
         self.native_keys: frozenset[str] = frozenset()
+        self.specific: frozenset[int] = frozenset()  # ids of torch_state_setters' wrappers (they record their keys)
         self.readers: dict[str, object] = {}  # key -> zero-argument callable
         self.arg_values: dict[str, str] = {}  # torch.set_X with no getter: the arguments of its last call
         self.values: dict[str, str] = {}  # as last sent to the hook
@@ -308,13 +309,30 @@ def _note_change(changed: dict[str, str], record: bool, extra: dict[str, str] | 
         _core.add_state_setter(key, value, where)
 
 
-def _after_change(record: bool, rediscover: bool = False, extra: dict[str, str] | None = None) -> None:
+def _native() -> dict[str, str] | None:
+    """The C++-read keys now (a few µs), to tell which of them a generic setter changed."""
+    st = _state
+    try:
+        return dict(st.hook.native_state()) if st is not None else None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _after_change(record: bool, rediscover: bool = False, extra: dict[str, str] | None = None,
+                  native_before: dict[str, str] | None = None) -> None:
+    """Re-reads the settings; with record, adds the rows (_note_change). native_before:
+    the C++-read keys before the call, whose changes get rows too (torch.backends.mkldnn.flags
+    sets torch.backends.mkldnn.enabled, which no specific wrapper records)."""
     st = _state
     if st is None or getattr(st.busy, "on", False):
         return
     st.busy.on = True
     try:
-        _note_change(refresh(rediscover), record, extra)
+        changed = refresh(rediscover)
+        if native_before is not None and record:
+            after = _native() or {}
+            changed.update({k: v for k, v in after.items() if native_before.get(k) != v})
+        _note_change(changed, record, extra)
     except Exception:  # never let the bookkeeping break the program's setter
         pass
     finally:
@@ -374,12 +392,13 @@ def _watch(st: _State, holders) -> None:
 class _WatchedContext:
     """A settings context manager (torch.backends.X.flags(...)): the settings are re-read on enter and exit."""
 
-    def __init__(self, inner, record: bool):
-        self._inner, self._record = inner, record
+    def __init__(self, inner, record: bool, native_rows: bool = True):
+        self._inner, self._record, self._native_rows = inner, record, native_rows
 
     def __enter__(self):
+        before = _native() if self._record and self._native_rows else None
         result = self._inner.__enter__()
-        _after_change(self._record)
+        _after_change(self._record, native_before=before)
         return result
 
     def __exit__(self, *exc):
@@ -395,7 +414,7 @@ class _WatchedContext:
 
         @functools.wraps(func)
         def decorated(*args, **kwargs):
-            with _WatchedContext(recreate(), self._record):
+            with _WatchedContext(recreate(), self._record, self._native_rows):
                 return func(*args, **kwargs)
 
         return decorated
@@ -405,10 +424,15 @@ class _WatchedContext:
 
 
 def _setter_wrapper(original, arg_key: str | None = None, rows: bool = True):
-    """rows=False: refresh only (a setter whose own key torch_state_setters records)."""
+    """rows=False: refresh only (a setter whose own key torch_state_setters records).
+    Over one of torch_state_setters' wrappers, the C++-read keys it changes are
+    left to that wrapper's rows; over any other setter they get rows here."""
+    native_rows = _state is None or id(original) not in _state.specific
+
     def wrapper(*args, **kwargs):
-        result = original(*args, **kwargs)
         record = rows and _program_call(1)
+        before = _native() if record and native_rows else None
+        result = original(*args, **kwargs)
         extra = None
         if arg_key is not None:
             text = _format_args(args, kwargs)
@@ -416,8 +440,8 @@ def _setter_wrapper(original, arg_key: str | None = None, rows: bool = True):
                 _state.arg_values[arg_key] = text
                 extra = {arg_key: text}  # the one key it sets
         if hasattr(result, "__enter__") and hasattr(result, "__exit__"):
-            return _WatchedContext(result, record)
-        _after_change(record, extra=extra)
+            return _WatchedContext(result, record, native_rows)
+        _after_change(record, extra=extra, native_before=before)
         return result
 
     try:
@@ -480,14 +504,16 @@ def _wrap_torch_setters(st: _State) -> None:
 
 # -- lifecycle ---------------------------------------------------------------------
 
-def install(torch, hook) -> None:
-    """Reads every setting once, hands them to the hook and wraps the setters."""
+def install(torch, hook, specific=()) -> None:
+    """Reads every setting once, hands them to the hook and wraps the setters.
+    specific: the setters torch_state_setters wrapped (they record their own keys)."""
     global _state
     import os
 
     st = _State()
     st.torch, st.hook = torch, hook
     st.native_keys = frozenset(hook.native_state())
+    st.specific = frozenset(id(f) for f in specific)
     st.torch_dir = os.path.dirname(torch.__file__) + os.sep
     st.skip_dirs = call_site.library_dirs(st.torch_dir)
     _state = st

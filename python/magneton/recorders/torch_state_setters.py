@@ -160,7 +160,7 @@ def install(torch, hook) -> None:
     torch.set_num_interop_threads = set_num_interop_threads
     _patches.append((torch, "set_num_interop_threads", original))
     # Every other setting, found by walking torch; its wrappers go over these.
-    torch_state_introspect.install(torch, hook)
+    torch_state_introspect.install(torch, hook, [getattr(owner, attr) for owner, attr, _ in _patches])
 
 
 def uninstall() -> None:
