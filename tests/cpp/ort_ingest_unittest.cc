@@ -295,7 +295,8 @@ TEST(OrtIngest, EachRunsOpsCarryThatRunsState) {
   std::string path = TempPath("run_states.mtrace");
   ASSERT_TRUE(Recorder::Start(path, RunMetadata{}).ok());
   const int64_t session = Recorder::Active()->InternRuntimeState({{"ort.run.terminate", "False"}});
-  const int64_t second = Recorder::Active()->InternRuntimeState({{"ort.run.terminate", "False"}, {"ort.run.config.k", "v"}});
+  const int64_t second =
+      Recorder::Active()->InternRuntimeState({{"ort.run.terminate", "False"}, {"ort.run.config.k", "v"}});
   Recorder::Active()->SetThreadStateId(session);
   SessionClock paired = FixedClock(2);
   paired.runs[1].state_id = second;  // run 0 keeps kNoId: the session's

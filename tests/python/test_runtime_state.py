@@ -367,8 +367,10 @@ def test_an_assignment_names_its_key_and_flags_works_as_a_decorator(tmp_path):
     assert _setters(db, "torch.backends.cuda.matmul.allow_tf32") == \
         [("true", f"{script}:{_line_of(script, '# TF32')}:<module>")]
     assert _setters(db, "torch.backends.cuda.matmul.fp32_precision") == []
-    assert [s["torch.backends.opt_einsum.enabled"] for _, s in _states(db, "aten::einsum")] == ["false", "true", "false"]
+    einsums = _states(db, "aten::einsum")
+    assert [s["torch.backends.opt_einsum.enabled"] for _, s in einsums] == ["false", "true", "false"]
     # flags() of a C++-read key: the key it changed gets a row at the `with` line.
     (_, inside), = _states(db, "aten::sub")
     assert inside["torch.backends.mkldnn.enabled"] == "false"
-    assert _setters(db, "torch.backends.mkldnn.enabled") == [("false", f"{script}:{_line_of(script, '# MKLDNN')}:<module>")]
+    assert _setters(db, "torch.backends.mkldnn.enabled") == \
+        [("false", f"{script}:{_line_of(script, '# MKLDNN')}:<module>")]

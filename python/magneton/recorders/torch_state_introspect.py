@@ -537,7 +537,8 @@ def uninstall() -> None:
             setter(owner, name, original)
         else:
             try:
-                (types.ModuleType.__delattr__ if isinstance(owner, types.ModuleType) else object.__delattr__)(owner, name)
+                delete = types.ModuleType.__delattr__ if isinstance(owner, types.ModuleType) else object.__delattr__
+                delete(owner, name)
             except AttributeError:
                 pass
     while st.swapped:
