@@ -42,8 +42,10 @@ class OrtSession {
     clock_.created = ort::MeasureClockOffset();
   }
 
-  int64_t BeginRun() {
+  // state_id: the run's runtime state (kNoId: the session's).
+  int64_t BeginRun(int64_t state_id) {
     ort::RunBracket b;
+    b.state_id = state_id;
     b.begin = ort::MeasureClockOffset();
     b.begin_monotonic_ns = MonotonicNowNs();
     std::lock_guard<std::mutex> lock(mu_);
@@ -146,7 +148,7 @@ class OrtSession {
 void RegisterOrtBindings(nb::module_& m) {
   nb::class_<OrtSession>(m, "OrtSession", "One ONNX Runtime session being recorded (include/ort/ort.h).")
       .def(nb::init<const std::string&, int64_t>(), "graph_json"_a, "profiling_start_ns"_a)
-      .def("begin_run", &OrtSession::BeginRun)
+      .def("begin_run", &OrtSession::BeginRun, "state_id"_a = magneton::kNoId)
       .def("end_run", &OrtSession::EndRun, "run"_a)
       .def("add_values", &OrtSession::AddValues, "run"_a, "names"_a, "arrays"_a)
       .def("value_names", &OrtSession::ValueNames)

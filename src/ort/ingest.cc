@@ -134,6 +134,7 @@ StatusOr<IngestStats> IngestSession(const Graph& graph, const Profile& profile, 
     p.op.name_id = rec->InternString(node ? OpName(node->domain, node->op_type) : OpName("", ev.op_type));
     p.op.thread_id = ev.thread_id;
     p.op.start_ns = to_monotonic(run, ev.ts_us);
+    if (per_run && run >= 0) p.op.state_id = clock.runs[run].state_id;  // kNoId: the session's
     p.op.end_ns = p.op.start_ns + ev.dur_us * 1000;
     {
       OpArgsWriter args(&p.op.args);  // {"node": ..., "ep": ...} (docs/TRACE_FORMAT.md)

@@ -112,6 +112,10 @@ ClockOffset MeasureClockOffset();
 struct RunBracket {
   int64_t begin_monotonic_ns = 0, end_monotonic_ns = 0;
   ClockOffset begin, end;  // measured right before and right after run()
+  // The run's runtime state (the session's options and this run's
+  // RunOptions), stamped on its ops when runs pair with the profile's one to
+  // one; kNoId, or unpaired runs: the session's state.
+  int64_t state_id = kNoId;
 };
 
 // ORT stamps events with std::chrono::high_resolution_clock, which is

@@ -519,6 +519,11 @@ NB_MODULE(_torch_hook, m) {
         nb::arg("on") = true, "Whether ops carry the runtime state (bench/op_overhead --state-cost turns it off to compare).");
   m.def("current_state", [] { return magneton::TorchStateValues(magneton::ReadTorchState()); },
         "The torch runtime state the hook would record for an op on this thread now.");
+  m.def("native_state", [] { return magneton::NativeTorchStateValues(magneton::ReadTorchState()); },
+        "The part of current_state the hook reads in C++ at every op.");
+  m.def("set_python_state", &magneton::SetPythonState, nb::arg("values"),
+        "The settings read in Python (introspected), merged into every later op's runtime state; "
+        "ops see a change at their next start.");
   m.def("note_process_group", &magneton::NoteProcessGroupRanks, nb::arg("group_name"), nb::arg("global_ranks"),
         "Notes a process group's global ranks: collectives in it record them as `group_ranks`.");
   m.def("clear_process_groups", &magneton::ClearProcessGroupRanks);

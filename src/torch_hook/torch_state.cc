@@ -8,6 +8,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include <atomic>
+#include <mutex>
 
 #include "torch_hook/torch_names.h"
 
@@ -15,6 +16,10 @@ namespace magneton {
 namespace {
 
 std::atomic<int32_t> g_num_interop_threads{0};
+
+std::mutex g_python_mu;
+std::map<std::string, std::string> g_python_state;  // guarded by g_python_mu
+std::atomic<uint64_t> g_python_version{0};
 
 const char* PrecisionName(int8_t p) {
   switch (static_cast<at::Float32MatmulPrecision>(p)) {
@@ -58,10 +63,26 @@ TorchStateView ReadTorchState() {
   v.autocast_cuda = at::autocast::is_autocast_enabled(at::kCUDA);
   v.autocast_cpu_dtype = static_cast<int8_t>(at::autocast::get_autocast_dtype(at::kCPU));
   v.autocast_cuda_dtype = static_cast<int8_t>(at::autocast::get_autocast_dtype(at::kCUDA));
+  v.python_version = g_python_version.load(std::memory_order_acquire);
   return v;
 }
 
+void SetPythonState(std::map<std::string, std::string> values) {
+  std::lock_guard<std::mutex> lock(g_python_mu);
+  if (values == g_python_state) return;
+  g_python_state = std::move(values);
+  g_python_version.fetch_add(1, std::memory_order_release);
+}
+
 std::map<std::string, std::string> TorchStateValues(const TorchStateView& v) {
+  std::map<std::string, std::string> values = NativeTorchStateValues(v);
+  std::lock_guard<std::mutex> lock(g_python_mu);
+  // A key read here wins: it is exact per thread (a context manager's value).
+  for (const auto& [key, value] : g_python_state) values.emplace(key, value);
+  return values;
+}
+
+std::map<std::string, std::string> NativeTorchStateValues(const TorchStateView& v) {
   auto dtype = [](int8_t t) { return DtypeName(static_cast<c10::ScalarType>(t)); };
   return {
       {"torch.num_threads", std::to_string(v.num_threads)},

@@ -289,6 +289,37 @@ TEST(OrtIngest, FallsBackToTheSessionOffsetWhenRunsCannotBePaired) {
   EXPECT_EQ(t->ops[0].start_ns, 4'000'000'000 + 1'010'000);
 }
 
+// Each run's state (its RunOptions) is stamped on its ops when runs pair
+// with the profile's; unpaired runs' ops take the thread's (the session's).
+TEST(OrtIngest, EachRunsOpsCarryThatRunsState) {
+  std::string path = TempPath("run_states.mtrace");
+  ASSERT_TRUE(Recorder::Start(path, RunMetadata{}).ok());
+  const int64_t session = Recorder::Active()->InternRuntimeState({{"ort.run.terminate", "False"}});
+  const int64_t second =
+      Recorder::Active()->InternRuntimeState({{"ort.run.terminate", "False"}, {"ort.run.config.k", "v"}});
+  Recorder::Active()->SetThreadStateId(session);
+  SessionClock paired = FixedClock(2);
+  paired.runs[1].state_id = second;  // run 0 keeps kNoId: the session's
+  auto stats = IngestSession(TestGraph(), TestProfile(), paired, {}, Recorder::Active());
+  SessionClock unpaired = FixedClock(1);
+  unpaired.runs[0].state_id = second;
+  auto fallback = IngestSession(TestGraph(), TestProfile(), unpaired, {}, Recorder::Active());
+  ASSERT_TRUE(Recorder::Stop().ok());
+  ASSERT_TRUE(stats.ok() && fallback.ok());
+  EXPECT_EQ(stats->clock_method, "per_run");
+  EXPECT_EQ(fallback->clock_method, "session");
+  auto t = ReadTrace(path);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_EQ(t->ops.size(), 8u);
+  EXPECT_EQ(t->ops[0].state_id, session);
+  EXPECT_EQ(t->ops[1].state_id, session);
+  EXPECT_EQ(t->ops[2].state_id, second);
+  EXPECT_EQ(t->ops[3].state_id, second);
+  for (size_t i = 4; i < 8; ++i) EXPECT_EQ(t->ops[i].state_id, session) << i;
+  ASSERT_EQ(t->runtime_states.size(), 2u);
+  EXPECT_EQ(t->runtime_states[second].values.at("ort.run.config.k"), "v");
+}
+
 TEST(OrtIngest, UnknownNodesAreKeptWithoutEdges) {
   std::string path = TempPath("unknown.mtrace");
   ASSERT_TRUE(Recorder::Start(path, RunMetadata{}).ok());

@@ -134,6 +134,9 @@ def test_recording_has_every_node_with_shapes_and_dataflow(traces):
     assert len(state_ids) == 1 and state_ids[0][0] is not None, state_ids
     state = dict(db.query("SELECT key, value FROM runtime_states WHERE state_id = ?", state_ids[0][0]))
     assert state["llama.n_threads"] == "1" and state["llama.n_threads_batch"] == "1", state
+    # Every scalar field of the context's and the model's params structs; no pointer (an address differs per run).
+    assert "llama.model.n_gpu_layers" in state and "llama.model.vocab_only" in state, state
+    assert "llama.ctx_other" not in state and "llama.model.devices" not in state
 
     ops = op_rows(db)
     names = [n for _, n, *_ in ops]
@@ -295,3 +298,36 @@ def test_kv_cache_flows_from_one_eval_to_the_next(workdir, gguf_path):
     for write, read in zip(v_writes, v_reads):
         source = db.tensors(read, 0)[0]
         assert db.query("SELECT producer_op_id FROM tensors WHERE id = ?", source)[0][0] == write
+
+
+def test_llama_set_calls_change_the_state_of_later_nodes(workdir, gguf_path):
+    """llama_set_n_threads (a setter wrapped generically, by its ctypes
+    signature): the nodes of the evaluation after it carry the new thread
+    counts, and the call is a StateSetter at the program's line."""
+    script = workdir / "llama_set.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys, llama_cpp
+        llm = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=64, n_batch=64, n_threads=1, n_threads_batch=1,
+                              verbose=False)
+        llm.eval({IDS[:4]})
+        llama_cpp.llama_set_n_threads(llm._ctx.ctx, 2, 2)  # SET
+        llm.reset()
+        llm.eval({IDS[:4]})
+    """))
+    trace = str(workdir / "llama_set.mtrace")
+    r = run_cli("record", "-o", trace, "--", sys.executable, str(script), gguf_path)
+    assert r.returncode == 0, r.stderr
+    db = TraceDB(trace)
+    rows = db.query("SELECT o.state_id FROM ops o JOIN strings s ON s.id = o.name_id "
+                    "WHERE s.value LIKE 'ggml::%' ORDER BY o.id")
+    threads = []
+    for (state_id,) in rows:
+        state = dict(db.query("SELECT key, value FROM runtime_states WHERE state_id = ?", state_id))
+        value = (state["llama.n_threads"], state["llama.n_threads_batch"])
+        if not threads or threads[-1] != value:
+            threads.append(value)
+    assert threads == [("1", "1"), ("2", "2")]
+    line = next(i + 1 for i, text in enumerate(script.read_text().splitlines()) if "# SET" in text)
+    setters = db.query("SELECT key, value, site FROM state_setters ORDER BY t_ns")
+    assert ("llama.n_threads", "2", f"{script}:{line}:<module>") in setters
+    assert ("llama.n_threads_batch", "2", f"{script}:{line}:<module>") in setters

@@ -30,6 +30,12 @@ _TRANSPARENT = frozenset({"closed_call", "core_call", "checkpoint", "remat", "cu
 # evaluated here, equation by equation, inside a scope named after it.
 _INTERPRETED = frozenset({"jit", "pjit"})
 
+# Bumped by each jax.config.update and each config context manager the
+# program enters or leaves: with JAX's trace context (which holds only the
+# flags in the jit key) it tells the state stamper when to re-read every
+# jax.config option.
+_config_changes = [0]
+
 
 class JaxRecorder:
     def __init__(self):
@@ -38,6 +44,7 @@ class JaxRecorder:
         self._orig_process = None
         self._prev_disable_jit = None
         self._orig_update = None
+        self._orig_context = None  # StateContextManager's (__enter__, __exit__)
         self.hooked = False
 
     def engines(self) -> list[str]:
@@ -62,6 +69,11 @@ class JaxRecorder:
 
             del jax.config.update  # the class's method again
             self._orig_update = None
+        if self._orig_context is not None:
+            from jax._src import config as jax_config
+
+            jax_config.StateContextManager.__enter__, jax_config.StateContextManager.__exit__ = self._orig_context
+            self._orig_context = None
         if self._prev_disable_jit is not None:
             import jax
 
@@ -87,6 +99,7 @@ class JaxRecorder:
         self._prev_disable_jit = bool(jax.config.jax_disable_jit)
         jax.config.update("jax_disable_jit", True)
         self._wrap_config_update(jax)
+        self._wrap_config_contexts(jax, jax_config)
         self._trace_cls = core.EvalTrace
         self._orig_process = core.EvalTrace.process_primitive
         self._trace_cls.process_primitive = _make_process_primitive(self._orig_process, core, source_info_util,
@@ -102,12 +115,48 @@ class JaxRecorder:
 
         def update(name, value):
             result = original(name, value)
+            _config_changes[0] += 1
             if _core.is_recording():
                 _core.add_state_setter("jax." + str(name), str(value), call_site.user_site(skip))
             return result
 
         jax.config.update = update  # on the instance: uninstall deletes it
         self._orig_update = original
+
+    def _wrap_config_contexts(self, jax, jax_config) -> None:
+        """Every config option's context manager (``with jax.default_matmul_precision("float32")``,
+        ``jax.log_compiles(True)``, any option JAX defines as a State): the
+        program's enter records a StateSetter at its line, and its enter and
+        exit make the ops re-read jax.config. JAX's own uses (inside its
+        dispatch) change nothing here: the flags they set that matter are in
+        the trace context, which the stamper compares anyway."""
+        cls = getattr(jax_config, "StateContextManager", None)
+        if not isinstance(cls, type) or "__enter__" not in vars(cls) or "__exit__" not in vars(cls):
+            return  # another JAX: config context managers are seen through the trace context only
+        orig_enter, orig_exit = cls.__enter__, cls.__exit__
+        jax_dir = os.path.dirname(os.path.abspath(jax.__file__)) + os.sep
+        skip = call_site.library_dirs(jax_dir)
+        entered: set[int] = set()  # the program's managers now entered (__slots__: no attribute of ours)
+
+        def __enter__(self):
+            result = orig_enter(self)
+            if not sys._getframe(1).f_code.co_filename.startswith(jax_dir):
+                entered.add(id(self))
+                _config_changes[0] += 1
+                if _core.is_recording():
+                    name = getattr(self.state, "_name", None) or getattr(self.state, "name", "?")
+                    _core.add_state_setter("jax." + str(name), str(self.new_val), call_site.user_site(skip))
+            return result
+
+        def __exit__(self, *exc):
+            result = orig_exit(self, *exc)
+            if id(self) in entered:
+                entered.discard(id(self))
+                _config_changes[0] += 1
+            return result
+
+        cls.__enter__, cls.__exit__ = __enter__, __exit__
+        self._orig_context = (orig_enter, orig_exit)
 
 
 # Modules under jax/_src that only route a call to a primitive (tracing, jit
@@ -163,16 +212,18 @@ def _make_warm_up(core, trace_context):
 def _make_state_stamper(jax_config):
     """Gives the ops a thread begins the jax.config values in effect as their
     runtime state ("jax.jax_enable_x64", docs/TRACE_FORMAT.md "Runtime
-    state"). JAX's trace context (a tuple of the flags that change what is
-    traced and compiled, 0.2 µs to get) is compared per op; the full map is
-    built and interned only when it changed. jax_disable_jit is left out: the
-    recorder forces it."""
+    state"): every option of jax.config (its value holders: whatever the
+    installed JAX defines). JAX's trace context (a tuple of the flags that
+    change what is traced and compiled, 0.2 µs to get) and the count of
+    config changes the program made (_config_changes) are compared per op;
+    the full map is built and interned only when either changed.
+    jax_disable_jit is left out: the recorder forces it."""
     local = threading.local()
     trace_context, config = jax_config.trace_context, jax_config.config
     set_state, intern = _core.set_thread_state_id, _core.intern_runtime_state
 
     def stamp():
-        context = trace_context()
+        context = (trace_context(), _config_changes[0])
         if getattr(local, "context", None) != context:
             local.context = context
             local.state_id = intern({"jax." + k: str(v) for k, v in config.values.items() if k != "jax_disable_jit"})

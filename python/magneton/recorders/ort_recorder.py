@@ -25,11 +25,20 @@ from magneton.recorders.torch_recorder import _PostImportFinder
 _ONNX_MISSING = ("magneton needs the `onnx` package to record ONNX Runtime sessions: "
                  "pip install 'magneton[ort]' (or pip install onnx)")
 
-# SessionOptions attributes that change how a session executes.
-_OPTION_ATTRS = ("graph_optimization_level", "intra_op_num_threads", "inter_op_num_threads", "execution_mode",
-                 "execution_order", "enable_cpu_mem_arena", "enable_mem_pattern", "enable_mem_reuse",
-                 "use_deterministic_compute", "enable_profiling", "optimized_model_filepath", "log_severity_level",
-                 "use_per_session_threads")
+# Options magneton sets on the user's SessionOptions for the constructor
+# (restored right after): the state shows the user's values.
+_MAGNETON_SET = ("enable_profiling", "profile_file_prefix", "optimized_model_filepath")
+
+
+def option_attrs(options) -> list[str]:
+    """Every setting an ONNX Runtime options object exposes (SessionOptions,
+    RunOptions): its class's public properties, whatever this ORT defines."""
+    cls = type(options)
+    return sorted(a for a in dir(cls) if not a.startswith("_") and isinstance(getattr(cls, a, None), property))
+
+
+def _state_text(value) -> str:
+    return value if isinstance(value, str) else repr(value) if isinstance(value, (bool, int)) else str(value)
 
 
 class _Session:
@@ -49,6 +58,8 @@ class _Session:
         self.providers = session.get_providers()
         self.values_session = None
         self.state_id = -1  # the session's runtime state (its options), stamped on its ops
+        self.state: dict[str, str] = {}  # its values
+        self.run_states: dict[tuple, int] = {}  # a run's RunOptions values -> the run's state id
 
 
 class OrtRecorder:
@@ -58,6 +69,8 @@ class OrtRecorder:
         self._finders = []
         self._sessions: list[_Session] = []
         self._config_entries: dict[int, tuple[object, dict]] = {}  # id(options) -> (options, entries)
+        self._run_entries: dict[int, tuple[object, dict]] = {}  # id(run options) -> (run options, entries)
+        self._default_run = None  # {key: value} of a default RunOptions
         self._dir = None
         self._originals = []  # (owner, attribute, original)
         self._internal = threading.local()  # set while magneton builds its own sessions
@@ -90,6 +103,7 @@ class OrtRecorder:
                 self._ingested += ok
         self._sessions.clear()
         self._config_entries.clear()
+        self._run_entries.clear()
         if self._dir and not failed:
             shutil.rmtree(self._dir, ignore_errors=True)
 
@@ -104,6 +118,7 @@ class OrtRecorder:
         cls = collection.InferenceSession
         init, run = cls.__init__, cls.run
         add_entry = ort.SessionOptions.add_session_config_entry
+        add_run_entry = ort.RunOptions.add_run_config_entry
         recorder = self
 
         def __init__(session, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
@@ -115,7 +130,7 @@ class OrtRecorder:
             state = getattr(session, "_magneton_session", None)
             if state is None or not _core.is_recording():
                 return run(session, output_names, input_feed, run_options)
-            k = state.core.begin_run()
+            k = state.core.begin_run(recorder._run_state(ort, state, run_options))
             try:
                 result = run(session, output_names, input_feed, run_options)
             finally:
@@ -133,8 +148,13 @@ class OrtRecorder:
             add_entry(options, key, value)
             recorder._config_entries.setdefault(id(options), (options, {}))[1][key] = value
 
+        def add_run_config_entry(options, key, value):
+            add_run_entry(options, key, value)
+            recorder._run_entries.setdefault(id(options), (options, {}))[1][key] = value
+
         for owner, attr, fn in ((cls, "__init__", __init__), (cls, "run", run_),
-                                (ort.SessionOptions, "add_session_config_entry", add_session_config_entry)):
+                                (ort.SessionOptions, "add_session_config_entry", add_session_config_entry),
+                                (ort.RunOptions, "add_run_config_entry", add_run_config_entry)):
             self._originals.append((owner, attr, getattr(owner, attr)))
             setattr(owner, attr, fn)
 
@@ -188,23 +208,61 @@ class OrtRecorder:
         # The same settings as the runtime state of the session's ops, under
         # index-free keys ("ort.intra_op_num_threads"): each session's ops
         # carry their own session's (docs/TRACE_FORMAT.md, "Runtime state").
+        # Every SessionOptions property, the config entries the program
+        # added, the providers and each provider's options.
         state: dict[str, str] = {}
-        for attr in _OPTION_ATTRS:
-            value = getattr(used, attr, "<unavailable>")
-            if attr == "enable_profiling":
-                value = saved[0]  # as the user set it; magneton's profiling is not a user choice
-            elif attr == "optimized_model_filepath":
-                value = saved[2]
+        for attr in option_attrs(used):
+            try:
+                value = getattr(used, attr)
+            except Exception as exc:  # noqa: BLE001 - a property this build cannot read
+                value = f"<unavailable: {type(exc).__name__}>"
+            if attr in _MAGNETON_SET:
+                value = saved[_MAGNETON_SET.index(attr)]  # as the user set it: magneton's profiling is not a choice
             value = value if isinstance(value, (bool, int, str)) else str(value)
             config_snapshot._set(f"{base}.{attr}", value, "runtime")
-            state[f"ort.{attr}"] = value if isinstance(value, str) else repr(value)
+            state[f"ort.{attr}"] = _state_text(value)
         for key, value in sorted(self._config_entries.get(id(options), (None, {}))[1].items()):
             config_snapshot._set(f"{base}.config.{key}", value, "runtime")
             state[f"ort.config.{key}"] = str(value)
         config_snapshot._set(f"{base}.providers", session.get_providers(), "runtime")
-        config_snapshot._set(f"{base}.provider_options", session.get_provider_options(), "runtime")
+        provider_options = session.get_provider_options()
+        config_snapshot._set(f"{base}.provider_options", provider_options, "runtime")
         state["ort.providers"] = ",".join(session.get_providers())
-        self._sessions[index].state_id = _core.intern_runtime_state(state)
+        for provider, values in sorted(provider_options.items()):
+            for key, value in sorted(values.items()):
+                state[f"ort.provider_options.{provider}.{key}"] = str(value)
+        s = self._sessions[index]
+        s.state = state
+        s.state_id = _core.intern_runtime_state({**state, **self._run_values(sys.modules["onnxruntime"], None)})
+
+    def _run_values(self, ort, run_options) -> dict[str, str]:
+        """A run's RunOptions as runtime state: every property ("ort.run.terminate")
+        and the config entries the program added ("ort.run.config.<key>")."""
+        if run_options is None:
+            if self._default_run is None:
+                self._default_run = self._run_values(ort, ort.RunOptions())
+            return self._default_run
+        values = {}
+        for attr in option_attrs(run_options):
+            try:
+                values[f"ort.run.{attr}"] = _state_text(getattr(run_options, attr))
+            except Exception:  # noqa: BLE001 - a property this build cannot read
+                continue
+        for key, value in sorted(self._run_entries.get(id(run_options), (None, {}))[1].items()):
+            values[f"ort.run.config.{key}"] = str(value)
+        return values
+
+    def _run_state(self, ort, session: _Session, run_options) -> int:
+        """The state id of a run: its session's options and this run's RunOptions."""
+        try:
+            run = self._run_values(ort, run_options)
+        except Exception:  # noqa: BLE001 - the run itself says what is wrong with its options
+            return session.state_id
+        key = tuple(sorted(run.items()))
+        state_id = session.run_states.get(key)
+        if state_id is None:
+            state_id = session.run_states[key] = _core.intern_runtime_state({**session.state, **run})
+        return state_id
 
     # -- values ----------------------------------------------------------------
     def _record_values(self, ort, state, run_index, input_feed) -> None:

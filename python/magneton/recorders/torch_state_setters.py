@@ -1,11 +1,12 @@
-"""Where the program set torch's runtime state: the known Python setters and
-context managers (``torch.set_num_threads``, ``with torch.no_grad()``,
+"""Where the program set the runtime state the torch hook reads in C++: its
+setters and context managers (``torch.set_num_threads``, ``with torch.no_grad()``,
 ``sdpa_kernel(...)``) are wrapped so that each call records a StateSetter
 with the key it sets, the value, and the program's own line (the innermost
 frame outside torch, Magneton, the standard library and installed packages).
 The values the ops ran under are read by the C++ hook at every op
 (src/torch_hook/torch_state.cc); this says only where they were set. Keys
-are the hook's (docs/TRACE_FORMAT.md, "Runtime state")."""
+are the hook's (docs/TRACE_FORMAT.md, "Runtime state"). Every other torch
+setting is found and watched by torch_state_introspect."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import sys
 
 from magneton import _core
 from magneton import call_site
+from magneton.recorders import torch_state_introspect
 
 _patches: list[tuple[object, str, object]] = []  # (owner, attribute, original)
 _skip_dirs: tuple[str, ...] = ()
@@ -157,9 +159,12 @@ def install(torch, hook) -> None:
     functools.update_wrapper(set_num_interop_threads, original)
     torch.set_num_interop_threads = set_num_interop_threads
     _patches.append((torch, "set_num_interop_threads", original))
+    # Every other setting, found by walking torch; its wrappers go over these.
+    torch_state_introspect.install(torch, hook, [getattr(owner, attr) for owner, attr, _ in _patches])
 
 
 def uninstall() -> None:
+    torch_state_introspect.uninstall()
     while _patches:
         owner, attr, original = _patches.pop()
         setattr(owner, attr, original)
