@@ -33,7 +33,7 @@ struct Expected {
   // The structured root cause (ROOT_CAUSE_FORMAT / docs/EVALUATION.md): kind
   // and name are scored, aliases are other spellings of the name;
   // description is for humans and never scored.
-  std::string root_cause_kind;  // config | call_arg | env_var | runtime_state | api_choice | dtype_layout | ...
+  diagnose::RootCauseKind root_cause_kind = diagnose::RootCauseKind::kNone;  // kNone: none given (controls)
   std::string root_cause_name;
   std::vector<std::string> root_cause_aliases;
   std::string root_cause_value_a, root_cause_value_b;
@@ -89,8 +89,6 @@ int ExpectedWasteRank(const Expected& expected, const Trace& a, const Trace& b, 
 CaseScore ScoreDetection(const Expected& expected, const Evidence& evidence);
 // Detection, false positive and root cause.
 CaseScore ScoreCase(const Expected& expected, const Evidence& evidence);
-// The root-cause kinds of expected.json and of a diagnosis's root_cause.
-const std::vector<std::string>& RootCauseKinds();
 // norm(s): the last component after '.', '::' or '/', lower case, leading
 // underscores stripped ("model_config._attn_implementation" -> "attn_implementation").
 std::string NormalizeName(const std::string& name);
