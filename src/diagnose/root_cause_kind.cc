@@ -65,9 +65,9 @@ std::string RootCauseKindList() {
   return out;
 }
 
-void PrintTo(RootCauseKind kind, std::ostream* os) {
+std::ostream& operator<<(std::ostream& os, RootCauseKind kind) {
   const char* name = RootCauseKindName(kind);
-  *os << (*name ? name : "<none>");
+  return os << (*name ? name : "<none>");
 }
 
 const char* CauseStrengthName(CauseStrength strength) {
@@ -77,9 +77,9 @@ const char* CauseStrengthName(CauseStrength strength) {
   return "";
 }
 
-void PrintTo(CauseStrength strength, std::ostream* os) {
+std::ostream& operator<<(std::ostream& os, CauseStrength strength) {
   const char* name = CauseStrengthName(strength);
-  *os << (*name ? name : "<none>");
+  return os << (*name ? name : "<none>");
 }
 
 }  // namespace magneton::diagnose

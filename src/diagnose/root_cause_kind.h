@@ -35,8 +35,8 @@ StatusOr<RootCauseKind> ParseRootCauseKind(const std::string& name);
 const std::vector<RootCauseKind>& AllRootCauseKinds();
 // "config, call_arg, ... or version": for messages.
 std::string RootCauseKindList();
-// gtest prints the name.
-void PrintTo(RootCauseKind kind, std::ostream* os);
+// The name ("<none>" for kNone): for messages and gtest.
+std::ostream& operator<<(std::ostream& os, RootCauseKind kind);
 
 // How directly the evidence ties a proposed cause to the finding's ops
 // (root_cause_rules.h), weakest first: the stronger proposal is the cause.
@@ -65,6 +65,6 @@ enum class CauseStrength {
 // "direct", "line_trace", "deviation_point", "issuing_path", "op_contrast",
 // "op_sequence", "reaches_every_op"; "" for kNone.
 const char* CauseStrengthName(CauseStrength strength);
-void PrintTo(CauseStrength strength, std::ostream* os);
+std::ostream& operator<<(std::ostream& os, CauseStrength strength);
 
 }  // namespace magneton::diagnose

@@ -118,16 +118,16 @@ struct Counts {
 };
 
 struct Setting {
-  double epsilon = 1e-2;
-  double tau = 0.10;
+  double epsilon = defaults::kEpsilon;
+  double tau = defaults::kTau;
 };
 
 struct SweepOptions {
   std::vector<double> epsilons = {1e-7, 1e-5, 1e-4, 1e-3, 1e-2, 5e-2, 0.2};
   std::vector<double> taus = {0.01, 0.05, 0.10, 0.20, 0.50};
   Setting headline;       // the setting of the per-case table (the diff defaults)
-  double min_share = 0.01;  // detect::Options::min_share (noise floor for estimated energy)
-  double max_slowdown = 0.01;
+  double min_share = defaults::kMinShare;  // detect::Options::min_share (noise floor for estimated energy)
+  double max_slowdown = defaults::kMaxSlowdown;
 };
 
 // One case's outcome.

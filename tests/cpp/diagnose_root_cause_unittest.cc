@@ -426,7 +426,7 @@ TEST(DiagnoseRootCause, EqualNestedOpsAreNoKernelContrast) {
   EXPECT_EQ(d.kind, Kind::kSameOpsDifferentCost);
   EXPECT_FALSE(d.kernel.found);
   EXPECT_NE(d.root_cause.kind, RootCauseKind::kApiChoice);
-  EXPECT_TRUE(d.!root_cause.found()) << d.root_cause.kind;  // nothing explains it
+  EXPECT_FALSE(d.root_cause.found()) << d.root_cause.kind;  // nothing explains it
   EXPECT_NE(d.sentence.find("at different cost"), std::string::npos) << d.sentence;
 }
 
