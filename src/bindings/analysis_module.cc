@@ -9,6 +9,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings/status_exception.h"
+#include "diagnose/root_cause_kind.h"
 #include "magneton/analysis.h"
 #include "magneton/trace_reader.h"
 #include "report/summary.h"
@@ -156,6 +157,11 @@ NB_MODULE(_analysis, m) {
     return d;
   }, "The C++ defaults of diff's options (AnalysisOptions): {tau, epsilon, max_slowdown, min_share, "
      "min_same_work_share, leaf_ops}.");
+  m.def("root_cause_kinds", [] {
+    std::vector<std::string> names;
+    for (auto kind : magneton::diagnose::AllRootCauseKinds()) names.push_back(magneton::diagnose::RootCauseKindName(kind));
+    return names;
+  }, "The root-cause kinds of the report format (docs/REPORT_FORMAT.md \"RootCause\"), from their one name table.");
   const magneton::AnalysisOptions defaults;
   m.def("diff", [](const std::vector<std::string>& runs_a, const std::vector<std::string>& runs_b, double tau,
                    double epsilon, double max_slowdown, double min_share, double min_same_work_share,

@@ -99,6 +99,23 @@ TEST(RootCauseKindTable, ReportFormatListsExactlyTheTablesNames) {
   EXPECT_EQ(TopLevelCodeNames(RootCauseRow(text.str(), "strength")), strengths);  // strongest first
 }
 
+TEST(RootCauseKindTable, TheCasesReadmeListsExactlyTheTablesNames) {
+  std::ifstream in(std::string(MAGNETON_DOCS_DIR) + "/../cases/README.md");
+  ASSERT_TRUE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string doc = text.str();
+  const size_t start = doc.find("`kind` one of ");
+  ASSERT_NE(start, std::string::npos);
+  const size_t end = doc.find("(docs/REPORT_FORMAT.md", start);
+  ASSERT_NE(end, std::string::npos);
+  std::vector<std::string> kinds;
+  for (RootCauseKind k : AllRootCauseKinds()) kinds.push_back(RootCauseKindName(k));
+  const std::vector<std::string> listed = TopLevelCodeNames(doc.substr(start, end - start));
+  ASSERT_FALSE(listed.empty());
+  EXPECT_EQ(std::vector<std::string>(listed.begin() + 1, listed.end()), kinds);  // past `kind` itself
+}
+
 // Evidence of every contrast at once, each as Diagnose would have gathered it.
 Diagnosis EveryContrast() {
   Diagnosis d;
@@ -304,8 +321,8 @@ TEST(RootCauseRules, TheStrongestProposalWinsAndTheOthersAreRunnersUp) {
 }
 
 TEST(RootCauseRules, RuleOrderFollowsStrength) {
-  // Ties rank in rule order; a rule listed after a stronger one would be
-  // shadowed only by strength, never by its place: the list stays sorted.
+  // RootCauseRules() lists the rules by the strength they propose, so the
+  // tie-break (rule order) reads the same as the strengths.
   const Diagnosis d = EveryContrast();
   CauseStrength last = CauseStrength::kDirect;
   for (const NamedCauseRule& rule : RootCauseRules()) {
