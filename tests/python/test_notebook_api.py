@@ -219,7 +219,7 @@ def test_python_and_the_cli_take_the_cpp_defaults(runs):
     help_text = run_cli("diff", "--help", check=True).stdout
     for flag, key in (("--tau", "tau"), ("--epsilon", "epsilon"), ("--min-share", "min_share"),
                       ("--min-same-work-share", "min_same_work_share")):
-        shown = re.search(re.escape(flag) + r" [A-Z:]+ \[([^\]]+)\]", help_text)
+        shown = re.search(re.escape(flag) + r" [^=\n]*=(\S+)", help_text)  # "--tau FLOAT:NONNEGATIVE=0.1"
         assert shown and float(shown.group(1)) == cpp[key], (flag, help_text)
 
 
