@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "magneton/analysis_defaults.h"
 #include "magneton/process_runner.h"
 #include "magneton/status.h"
 
@@ -20,12 +21,14 @@ namespace analysis {
 struct SessionData;  // the typed state of a session (src/analysis/session_data.h); not a stable API
 }
 
+// Defaults: magneton/analysis_defaults.h (the one definition the CLI, the
+// Python bindings and eval take theirs from).
 struct AnalysisOptions {
-  double tau = 0.10;                 // relative energy difference that counts
-  double epsilon = 1e-2;             // tensor equivalence tolerance (matching and region outputs)
-  double max_slowdown = 0.01;        // the cheaper side may be at most this much slower to be waste
-  double min_share = 0.01;           // findings saving less of the job than this are equal ("small")
-  double min_same_work_share = 0.05;  // noise floor of findings whose only evidence is timing
+  double tau = defaults::kTau;                  // relative energy difference that counts
+  double epsilon = defaults::kEpsilon;          // tensor equivalence tolerance (matching and region outputs)
+  double max_slowdown = defaults::kMaxSlowdown;  // the cheaper side may be at most this much slower to be waste
+  double min_share = defaults::kMinShare;       // findings saving less of the job than this are equal ("small")
+  double min_same_work_share = defaults::kMinSameWorkShare;  // noise floor of findings whose only evidence is timing
   std::string domain;                // energy domain; "": the largest one both sides have
   bool leaf_ops = false;             // match innermost ops instead of top-level ops
   // Folders reports may read source snippets from besides the current

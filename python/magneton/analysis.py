@@ -13,7 +13,7 @@ import html as _html
 import json as _json
 import os as _os
 
-__all__ = ["open", "diff", "Trace", "Diff", "Record"]
+__all__ = ["open", "diff", "default_options", "Trace", "Diff", "Record"]
 
 
 def _pandas(as_frames):
@@ -172,13 +172,22 @@ def _runs(side) -> list[str]:
     return [_path(side)]
 
 
-def diff(a, b, tau: float = 0.10, epsilon: float = 1e-2, min_share: float = 0.01, max_slowdown: float = 0.01,
-         min_same_work_share: float = 0.05, domain: str | None = None, leaf_ops: bool = False,
-         rerun: bool = False, progress=None, source_roots=()) -> Diff:
+def default_options() -> dict:
+    """The defaults of ``diff``'s options, from their one C++ definition (include/magneton/analysis_defaults.h):
+    ``{tau, epsilon, max_slowdown, min_share, min_same_work_share, leaf_ops}``."""
+    from magneton import _analysis
+
+    return dict(_analysis.default_options())
+
+
+def diff(a, b, tau: float | None = None, epsilon: float | None = None, min_share: float | None = None,
+         max_slowdown: float | None = None, min_same_work_share: float | None = None, domain: str | None = None,
+         leaf_ops: bool | None = None, rerun: bool = False, progress=None, source_roots=()) -> Diff:
     """``magneton diff a b``: where one run spends more energy than the other for the same results, and why.
 
     a, b: a trace path, or a list of repeated recordings of each side (paired in order), which gives every
-    finding an interval over the runs. The options are the CLI's (docs/DIFF.md). Recorded commands are never
+    finding an interval over the runs. The options are the CLI's (docs/DIFF.md); None takes the C++ default,
+    the same as ``magneton diff``'s (``default_options()``). Recorded commands are never
     started again unless ``rerun=True`` (the line-level step of the top finding: a trace's command line is
     code, run it only for traces you trust). progress: called with each line the analysis says (re-runs).
     source_roots: folders source snippets may be read from besides the current directory (``--source-root``);
@@ -187,8 +196,9 @@ def diff(a, b, tau: float = 0.10, epsilon: float = 1e-2, min_share: float = 0.01
     """
     from magneton import _analysis
 
-    result = _analysis.diff(_runs(a), _runs(b), tau=tau, epsilon=epsilon, max_slowdown=max_slowdown,
-                            min_share=min_share, min_same_work_share=min_same_work_share, domain=domain or "",
-                            leaf_ops=leaf_ops, rerun=rerun, progress=progress,
-                            source_roots=[_os.fspath(p) for p in source_roots])
+    given = {"tau": tau, "epsilon": epsilon, "max_slowdown": max_slowdown, "min_share": min_share,
+             "min_same_work_share": min_same_work_share, "leaf_ops": leaf_ops}
+    options = {k: v for k, v in given.items() if v is not None}  # the rest: the binding's C++ defaults
+    result = _analysis.diff(_runs(a), _runs(b), domain=domain or "", rerun=rerun, progress=progress,
+                            source_roots=[_os.fspath(p) for p in source_roots], **options)
     return Diff(result)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analysis/job_compare.h"
+#include "magneton/analysis_defaults.h"
 #include "magneton/status.h"
 
 namespace magneton::analysis {
@@ -17,7 +18,7 @@ namespace magneton::analysis {
 struct GateOptions {
   double max_regression = 0.05;  // candidate may cost this much more (relative) before it fails
   double confidence = 0.95;
-  double epsilon = 1e-2;         // tensor tolerance for region matching
+  double epsilon = defaults::kEpsilon;  // tensor tolerance for region matching
   std::string domain;
 };
 

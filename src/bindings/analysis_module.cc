@@ -9,6 +9,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings/status_exception.h"
+#include "diagnose/root_cause_kind.h"
 #include "magneton/analysis.h"
 #include "magneton/trace_reader.h"
 #include "report/summary.h"
@@ -142,6 +143,26 @@ NB_MODULE(_analysis, m) {
         "One trace as tables (src/report/trace_tables.h): {path, meta, ops, tensors, energy, config, "
         "device_activities, energy_info}, each table a dict of equally long lists (as_rows: a list of one dict per row). "
         "domain: '' for the one with the most energy.");
+  // The one definition of the defaults (magneton/analysis_defaults.h):
+  // python/magneton/analysis.py takes its own from here.
+  m.def("default_options", [] {
+    const magneton::AnalysisOptions o;
+    nb::dict d;
+    d["tau"] = o.tau;
+    d["epsilon"] = o.epsilon;
+    d["max_slowdown"] = o.max_slowdown;
+    d["min_share"] = o.min_share;
+    d["min_same_work_share"] = o.min_same_work_share;
+    d["leaf_ops"] = o.leaf_ops;
+    return d;
+  }, "The C++ defaults of diff's options (AnalysisOptions): {tau, epsilon, max_slowdown, min_share, "
+     "min_same_work_share, leaf_ops}.");
+  m.def("root_cause_kinds", [] {
+    std::vector<std::string> names;
+    for (auto kind : magneton::diagnose::AllRootCauseKinds()) names.push_back(magneton::diagnose::RootCauseKindName(kind));
+    return names;
+  }, "The root-cause kinds of the report format (docs/REPORT_FORMAT.md \"RootCause\"), from their one name table.");
+  const magneton::AnalysisOptions defaults;
   m.def("diff", [](const std::vector<std::string>& runs_a, const std::vector<std::string>& runs_b, double tau,
                    double epsilon, double max_slowdown, double min_share, double min_same_work_share,
                    const std::string& domain, bool leaf_ops, bool rerun, nb::object progress,
@@ -156,8 +177,10 @@ NB_MODULE(_analysis, m) {
     options.leaf_ops = leaf_ops;
     options.source_roots = source_roots;
     return Diff(runs_a, runs_b, options, rerun, std::move(progress));
-  }, "runs_a"_a, "runs_b"_a, "tau"_a, "epsilon"_a, "max_slowdown"_a, "min_share"_a, "min_same_work_share"_a,
-     "domain"_a, "leaf_ops"_a, "rerun"_a, "progress"_a.none(), "source_roots"_a = std::vector<std::string>{},
+  }, "runs_a"_a, "runs_b"_a, "tau"_a = defaults.tau, "epsilon"_a = defaults.epsilon,
+     "max_slowdown"_a = defaults.max_slowdown, "min_share"_a = defaults.min_share,
+     "min_same_work_share"_a = defaults.min_same_work_share, "domain"_a = "", "leaf_ops"_a = defaults.leaf_ops,
+     "rerun"_a = false, "progress"_a.none(), "source_roots"_a = std::vector<std::string>{},
      "`magneton diff` of repeated recordings of each side: {domain, json, text, verbose_text, html}. "
      "rerun: the line-level step, which starts the recorded commands again.");
 }

@@ -57,9 +57,9 @@ class CompareCommand : public Command {
     sub->add_option("--out-dir", out_dir_, "Where the traces and the programs' output go")
         ->default_val("magneton-compare");
     sub->add_option("--tau", options_.tau, "Relative energy difference that counts")
-        ->default_val(0.10)
+        ->default_val(defaults::kTau)
         ->check(CLI::NonNegativeNumber);
-    sub->add_option("--epsilon", options_.epsilon, "Tensor equivalence tolerance")->default_val(1e-2);
+    sub->add_option("--epsilon", options_.epsilon, "Tensor equivalence tolerance")->default_val(defaults::kEpsilon);
     sub->add_option("--domain", options_.domain, "Energy domain (default: the largest one both traces have)");
     sub->add_option("--json", json_path_, "Also write the diff as JSON (with --values)");
     sub->add_option("--html", html_path_, "Also write the diff as HTML (with --values)");

@@ -96,9 +96,7 @@ class DemoCommand : public Command {
       if (code != 0) return code;
     }
 
-    AnalysisOptions options;
-    options.min_share = 0.01;
-    auto session = AnalysisSession::Open({a}, {b}, options);
+    auto session = AnalysisSession::Open({a}, {b}, AnalysisOptions{});  // diff's defaults
     if (!session.ok()) return Fail(session.status().message());
     (*session)->SetProgress([](const std::string& line) { std::fprintf(stderr, "magneton: %s\n", line.c_str()); });
     Status st = (*session)->Diff();

@@ -25,21 +25,21 @@ class DiffCommand : public Command {
         ->required();
     sub->add_option("b", path_b_, "Second side's trace(s), as many as the first, paired in order")->required();
     sub->add_option("--tau", options_.tau, "Relative energy difference that counts")
-        ->default_val(0.10)
+        ->default_val(defaults::kTau)
         ->check(CLI::NonNegativeNumber);
     sub->add_option("--epsilon", options_.epsilon,
                     "Tensor equivalence tolerance, for matching and for comparing region outputs")
-        ->default_val(1e-2)
+        ->default_val(defaults::kEpsilon)
         ->check(CLI::NonNegativeNumber);
     sub->add_option("--min-share", options_.min_share,
                     "Findings that save less than this share of the job's energy are `small`, not flagged (the "
                     "setting the case suite is scored at; 0 flags every difference beyond tau)")
-        ->default_val(0.01)
+        ->default_val(defaults::kMinShare)
         ->check(CLI::Range(0.0, 1.0));
     sub->add_option("--min-same-work-share", options_.min_same_work_share,
                     "Noise floor of findings where both sides run the same ops on the same shapes (timing is "
                     "their only evidence): below this share of the job they are equal")
-        ->default_val(0.05)
+        ->default_val(defaults::kMinSameWorkShare)
         ->check(CLI::Range(0.0, 1.0));
     sub->add_option("--domain", options_.domain, "Energy domain (default: the largest one both traces have)");
     sub->add_option("--source-root", options_.source_roots,

@@ -119,7 +119,7 @@ class EvalCommand : public Command {
     sub->add_option("--epsilons", sweep_.epsilons, "Tensor tolerances to sweep")->delimiter(',');
     sub->add_option("--taus", sweep_.taus, "Energy thresholds to sweep")->delimiter(',');
     sub->add_option("--min-share", sweep_.min_share, "Noise floor: findings saving less than this share are equal")
-        ->default_val(0.01)
+        ->default_val(defaults::kMinShare)
         ->check(CLI::Range(0.0, 1.0));
     sub->add_option("--json", json_path_, "Also write the results as JSON (schema magneton.eval/1)");
     sub->add_option("--markdown", markdown_path_,

@@ -30,18 +30,18 @@ class ExportCommand : public Command {
     sub->add_option("-o,--output", output_, "Output file")->required();
     // The diff's options, with diff's defaults (--perfetto-diff).
     sub->add_option("--tau", options_.tau, "Relative energy difference that counts (--perfetto-diff)")
-        ->default_val(0.10)
+        ->default_val(defaults::kTau)
         ->check(CLI::NonNegativeNumber);
     sub->add_option("--epsilon", options_.epsilon, "Tensor equivalence tolerance (--perfetto-diff)")
-        ->default_val(1e-2)
+        ->default_val(defaults::kEpsilon)
         ->check(CLI::NonNegativeNumber);
     sub->add_option("--min-share", options_.min_share,
                     "Findings that save less than this share of the job energy are `small` (--perfetto-diff; as diff)")
-        ->default_val(0.01)
+        ->default_val(defaults::kMinShare)
         ->check(CLI::Range(0.0, 1.0));
     sub->add_option("--min-same-work-share", options_.min_same_work_share,
                     "Noise floor of same-work findings, as a share of the job (--perfetto-diff)")
-        ->default_val(0.05)
+        ->default_val(defaults::kMinSameWorkShare)
         ->check(CLI::Range(0.0, 1.0));
     sub->add_option("--domain", options_.domain,
                     "Energy domain of the diff (default: the largest one both traces have; --perfetto-diff)");

@@ -23,7 +23,7 @@ class MatchCommand : public Command {
         ->required();
     sub->add_option("b", path_b_, "Second system's trace(s), same model inputs in the same order")->required();
     sub->add_option("--epsilon", options_.epsilon, "Tensor equivalence tolerance (relative to value scale)")
-        ->default_val(1e-2)
+        ->default_val(defaults::kEpsilon)
         ->check(CLI::NonNegativeNumber);
     sub->add_flag("--leaf-ops", options_.leaf_ops, "Use innermost ops as graph nodes instead of top-level ops");
     sub->add_flag("--json", json_, "Print the result as JSON (regions with op ids, names, scopes, boundary tensors)");

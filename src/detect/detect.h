@@ -16,6 +16,7 @@
 #include "base/format.h"
 #include "energy/attribution.h"
 #include "fingerprint/fingerprint.h"
+#include "magneton/analysis_defaults.h"
 #include "match/match.h"
 #include "magneton/status.h"
 #include "magneton/trace.h"
@@ -136,9 +137,10 @@ struct Finding {
 };
 
 struct Options {
-  double tau = 0.10;           // relative energy difference that counts (method.md: 10%)
-  double max_slowdown = 0.01;  // the cheaper side may be at most this much slower to be waste
-  double output_epsilon = 1e-2;  // CompareFingerprints tolerance on region outputs
+  // Defaults: magneton/analysis_defaults.h.
+  double tau = defaults::kTau;                  // relative energy difference that counts (method.md: 10%)
+  double max_slowdown = defaults::kMaxSlowdown;  // the cheaper side may be at most this much slower to be waste
+  double output_epsilon = defaults::kEpsilon;   // CompareFingerprints tolerance on region outputs
   // Findings saving less than this share of the end-to-end energy are "equal":
   // below it, estimated energy differences on tiny regions are timing noise.
   double min_share = 0.0;
@@ -149,7 +151,7 @@ struct Options {
   // twice showed same-work differences beyond tau of up to 4.1% of the job
   // (cases/identical, docs/EVALUATION.md). Findings whose ops differ are
   // evidence by themselves and keep min_share.
-  double min_same_work_share = 0.05;
+  double min_same_work_share = defaults::kMinSameWorkShare;
   std::string domain;  // informational: the attributions given are in this domain
   MatchOptions match;
   // Uncertainty (uncertainty.cc): the confidence of every interval, and the

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "detect/detect.h"
+#include "diagnose/root_cause_kind.h"
 #include "magneton/status.h"
 #include "magneton/trace.h"
 
@@ -130,15 +131,15 @@ const char* KindName(Kind kind);
 
 // The structured root cause of a finding (docs/REPORT_FORMAT.md, "RootCause";
 // the contract with `magneton eval`). Values are A's and B's, not costly /
-// cheap. kind "" when no evidence points at a cause.
+// cheap. kind kNone when no evidence points at a cause.
 struct RootCause {
-  // config | call_arg | env_var | runtime_state | api_choice | dtype_layout |
-  // data_shape | code_path | version
-  std::string kind;
+  RootCauseKind kind = RootCauseKind::kNone;  // root_cause_kind.h: the names
   std::string name;  // the thing to change: flag, argument, env var, state key, API, op or function
   std::string value_a, value_b;
   std::string where;     // "file:line" to change, "" when unknown
   std::string evidence;  // one line: why this is the cause
+  CauseStrength strength = CauseStrength::kNone;  // of the rule's evidence (root_cause_rules.h)
+  bool found() const { return kind != RootCauseKind::kNone; }
 };
 
 // A runtime state key (Trace::runtime_states) whose value in effect for the
@@ -255,6 +256,9 @@ struct Diagnosis {
   std::string count_op;  // same op names, different counts: the name whose count differs most
   char costly_side = 'A';
   RootCause root_cause;
+  // The other causes the rules proposed (root_cause_rules.h), strongest
+  // first: the runners-up a report lists beside the cause.
+  std::vector<RootCause> cause_alternatives;
   // What happens (no cause): the sentence is this, then the cause, then the line trace.
   std::string situation;
   std::string sentence;
@@ -279,17 +283,22 @@ std::string ShapeContrast(const Trace& costly, const std::vector<int64_t>& costl
                           const std::vector<int64_t>& cheap_ops, char costly_side, char cheap_side,
                           bool same_ops = true);
 
-// The root cause from the diagnosis's evidence (root_cause.cc), in this order:
-// a runtime state in effect for the region's ops; a config entry named near
-// the deviation point (or established by the line trace); a library version
-// of a package the region's ops ran in; a kernel contrast; a dtype / layout
-// contrast; larger shapes of the same ops; ops substituting each other
-// (api_choice); extra ops (code_path); a differing setting that reaches
-// every op. Never from a case's name.
+// The root cause from the diagnosis's evidence (root_cause.cc): every rule of
+// root_cause_rules.h proposes causes with a strength, the strongest wins (in
+// order: a runtime state in effect for the region's ops or a constructor's
+// argument; a config entry the line trace followed or named near the
+// deviation point; the issuing line's keyword or the version of a package the
+// ops ran in; a kernel, dtype / layout or shape contrast of the same ops; ops
+// substituting each other (api_choice) or extra ops (code_path); a differing
+// setting that reaches every op). Never from a case's name.
 RootCause ChooseRootCause(const Diagnosis& d);
 // "runtime_state `torch.num_threads` (A: 1, B: 4) at x.py:3 — why": one line.
 std::string RootCauseLine(const RootCause& cause);
-// Sets root_cause and recomposes the sentence (situation, cause, line trace);
+// "strength: op_contrast; runners-up: runtime_state `x` (direct), …": the
+// chosen cause's strength and up to `max_alternatives` others ("" without a
+// cause).
+std::string CauseStrengthLine(const Diagnosis& d, size_t max_alternatives);
+// Sets root_cause and cause_alternatives and recomposes the sentence (situation, cause, line trace);
 // called by Diagnose and again after the line trace changed the candidates.
 void FinishDiagnosis(Diagnosis* d);
 

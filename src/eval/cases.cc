@@ -37,8 +37,16 @@ StatusOr<Expected> ParseExpected(const std::string& json_text) {
     e.scope_contains = StringOr(*r, "scope_contains");
     e.source_contains = StringOr(*r, "source_contains");
   }
+  const std::string needs = "expected.json of " + e.id + ": root_cause needs \"kind\" (" +
+                            diagnose::RootCauseKindList() + ") and \"name\" (docs/EVALUATION.md)";
   if (auto rc = j.find("root_cause"); rc != j.end() && rc->is_object()) {
-    e.root_cause_kind = StringOr(*rc, "kind");
+    // A kind the report format does not know is an error even in a control:
+    // it could never be scored right.
+    if (rc->contains("kind") || !e.is_control()) {
+      StatusOr<diagnose::RootCauseKind> kind = diagnose::ParseRootCauseKind(StringOr(*rc, "kind"));
+      if (!kind.ok()) return InvalidArgument(needs + ": " + kind.status().message());
+      e.root_cause_kind = *kind;
+    }
     e.root_cause_name = StringOr(*rc, "name");
     e.root_cause_value_a = StringOr(*rc, "value_a");
     e.root_cause_value_b = StringOr(*rc, "value_b");
@@ -49,13 +57,8 @@ StatusOr<Expected> ParseExpected(const std::string& json_text) {
       }
     }
   }
-  if (!e.is_control()) {
-    const auto& kinds = RootCauseKinds();
-    if (std::find(kinds.begin(), kinds.end(), e.root_cause_kind) == kinds.end() || e.root_cause_name.empty()) {
-      return InvalidArgument("expected.json of " + e.id +
-                             ": root_cause needs \"kind\" (config, call_arg, env_var, runtime_state, api_choice, "
-                             "dtype_layout, data_shape, code_path or version) and \"name\" (docs/EVALUATION.md)");
-    }
+  if (!e.is_control() && (e.root_cause_kind == diagnose::RootCauseKind::kNone || e.root_cause_name.empty())) {
+    return InvalidArgument(needs);
   }
   e.fix = StringOr(j, "fix");
   if (auto g = j.find("needs_gpu"); g != j.end() && g->is_boolean()) e.needs_gpu = g->get<bool>();

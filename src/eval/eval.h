@@ -33,7 +33,7 @@ struct Expected {
   // The structured root cause (ROOT_CAUSE_FORMAT / docs/EVALUATION.md): kind
   // and name are scored, aliases are other spellings of the name;
   // description is for humans and never scored.
-  std::string root_cause_kind;  // config | call_arg | env_var | runtime_state | api_choice | dtype_layout | ...
+  diagnose::RootCauseKind root_cause_kind = diagnose::RootCauseKind::kNone;  // kNone: none given (controls)
   std::string root_cause_name;
   std::vector<std::string> root_cause_aliases;
   std::string root_cause_value_a, root_cause_value_b;
@@ -89,8 +89,6 @@ int ExpectedWasteRank(const Expected& expected, const Trace& a, const Trace& b, 
 CaseScore ScoreDetection(const Expected& expected, const Evidence& evidence);
 // Detection, false positive and root cause.
 CaseScore ScoreCase(const Expected& expected, const Evidence& evidence);
-// The root-cause kinds of expected.json and of a diagnosis's root_cause.
-const std::vector<std::string>& RootCauseKinds();
 // norm(s): the last component after '.', '::' or '/', lower case, leading
 // underscores stripped ("model_config._attn_implementation" -> "attn_implementation").
 std::string NormalizeName(const std::string& name);
@@ -120,16 +118,16 @@ struct Counts {
 };
 
 struct Setting {
-  double epsilon = 1e-2;
-  double tau = 0.10;
+  double epsilon = defaults::kEpsilon;
+  double tau = defaults::kTau;
 };
 
 struct SweepOptions {
   std::vector<double> epsilons = {1e-7, 1e-5, 1e-4, 1e-3, 1e-2, 5e-2, 0.2};
   std::vector<double> taus = {0.01, 0.05, 0.10, 0.20, 0.50};
   Setting headline;       // the setting of the per-case table (the diff defaults)
-  double min_share = 0.01;  // detect::Options::min_share (noise floor for estimated energy)
-  double max_slowdown = 0.01;
+  double min_share = defaults::kMinShare;  // detect::Options::min_share (noise floor for estimated energy)
+  double max_slowdown = defaults::kMaxSlowdown;
 };
 
 // One case's outcome.

@@ -19,13 +19,6 @@ std::string Lower(std::string s) {
 
 }  // namespace
 
-const std::vector<std::string>& RootCauseKinds() {
-  static const std::vector<std::string> kKinds = {"config",       "call_arg",   "env_var",   "runtime_state",
-                                                  "api_choice",   "dtype_layout", "data_shape", "code_path",
-                                                  "version"};
-  return kKinds;
-}
-
 std::string NormalizeName(const std::string& name) {
   size_t cut = std::string::npos;
   for (const char* sep : {".", "::", "/"}) {
@@ -166,13 +159,13 @@ bool RootCauseRight(const Expected& expected, const Evidence& evidence, std::str
     return false;
   }
   const diagnose::RootCause& got = evidence.root_cause;
-  if (got.kind.empty()) {
+  if (!got.found()) {
     say("no root cause");
     return false;
   }
-  const std::string said = got.kind + " " + got.name;
+  const std::string said = std::string(diagnose::RootCauseKindName(got.kind)) + " " + got.name;
   if (got.kind != expected.root_cause_kind) {
-    say(said + ", expected kind " + expected.root_cause_kind);
+    say(said + ", expected kind " + diagnose::RootCauseKindName(expected.root_cause_kind));
     return false;
   }
   if (NameComponents(got.name).empty()) {

@@ -11,13 +11,14 @@
 
 #include "fingerprint/fingerprint.h"
 #include "graph/graph.h"
+#include "magneton/analysis_defaults.h"
 #include "magneton/status.h"
 #include "magneton/trace.h"
 
 namespace magneton {
 
 struct MatchOptions {
-  double epsilon = 1e-2;  // the one tolerance, passed to Equivalent()
+  double epsilon = defaults::kEpsilon;  // the one tolerance, passed to Equivalent()
   GraphOptions graph;
   // A tensor equivalent to very many others (zeros, constants) is a poor cut
   // point; beyond this many candidates the rest are ignored.

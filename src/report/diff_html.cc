@@ -61,15 +61,17 @@ std::string Snippet(const diagnose::SourceSnippet& s) {
 }
 
 // The cause leads each finding: kind, the thing to change, both values, the line.
-std::string RootCauseHtml(const diagnose::RootCause& c) {
-  if (c.kind.empty()) return "<p class=\"cause\">" + Esc(diagnose::RootCauseLine(c)) + "</p>";
+std::string RootCauseHtml(const diagnose::Diagnosis& d) {
+  const diagnose::RootCause& c = d.root_cause;
+  if (!c.found()) return "<p class=\"cause\">" + Esc(diagnose::RootCauseLine(c)) + "</p>";
   std::string h = fmt::format("<p class=\"cause\"><b>Root cause</b> <span class=\"kind\">{}</span> <code>{}</code>",
-                              Esc(c.kind), Esc(c.name));
+                              Esc(diagnose::RootCauseKindName(c.kind)), Esc(c.name));
   if (!c.value_a.empty() || !c.value_b.empty()) {
     h += fmt::format(" — A <code>{}</code>, B <code>{}</code>", Esc(c.value_a), Esc(c.value_b));
   }
   if (!c.where.empty()) h += fmt::format(" at <code>{}</code>", Esc(diagnose::ShortPath(c.where)));
   if (!c.evidence.empty()) h += "<br>" + Esc(c.evidence);
+  h += "<br><small>" + Esc(diagnose::CauseStrengthLine(d, kMaxCauseAlternatives)) + "</small>";
   return h + "</p>";
 }
 
@@ -145,7 +147,7 @@ std::string RenderDiffHtml(const DiffReportInput& in) {
                        Esc(f.uncertainty.method), f.uncertainty.units, Esc(f.uncertainty.unit));
     }
     if (!f.uncertainty_note.empty()) h += "<p class=\"interval\">" + Esc(f.uncertainty_note) + "</p>";
-    h += RootCauseHtml(d->root_cause);
+    h += RootCauseHtml(*d);
     if (f.kind == detect::RegionKind::kUnmatched && !f.instances.empty()) {
       for (const bool side_a : {true, false}) {
         const Trace* t = side_a ? in.a : in.b;

@@ -98,13 +98,6 @@ json DiagnosisJson(const diagnose::Diagnosis& d) {
           {"line_diagnosis", LineDiagnosisJson(d)}};
 }
 
-json RootCauseJson(const diagnose::Diagnosis* d) {
-  if (!d || d->root_cause.kind.empty()) return nullptr;
-  const diagnose::RootCause& c = d->root_cause;
-  return {{"kind", c.kind},       {"name", c.name},   {"value_a", c.value_a},
-          {"value_b", c.value_b}, {"where", c.where}, {"evidence", c.evidence}};
-}
-
 // The device work behind a finding (device attribution), else null.
 json KernelsJson(const detect::Finding& f) {
   if (f.kernels_a.empty() && f.kernels_b.empty()) return nullptr;
@@ -213,6 +206,26 @@ json DiffToJson(const DiffReportInput& in) {
           // The files snippets were read from: what of this machine went into the report.
           {"sources_read", SourcesRead(in)},
           {"findings", findings}};
+}
+
+json RootCauseJson(const diagnose::Diagnosis* d) {
+  if (!d || !d->root_cause.found()) return nullptr;
+  auto cause = [](const diagnose::RootCause& c) {
+    return json{{"kind", diagnose::RootCauseKindName(c.kind)},
+                {"name", c.name},
+                {"value_a", c.value_a},
+                {"value_b", c.value_b},
+                {"where", c.where},
+                {"evidence", c.evidence},
+                {"strength", diagnose::CauseStrengthName(c.strength)}};
+  };
+  json out = cause(d->root_cause);
+  json alternatives = json::array();
+  for (size_t i = 0; i < d->cause_alternatives.size() && i < kMaxCauseAlternatives; ++i) {
+    alternatives.push_back(cause(d->cause_alternatives[i]));
+  }
+  out["alternatives"] = std::move(alternatives);
+  return out;
 }
 
 }  // namespace magneton::report

@@ -46,6 +46,11 @@ bool OpsExtent(const Trace& trace, const std::vector<int64_t>& op_ids, int64_t* 
 // The end-to-end energy that waste findings could save, per costlier side.
 double WasteSavingUj(const detect::DetectResult& r);
 
+// The diagnosis's RootCause as JSON (docs/REPORT_FORMAT.md "RootCause"),
+// with its strength and up to kMaxCauseAlternatives runners-up; null when
+// there is no diagnosis or no cause (diff_json.cc).
+inline constexpr size_t kMaxCauseAlternatives = 5;
+nlohmann::json RootCauseJson(const diagnose::Diagnosis* d);
 // Diagnosis::line as JSON, or null (src/report/diff_line_json.cc).
 nlohmann::json LineDiagnosisJson(const diagnose::Diagnosis& d);
 

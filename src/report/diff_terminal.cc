@@ -225,6 +225,7 @@ std::string RenderDiffTerminal(const DiffReportInput& in) {
       out += "    " + f.uncertainty_note + "\n";
     }
     out += "    " + d->sentence + "\n";
+    if (d->root_cause.found()) out += "    cause " + diagnose::CauseStrengthLine(*d, kMaxCauseAlternatives) + "\n";
     if (d->kind == diagnose::Kind::kSameApiDifferentKernel) {
       const auto& k = d->kernel;
       const size_t rows = std::min<size_t>(12, std::max(k.nested_a.size(), k.nested_b.size()));

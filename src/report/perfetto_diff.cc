@@ -68,13 +68,6 @@ json RatioInterval(const detect::Finding& f, double confidence) {
           {"runs", u.runs}};
 }
 
-json RootCause(const diagnose::Diagnosis* d) {
-  if (!d || d->root_cause.kind.empty()) return nullptr;
-  const diagnose::RootCause& c = d->root_cause;
-  return {{"kind", c.kind},       {"name", c.name},   {"value_a", c.value_a},
-          {"value_b", c.value_b}, {"where", c.where}, {"evidence", c.evidence}};
-}
-
 // What a region slice carries on either side: the finding's verdict and
 // figures, and this instance's.
 json RegionArgs(const DiffReportInput& in, size_t index, size_t instance, char side) {
@@ -111,7 +104,7 @@ json RegionArgs(const DiffReportInput& in, size_t index, size_t instance, char s
       {"ops_b_count", f.names_b.size()},
       {"ops_a", OpNames(f.names_a)},
       {"ops_b", OpNames(f.names_b)},
-      {"root_cause", RootCause(d)},
+      {"root_cause", RootCauseJson(d)},
   };
   if (d) args["diagnosis"] = d->sentence;
   return args;

@@ -182,7 +182,7 @@ TEST(DiagnoseRootCause, AnArgumentOfTheModuleTheRegionRanInIsTheCause) {
   Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
   ASSERT_EQ(d.constructor_args.size(), 1u);
   EXPECT_EQ(d.constructor_args[0].callee, "DistributedDataParallel");
-  EXPECT_EQ(d.root_cause.kind, "call_arg");
+  EXPECT_EQ(d.root_cause.kind, RootCauseKind::kCallArg);
   EXPECT_EQ(d.root_cause.name, "DistributedDataParallel.find_unused_parameters");
   EXPECT_EQ(d.root_cause.value_a, "True");
   EXPECT_EQ(d.root_cause.value_b, "False");
@@ -194,7 +194,7 @@ TEST(DiagnoseRootCause, ModulesConstructedAlikeAreNoArgumentDifference) {
   DdpPair p = FindUnusedPair(/*same_args=*/true);
   Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
   EXPECT_TRUE(d.constructor_args.empty());
-  EXPECT_NE(d.root_cause.kind, "call_arg");
+  EXPECT_NE(d.root_cause.kind, RootCauseKind::kCallArg);
 }
 
 TEST(DiagnoseRootCause, AModuleOfAnotherClassAtTheSamePathIsNotCompared) {
@@ -244,7 +244,7 @@ TEST(DiagnoseRootCause, RuntimeStateInEffectForTheRegionRanksAboveTheSnapshot) {
   Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
   ASSERT_EQ(d.states.size(), 1u);
   EXPECT_EQ(d.states[0].key, "torch.num_threads");
-  EXPECT_EQ(d.root_cause.kind, "runtime_state");
+  EXPECT_EQ(d.root_cause.kind, RootCauseKind::kRuntimeState);
   EXPECT_EQ(d.root_cause.name, "torch.num_threads");
   EXPECT_EQ(d.root_cause.value_a, "1");
   EXPECT_EQ(d.root_cause.value_b, "4");
@@ -256,9 +256,9 @@ TEST(DiagnoseRootCause, StateThatDiffersOutsideTheRegionIsNotTheCause) {
   StatePair p = ThreadsPair(/*region_state_differs=*/false);
   Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
   EXPECT_TRUE(d.states.empty());
-  EXPECT_NE(d.root_cause.kind, "runtime_state");
+  EXPECT_NE(d.root_cause.kind, RootCauseKind::kRuntimeState);
   // What is left is the snapshot's setting that reaches every op.
-  EXPECT_EQ(d.root_cause.kind, "env_var");
+  EXPECT_EQ(d.root_cause.kind, RootCauseKind::kEnvVar);
   EXPECT_EQ(d.root_cause.name, "env.OMP_NUM_THREADS");
 }
 
@@ -376,12 +376,12 @@ TEST(DiagnoseRootCause, OfKeysOneSetterChangedTheOneNamingTheKernelIsTheCause) {
   Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
   ASSERT_EQ(d.states.size(), 3u);
   ASSERT_TRUE(d.kernel.found);
-  EXPECT_EQ(d.root_cause.kind, "runtime_state");
+  EXPECT_EQ(d.root_cause.kind, RootCauseKind::kRuntimeState);
   EXPECT_EQ(d.root_cause.name, "torch.backends.cuda.flash_sdp_enabled");
   // Twin: a nested kernel no key names leaves the first differing key.
   KernelPair q = AttentionPair("aten::_fused_attention_kernel");
   Diagnosis e = DiagnoseOne(q.a, q.b, OneWaste(q.ra, q.rb, q.a, q.b));
-  EXPECT_EQ(e.root_cause.kind, "runtime_state");
+  EXPECT_EQ(e.root_cause.kind, RootCauseKind::kRuntimeState);
   EXPECT_EQ(e.root_cause.name, e.states.front().key);
 }
 
@@ -394,7 +394,7 @@ TEST(DiagnoseRootCause, SameTopLevelOpsWithOtherNestedOpsIsAKernelContrast) {
   EXPECT_EQ(d.kernel.op, "aten::addmm");
   EXPECT_EQ(d.kernel.nested_a, std::vector<std::string>{"aten::_addmm_activation"});
   EXPECT_EQ(d.kernel.nested_b, (std::vector<std::string>{"aten::mm", "aten::add_"}));
-  EXPECT_EQ(d.root_cause.kind, "api_choice");
+  EXPECT_EQ(d.root_cause.kind, RootCauseKind::kApiChoice);
   EXPECT_EQ(d.root_cause.name, "torch.addmm");
   EXPECT_EQ(d.root_cause.where, "/src/a.py:9");
   EXPECT_EQ(d.sentence.find("at different cost"), std::string::npos) << d.sentence;
@@ -408,14 +408,14 @@ TEST(DiagnoseRootCause, OtherNestedOpsOnOtherShapesAreNoKernelContrast) {
   Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
   EXPECT_FALSE(d.kernel.found);
   EXPECT_EQ(d.kind, Kind::kSameOpsDifferentCost);
-  EXPECT_EQ(d.root_cause.kind, "data_shape");
+  EXPECT_EQ(d.root_cause.kind, RootCauseKind::kDataShape);
 }
 
 TEST(DiagnoseRootCause, KernelContrastWithADifferingStateNamesTheState) {
   KernelPair p = AddmmPair(/*nested_differ=*/true, /*state_differs=*/true);
   Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
   EXPECT_EQ(d.kind, Kind::kSameApiDifferentKernel);
-  EXPECT_EQ(d.root_cause.kind, "runtime_state");
+  EXPECT_EQ(d.root_cause.kind, RootCauseKind::kRuntimeState);
   EXPECT_EQ(d.root_cause.name, "torch.allow_tf32");
   EXPECT_EQ(d.root_cause.where, "");  // no setter recorded: a default
 }
@@ -425,8 +425,8 @@ TEST(DiagnoseRootCause, EqualNestedOpsAreNoKernelContrast) {
   Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
   EXPECT_EQ(d.kind, Kind::kSameOpsDifferentCost);
   EXPECT_FALSE(d.kernel.found);
-  EXPECT_NE(d.root_cause.kind, "api_choice");
-  EXPECT_TRUE(d.root_cause.kind.empty()) << d.root_cause.kind;  // nothing explains it
+  EXPECT_NE(d.root_cause.kind, RootCauseKind::kApiChoice);
+  EXPECT_FALSE(d.root_cause.found()) << d.root_cause.kind;  // nothing explains it
   EXPECT_NE(d.sentence.find("at different cost"), std::string::npos) << d.sentence;
 }
 
@@ -482,7 +482,7 @@ TEST(DiagnoseRootCause, DtypeContrastWalksBackToTheConversion) {
   EXPECT_EQ(d.layout.value_a, "float64");
   EXPECT_EQ(d.layout.value_b, "float32");
   EXPECT_EQ(d.layout.producer_op, "aten::to");  // the top-level op, not its nested copy
-  EXPECT_EQ(d.root_cause.kind, "dtype_layout");
+  EXPECT_EQ(d.root_cause.kind, RootCauseKind::kDtypeLayout);
   EXPECT_EQ(d.root_cause.name, "torch.to");
   EXPECT_EQ(d.root_cause.where, "/src/a.py:7");
 }
@@ -494,7 +494,7 @@ TEST(DiagnoseRootCause, LayoutContrastFindsThePermute) {
   EXPECT_EQ(d.layout.attribute, "layout");
   EXPECT_EQ(d.layout.value_a, "strided");
   EXPECT_EQ(d.layout.value_b, "contiguous");
-  EXPECT_EQ(d.root_cause.kind, "dtype_layout");
+  EXPECT_EQ(d.root_cause.kind, RootCauseKind::kDtypeLayout);
   EXPECT_EQ(d.root_cause.name, "torch.permute");
   EXPECT_EQ(d.root_cause.where, "/src/a.py:7");
 }
@@ -502,7 +502,7 @@ TEST(DiagnoseRootCause, LayoutContrastFindsThePermute) {
 TEST(DiagnoseRootCause, Float64TensorNoOpMadeIsTakenForNumpy) {
   LayoutPair p = ConvertedPair("");
   Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
-  EXPECT_EQ(d.root_cause.kind, "dtype_layout");
+  EXPECT_EQ(d.root_cause.kind, RootCauseKind::kDtypeLayout);
   EXPECT_EQ(d.root_cause.name, "torch.from_numpy");
   EXPECT_EQ(d.root_cause.where, "/src/a.py:3");  // the first line that reads it
 }
@@ -511,7 +511,7 @@ TEST(DiagnoseRootCause, SameDtypeIsNoDtypeContrast) {
   LayoutPair p = ConvertedPair("aten::to", /*same_dtype=*/true);
   Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
   EXPECT_FALSE(d.layout.found);
-  EXPECT_NE(d.root_cause.kind, "dtype_layout");
+  EXPECT_NE(d.root_cause.kind, RootCauseKind::kDtypeLayout);
 }
 
 TEST(DiagnoseRootCause, LayoutNames) {
@@ -562,7 +562,7 @@ TEST(DiagnoseRootCause, SameOpsOnLargerInputsNameTheDimension) {
   ShapePair p = PaddedPair(128, 48, /*other_ops=*/false);
   Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
   EXPECT_NE(d.shapes.find("padding, batch size or sequence length"), std::string::npos) << d.shapes;
-  EXPECT_EQ(d.root_cause.kind, "data_shape");
+  EXPECT_EQ(d.root_cause.kind, RootCauseKind::kDataShape);
   EXPECT_EQ(d.root_cause.name, "sequence_length");
   EXPECT_EQ(d.root_cause.value_a, "128");
   EXPECT_EQ(d.root_cause.value_b, "48");
@@ -572,7 +572,7 @@ TEST(DiagnoseRootCause, SameOpsOnLargerInputsNameTheDimension) {
 TEST(DiagnoseRootCause, IdsMadeByAFactoryOpAreWhereTheDataEnters) {
   ShapePair p = PaddedPair(231, 57, /*other_ops=*/false, /*ids_from_zeros=*/true);
   Diagnosis d = DiagnoseOne(p.a, p.b, OneWaste(p.ra, p.rb, p.a, p.b));
-  EXPECT_EQ(d.root_cause.kind, "data_shape");
+  EXPECT_EQ(d.root_cause.kind, RootCauseKind::kDataShape);
   EXPECT_EQ(d.root_cause.name, "sequence_length");
   EXPECT_EQ(d.root_cause.value_a, "231");
   EXPECT_EQ(d.root_cause.value_b, "57");
@@ -584,8 +584,8 @@ TEST(DiagnoseRootCause, LargerInputsOfDifferentOpsAreNotADataShape) {
   EXPECT_EQ(d.kind, Kind::kDifferentOps);
   EXPECT_EQ(d.shapes.find("padding"), std::string::npos) << d.shapes;
   EXPECT_EQ(d.sentence.find("padding"), std::string::npos) << d.sentence;
-  EXPECT_NE(d.root_cause.kind, "data_shape");
-  EXPECT_EQ(d.root_cause.kind, "api_choice");  // mm where the other side runs bmm
+  EXPECT_NE(d.root_cause.kind, RootCauseKind::kDataShape);
+  EXPECT_EQ(d.root_cause.kind, RootCauseKind::kApiChoice);  // mm where the other side runs bmm
   EXPECT_EQ(d.root_cause.name, "torch.mm");
 }
 
@@ -598,7 +598,7 @@ TEST(DiagnoseRootCause, SubstitutedOpNamesTheCostlySidesApi) {
   const int64_t oa = ba.Op("aten::linalg_eigvals", {.ins = {xa}, .outs = {ba.Tensor({64}, "complex64")}, .path = pa});
   const int64_t ob = bb.Op("aten::linalg_eigvalsh", {.ins = {xb}, .outs = {bb.Tensor({64})}, .path = pb});
   Diagnosis d = DiagnoseOne(ba.t, bb.t, OneWaste({oa}, {ob}, ba.t, bb.t));
-  EXPECT_EQ(d.root_cause.kind, "api_choice");
+  EXPECT_EQ(d.root_cause.kind, RootCauseKind::kApiChoice);
   EXPECT_EQ(d.root_cause.name, "torch.linalg.eigvals");
   EXPECT_EQ(d.root_cause.value_a, "torch.linalg.eigvals");
   EXPECT_EQ(d.root_cause.value_b, "torch.linalg.eigvalsh");
@@ -614,7 +614,7 @@ TEST(DiagnoseRootCause, SubstitutedOpsInsideALibraryNameTheFunctionTheUserCalled
   const int64_t o2 = ba.Op("jax::select_n", {.ins = {xa}, .outs = {ba.Tensor({8, 4, 4})}, .path = pa});
   const int64_t ob = bb.Op("aten::linalg_matrix_exp", {.ins = {xb}, .outs = {bb.Tensor({8, 4, 4})}, .path = pb});
   Diagnosis d = DiagnoseOne(ba.t, bb.t, OneWaste({o1, o2}, {ob}, ba.t, bb.t));
-  EXPECT_EQ(d.root_cause.kind, "api_choice");
+  EXPECT_EQ(d.root_cause.kind, RootCauseKind::kApiChoice);
   EXPECT_EQ(d.root_cause.name, "jax.scipy.linalg.expm");
   EXPECT_EQ(d.root_cause.value_b, "torch.linalg.matrix_exp");
 }
@@ -627,7 +627,7 @@ TEST(DiagnoseRootCause, ExtraWorkIsACodePath) {
   const int64_t o1 = ba.Op("aten::outer", {.ins = {x, x}, .outs = {ba.Tensor({64, 64})}, .path = pa});
   const int64_t o2 = ba.Op("aten::cos", {.ins = {x}, .outs = {ba.Tensor({64})}, .path = pa});
   Diagnosis d = DiagnoseOne(ba.t, bb.t, OneWaste({o1, o2}, {}, ba.t, bb.t));
-  EXPECT_EQ(d.root_cause.kind, "code_path");
+  EXPECT_EQ(d.root_cause.kind, RootCauseKind::kCodePath);
   EXPECT_EQ(d.root_cause.name, "rope_tables");
   EXPECT_EQ(d.root_cause.where, "/src/common.py:13");
   // One extra op at the script's top level: the op.
@@ -636,7 +636,7 @@ TEST(DiagnoseRootCause, ExtraWorkIsACodePath) {
   const int64_t y = ca.Tensor({64, 8});
   const int64_t r = ca.Op("aten::repeat_interleave.self_int", {.ins = {y}, .outs = {ca.Tensor({64, 8})}, .path = pc});
   d = DiagnoseOne(ca.t, bb.t, OneWaste({r}, {}, ca.t, bb.t));
-  EXPECT_EQ(d.root_cause.kind, "code_path");
+  EXPECT_EQ(d.root_cause.kind, RootCauseKind::kCodePath);
   EXPECT_EQ(d.root_cause.name, "torch.repeat_interleave");
 }
 
@@ -662,7 +662,7 @@ TEST(DiagnoseRootCause, ExtraWorkThroughOneLibraryFunctionNamesIt) {
       ops.push_back(ba.Op("c10d::allreduce_", {.ins = {x}, .outs = {x}, .path = hook}));
     }
     Diagnosis d = DiagnoseOne(ba.t, bb.t, OneWaste(ops, {}, ba.t, bb.t));
-    EXPECT_EQ(d.root_cause.kind, "code_path");
+    EXPECT_EQ(d.root_cause.kind, RootCauseKind::kCodePath);
     if (through_library) {
       EXPECT_EQ(d.root_cause.name, "torch.distributed.algorithms.join.Join.__exit__");
       EXPECT_EQ(d.root_cause.where, "/src/train.py:66");
@@ -691,7 +691,7 @@ TEST(DiagnoseRootCause, ExtraOpTheOtherProgramRunsElsewhereIsNotTheExtraWork) {
     if (b_runs_randn) bb.Op("aten::randn", {.outs = {kb}, .path = pb});
     const int64_t tb = bb.Op("aten::transpose.int", {.ins = {kb}, .outs = {bb.Tensor({8, 64})}, .path = pb});
     Diagnosis d = DiagnoseOne(ba.t, bb.t, OneWaste({rn, ri, ta}, {tb}, ba.t, bb.t));
-    EXPECT_EQ(d.root_cause.kind, "code_path");
+    EXPECT_EQ(d.root_cause.kind, RootCauseKind::kCodePath);
     EXPECT_EQ(d.root_cause.name, b_runs_randn ? "torch.repeat_interleave" : "torch.randn") << b_runs_randn;
   }
 }
@@ -708,14 +708,14 @@ TEST(DiagnoseRootCause, ExtraWorkMostlyFromOneFunctionNamesIt) {
   }
   ops.push_back(ba.Op("aten::mul.Tensor", {.ins = {x, x}, .outs = {ba.Tensor({64})}, .path = rotate}));
   Diagnosis d = DiagnoseOne(ba.t, bb.t, OneWaste(ops, {}, ba.t, bb.t));
-  EXPECT_EQ(d.root_cause.kind, "code_path");
+  EXPECT_EQ(d.root_cause.kind, RootCauseKind::kCodePath);
   EXPECT_EQ(d.root_cause.name, "rope_tables");
   // Half the extra ops from elsewhere: no function stands for the extra work; the costliest op does.
   for (int i = 0; i < 6; ++i) {
     ops.push_back(ba.Op("aten::mul.Tensor", {.ins = {x, x}, .outs = {ba.Tensor({64})}, .path = rotate}));
   }
   d = DiagnoseOne(ba.t, bb.t, OneWaste(ops, {}, ba.t, bb.t));
-  EXPECT_EQ(d.root_cause.kind, "code_path");
+  EXPECT_EQ(d.root_cause.kind, RootCauseKind::kCodePath);
   EXPECT_NE(d.root_cause.name, "rope_tables");
 }
 
@@ -737,11 +737,11 @@ TEST(DiagnoseRootCause, DifferentOpsInsideTheSameCallAreDecidedByWhatItWasGiven)
     ASSERT_FALSE(d.candidates.empty());
     EXPECT_EQ(d.candidates[0].frame_distance, -1);  // no source to read
     if (same_call) {
-      EXPECT_EQ(d.root_cause.kind, "call_arg");
+      EXPECT_EQ(d.root_cause.kind, RootCauseKind::kCallArg);
       EXPECT_EQ(d.root_cause.name, "call.generate.use_cache");
       EXPECT_EQ(d.root_cause.value_a, "False");
     } else {
-      EXPECT_EQ(d.root_cause.kind, "api_choice") << "another call on each side: the API differs";
+      EXPECT_EQ(d.root_cause.kind, RootCauseKind::kApiChoice) << "another call on each side: the API differs";
       EXPECT_EQ(d.root_cause.name, "transformers.generation.utils.GenerationMixin.generate");
     }
   }
@@ -763,11 +763,11 @@ TEST(DiagnoseRootCause, VersionOfThePackageTheRegionRunsIn) {
     bb.t.meta.versions = {{"transformers", "4.39.3"}, {"torch", "2.13.0"}};
     Diagnosis d = DiagnoseOne(ba.t, bb.t, OneWaste({oa}, {ob}, ba.t, bb.t));
     if (inside) {
-      EXPECT_EQ(d.root_cause.kind, "version");
+      EXPECT_EQ(d.root_cause.kind, RootCauseKind::kVersion);
       EXPECT_EQ(d.root_cause.name, "transformers");
       EXPECT_EQ(d.root_cause.value_a, "4.38.1");
     } else {
-      EXPECT_EQ(d.root_cause.kind, "api_choice") << "the region's ops do not run in transformers";
+      EXPECT_EQ(d.root_cause.kind, RootCauseKind::kApiChoice) << "the region's ops do not run in transformers";
     }
   }
 }
@@ -784,20 +784,20 @@ TEST(DiagnoseRootCause, ConfigCandidateReadNearTheDeviationTakesItsKindFromItsSo
   c.evidence = "/lib/generation.py:88: if use_cache:";
   d.candidates = {c};
   RootCause r = ChooseRootCause(d);
-  EXPECT_EQ(r.kind, "call_arg");
+  EXPECT_EQ(r.kind, RootCauseKind::kCallArg);
   EXPECT_EQ(r.name, "call.generate.use_cache");
   EXPECT_EQ(r.where, "/lib/generation.py:88");
   d.candidates[0].config = {"env.OMP_NUM_THREADS", "1", "2", "env"};
-  EXPECT_EQ(ChooseRootCause(d).kind, "env_var");
+  EXPECT_EQ(ChooseRootCause(d).kind, RootCauseKind::kEnvVar);
   d.candidates[0].config = {"model_config.GPT2.attn_implementation", "eager", "sdpa", "model_config"};
-  EXPECT_EQ(ChooseRootCause(d).kind, "config");
+  EXPECT_EQ(ChooseRootCause(d).kind, RootCauseKind::kConfig);
   d.candidates[0].config = {"model_config.Llama.transformers_version", "4.38.1", "4.39.3", "model_config"};
-  EXPECT_EQ(ChooseRootCause(d).kind, "version");
+  EXPECT_EQ(ChooseRootCause(d).kind, RootCauseKind::kVersion);
   EXPECT_EQ(ChooseRootCause(d).name, "transformers");
   // Not named near the deviation point: the ops decide.
   d.candidates[0].frame_distance = -1;
   d.candidates[0].config = {"call.generate.use_cache", "False", "True", "call_arg"};
-  EXPECT_EQ(ChooseRootCause(d).kind, "api_choice");
+  EXPECT_EQ(ChooseRootCause(d).kind, RootCauseKind::kApiChoice);
   EXPECT_EQ(ChooseRootCause(d).name, "torch.matmul");
 }
 
@@ -858,14 +858,14 @@ TEST(DiagnoseCallArgs, TheKeywordOnTheIssuingLinesIsTheRootCause) {
     const int64_t ob = bb.Op("aten::linalg_svd", {.ins = {xb}, .outs = {bb.Tensor({256, 16})}, .path = pb});
     Diagnosis d = DiagnoseOne(ba.t, bb.t, OneWaste({oa}, {ob}, ba.t, bb.t));
     if (lines_differ) {
-      EXPECT_EQ(d.root_cause.kind, "call_arg");
+      EXPECT_EQ(d.root_cause.kind, RootCauseKind::kCallArg);
       EXPECT_EQ(d.root_cause.name, "full_matrices");
       EXPECT_EQ(d.root_cause.value_a, "<default>");
       EXPECT_EQ(d.root_cause.value_b, "False");
       EXPECT_EQ(d.root_cause.where, dir + "/a.py:3");
     } else {
       EXPECT_TRUE(d.call_args.empty());
-      EXPECT_NE(d.root_cause.kind, "call_arg");
+      EXPECT_NE(d.root_cause.kind, RootCauseKind::kCallArg);
     }
   }
 }

@@ -127,7 +127,7 @@ TEST(EvalExpected, RootCauseNeedsAKindFromTheListAndAName) {
     "root_cause": {"kind": "api_choice", "name": "torch.linalg.eigvals", "aliases": ["aten::linalg_eigvals"],
                    "value_a": "eigvals", "value_b": "eigvalsh", "description": "eigvals on a symmetric matrix"}})");
   ASSERT_TRUE(e.ok()) << e.status().message();
-  EXPECT_EQ(e->root_cause_kind, "api_choice");
+  EXPECT_EQ(e->root_cause_kind, diagnose::RootCauseKind::kApiChoice);
   EXPECT_EQ(e->root_cause_name, "torch.linalg.eigvals");
   EXPECT_EQ(e->root_cause_aliases, std::vector<std::string>{"aten::linalg_eigvals"});
   EXPECT_EQ(e->root_cause_description, "eigvals on a symmetric matrix");
@@ -136,8 +136,15 @@ TEST(EvalExpected, RootCauseNeedsAKindFromTheListAndAName) {
     "root_cause": {"kind": "api", "variable": "Tensor.sort for top-k"}})");
   ASSERT_FALSE(old.ok());
   EXPECT_NE(old.status().message().find("root_cause needs"), std::string::npos) << old.status().message();
-  EXPECT_FALSE(ParseExpected(R"({"id": "x", "category": "M", "waste_side": "a",
-    "root_cause": {"kind": "model_config", "name": "use_cache"}})").ok());
+  auto unknown = ParseExpected(R"({"id": "x", "category": "M", "waste_side": "a",
+    "root_cause": {"kind": "model_config", "name": "use_cache"}})");
+  ASSERT_FALSE(unknown.ok());
+  // The message names the kind it did not know and the ones it knows (the one table).
+  EXPECT_NE(unknown.status().message().find("\"model_config\""), std::string::npos) << unknown.status().message();
+  EXPECT_NE(unknown.status().message().find(diagnose::RootCauseKindList()), std::string::npos);
+  // A control need not name a cause, but a kind it names must be one.
+  EXPECT_TRUE(ParseExpected(R"({"id": "c", "category": "control", "root_cause": null})").ok());
+  EXPECT_FALSE(ParseExpected(R"({"id": "c", "category": "control", "root_cause": {"kind": "api"}})").ok());
 }
 
 TEST(EvalScore, NamesAgreeOnlyWhenOneEndsTheOther) {
@@ -183,17 +190,17 @@ TEST(EvalScore, RootCauseRightOnKindAndNameOnly) {
   ASSERT_TRUE(e.ok()) << e.status().message();
   // Right kind and name (another spelling of the same key).
   std::string why;
-  Evidence ev = WithCause(*e, {"call_arg", "call.generate.use_cache", "False", "True", "", ""}, "");
+  Evidence ev = WithCause(*e, {diagnose::RootCauseKind::kCallArg, "call.generate.use_cache", "False", "True", "", ""}, "");
   EXPECT_TRUE(RootCauseRight(*e, ev, &why)) << why;
   CaseScore s = ScoreCase(*e, ev);
   EXPECT_TRUE(s.detected);
   EXPECT_TRUE(s.root_cause_right) << s.note;
   // The right name under the wrong kind is wrong.
-  ev = WithCause(*e, {"config", "call.generate.use_cache", "False", "True", "", ""}, "");
+  ev = WithCause(*e, {diagnose::RootCauseKind::kConfig, "call.generate.use_cache", "False", "True", "", ""}, "");
   EXPECT_FALSE(RootCauseRight(*e, ev, &why));
   EXPECT_NE(why.find("expected kind call_arg"), std::string::npos) << why;
   // The right kind with another name is wrong, though the sentence names use_cache.
-  ev = WithCause(*e, {"call_arg", "call.generate.max_new_tokens", "4", "8", "", ""},
+  ev = WithCause(*e, {diagnose::RootCauseKind::kCallArg, "call.generate.max_new_tokens", "4", "8", "", ""},
                  "A spends more; use_cache is False in A and True in B");
   EXPECT_FALSE(RootCauseRight(*e, ev, nullptr));
   EXPECT_FALSE(ScoreCase(*e, ev).root_cause_right);
@@ -202,7 +209,7 @@ TEST(EvalScore, RootCauseRightOnKindAndNameOnly) {
   EXPECT_FALSE(RootCauseRight(*e, ev, &why));
   EXPECT_EQ(why, "no root cause");
   // A longer identifier that contains the name is not the name.
-  ev = WithCause(*e, {"call_arg", "use_cache_hint", "", "", "", ""}, "");
+  ev = WithCause(*e, {diagnose::RootCauseKind::kCallArg, "use_cache_hint", "", "", "", ""}, "");
   EXPECT_FALSE(RootCauseRight(*e, ev, nullptr));
 }
 
@@ -211,22 +218,22 @@ TEST(EvalScore, AliasesAreOtherSpellings) {
     "root_cause": {"kind": "api_choice", "name": "torch.linalg.eigvals", "aliases": ["aten::linalg_eigvals"],
                    "description": "x"}})");
   ASSERT_TRUE(e.ok());
-  EXPECT_TRUE(RootCauseRight(*e, WithCause(*e, {"api_choice", "aten::linalg_eigvals", "", "", "", ""}, ""), nullptr));
-  EXPECT_TRUE(RootCauseRight(*e, WithCause(*e, {"api_choice", "torch.linalg.eigvals", "", "", "", ""}, ""), nullptr));
-  EXPECT_FALSE(RootCauseRight(*e, WithCause(*e, {"api_choice", "torch.linalg.eigvalsh", "", "", "", ""}, ""), nullptr));
+  EXPECT_TRUE(RootCauseRight(*e, WithCause(*e, {diagnose::RootCauseKind::kApiChoice, "aten::linalg_eigvals", "", "", "", ""}, ""), nullptr));
+  EXPECT_TRUE(RootCauseRight(*e, WithCause(*e, {diagnose::RootCauseKind::kApiChoice, "torch.linalg.eigvals", "", "", "", ""}, ""), nullptr));
+  EXPECT_FALSE(RootCauseRight(*e, WithCause(*e, {diagnose::RootCauseKind::kApiChoice, "torch.linalg.eigvalsh", "", "", "", ""}, ""), nullptr));
   // The right name on the other side's waste finding is not this case's cause.
   Trace t = SmallTrace();
   detect::DetectResult r;
   r.findings = {Waste('B', {2}, {"aten::addmm"})};
   diagnose::Diagnosis d;
-  d.root_cause = {"api_choice", "torch.linalg.eigvals", "", "", "", ""};
+  d.root_cause = {diagnose::RootCauseKind::kApiChoice, "torch.linalg.eigvals", "", "", "", ""};
   std::vector<diagnose::Diagnosis> ds = {d};
   std::string why;
   EXPECT_FALSE(RootCauseRight(*e, ExtractEvidence(t, t, r, &ds), &why));
   EXPECT_EQ(why, "top waste finding on side B");
   // The right cause on a finding that is not waste scores nothing.
   Evidence none;
-  none.root_cause = {"api_choice", "torch.linalg.eigvals", "", "", "", ""};
+  none.root_cause = {diagnose::RootCauseKind::kApiChoice, "torch.linalg.eigvals", "", "", "", ""};
   EXPECT_FALSE(RootCauseRight(*e, none, nullptr));
 }
 

@@ -109,14 +109,14 @@ TEST(ReportDiff, FusedSideIsFlaggedAndDiagnosed) {
   EXPECT_NE(text.find("ESTIMATED"), std::string::npos);
   EXPECT_NE(text.find("waste"), std::string::npos);
   // Fused linear vs mm + add: the two sides substitute ops for the same values.
-  EXPECT_EQ(d.root_cause.kind, "api_choice");
+  EXPECT_EQ(d.root_cause.kind, diagnose::RootCauseKind::kApiChoice);
   // The root cause leads the finding, before the sentence.
-  const size_t cause = text.find("    root cause: " + d.root_cause.kind);
+  const size_t cause = text.find(std::string("    root cause: ") + diagnose::RootCauseKindName(d.root_cause.kind));
   ASSERT_NE(cause, std::string::npos) << text;
   EXPECT_LT(cause, text.find("    " + d.sentence.substr(0, 20))) << text;
   const nlohmann::json j = DiffToJson({"a", "b", &a.trace, &b.trace, &r.result, &r.diagnoses});
   EXPECT_EQ(j["schema"], "magneton.diff/2");
-  EXPECT_EQ(j["findings"][0]["root_cause"]["kind"], d.root_cause.kind);
+  EXPECT_EQ(j["findings"][0]["root_cause"]["kind"], diagnose::RootCauseKindName(d.root_cause.kind));
   EXPECT_EQ(j["findings"][0]["root_cause"]["name"], d.root_cause.name);
   const std::string html = RenderDiffHtml({"a", "b", &a.trace, &b.trace, &r.result, &r.diagnoses});
   const size_t html_cause = html.find("<p class=\"cause\"><b>Root cause</b>");
@@ -166,7 +166,7 @@ TEST(ReportDiff, LineDiagnosisInEveryRendering) {
   EXPECT_NE(d.candidates.front().evidence.find("(line trace)"), std::string::npos);
   EXPECT_NE(d.sentence.find("Line trace:"), std::string::npos);
   // The line trace's config entry becomes the root cause, at the origin's line.
-  EXPECT_EQ(d.root_cause.kind, "config");
+  EXPECT_EQ(d.root_cause.kind, diagnose::RootCauseKind::kConfig);
   EXPECT_EQ(d.root_cause.name, "model_config.Net.fuse_linear");
   EXPECT_EQ(d.root_cause.where, "/src/net.py:10");
   EXPECT_NE(d.sentence.find("Root cause (config)"), std::string::npos) << d.sentence;

@@ -16,10 +16,15 @@ from conftest import REPO, require
 CASES = os.path.join(REPO, "cases")
 IDS = sorted(d for d in os.listdir(CASES) if os.path.isdir(os.path.join(CASES, d)))
 FIELDS = {"id", "category", "waste_side", "region", "root_cause", "fix", "upstream", "needs_gpu"}
-ROOT_CAUSE_KINDS = {"config", "call_arg", "env_var", "runtime_state", "api_choice", "dtype_layout", "data_shape",
-                    "code_path", "version"}
 NEEDS_GPU_EXIT = 77  # the scripts' exit code for "needs a CUDA GPU"
 EXTRA_FRAMEWORK = {"diffusers-12131": "diffusers"}  # beyond torch and transformers
+
+
+def root_cause_kinds():
+    """The report format's kinds, from the one C++ name table (src/diagnose/root_cause_kind.h)."""
+    from magneton import _analysis
+
+    return set(_analysis.root_cause_kinds())
 
 
 def expected(case):
@@ -52,7 +57,7 @@ def test_case_folder_is_complete(case):
         assert e["waste_side"] in {"a", "b"}
         # ROOT_CAUSE_FORMAT (docs/EVALUATION.md): scored on kind and name only.
         rc = e["root_cause"]
-        assert rc["kind"] in ROOT_CAUSE_KINDS, rc
+        assert rc["kind"] in root_cause_kinds(), rc
         assert rc["name"] and rc["description"], rc
         assert "variable" not in rc, rc
         assert all(isinstance(a, str) and a for a in rc.get("aliases", [])), rc

@@ -3,6 +3,7 @@ that redoes its matmul four times per step (A) and once (B). magneton.open gives
 per-op energy and config as tables that agree with the trace file; magneton.diff gives the report
 `magneton diff --json` writes for the same pair, with attribute access to its findings and an inline HTML view."""
 import html
+import inspect
 import json
 import re
 import subprocess
@@ -195,6 +196,31 @@ def test_diff_options_reach_the_analysis(runs):
     d = magneton.diff(a, b, tau=100.0)
     assert d.json["options"]["tau"] == 100.0
     assert [f for f in d.findings if f.verdict == "waste"] == []
+
+
+def test_python_and_the_cli_take_the_cpp_defaults(runs):
+    """tau, epsilon, min_share, ... are defined once, in C++ (include/magneton/analysis_defaults.h): the notebook
+    API's diff repeats none of them, and what it and `magneton diff` ran with are the binding's numbers."""
+    from magneton import _analysis
+
+    a, b, cli, _ = runs
+    cpp = _analysis.default_options()
+    assert set(cpp) == {"tau", "epsilon", "max_slowdown", "min_share", "min_same_work_share", "leaf_ops"}
+    assert analysis.default_options() == cpp
+    params = inspect.signature(magneton.diff).parameters
+    assert all(params[k].default is None for k in cpp), {k: params[k].default for k in cpp}
+    ran = magneton.diff(a, b).json["options"]
+    for report in (ran, cli["options"]):
+        assert (report["tau"], report["output_epsilon"], report["match_epsilon"], report["max_slowdown"],
+                report["min_share"], report["min_same_work_share"]) == \
+               (cpp["tau"], cpp["epsilon"], cpp["epsilon"], cpp["max_slowdown"], cpp["min_share"],
+                cpp["min_same_work_share"]), report
+    # The CLI's help shows the same defaults.
+    help_text = run_cli("diff", "--help", check=True).stdout
+    for flag, key in (("--tau", "tau"), ("--epsilon", "epsilon"), ("--min-share", "min_share"),
+                      ("--min-same-work-share", "min_same_work_share")):
+        shown = re.search(re.escape(flag) + r" [^=\n]*=(\S+)", help_text)  # "--tau FLOAT:NONNEGATIVE=0.1"
+        assert shown and float(shown.group(1)) == cpp[key], (flag, help_text)
 
 
 def test_diff_reruns_the_recorded_commands_only_when_asked(runs):
