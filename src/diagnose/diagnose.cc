@@ -392,13 +392,40 @@ std::vector<Diagnosis> Diagnose(const Trace& a, const Trace& b, const detect::De
       d.shapes = ShapeContrast(costly, costly_ops, cheap, cheap_ops, costly_side, a_costly ? 'B' : 'A', same_ops);
       if (same_ops && !d.shapes.empty()) d.shape_cause = FindShapeCause(a, ops_a, b, ops_b, costly_side);
       d.versions = VersionsOfRegion(a, b, config_diff, costly, costly_ops);
+      // The lines that issued the region's ops on each side, paired: the
+      // main sites first, then every other costly site with the cheap site
+      // that issues one of the same ops (a callable passed in from another
+      // file issues the costly op on a line of its own: `lambda q, db:
+      // torch.cdist(q, db, compute_mode=...)`).
+      auto contrast = [&](const SourceSite& costly_site, const SourceSite& cheap_site) {
+        const std::string costly_line = LogicalLineAt(roots, costly_site.user_frame);
+        const std::string cheap_line = LogicalLineAt(roots, cheap_site.user_frame);
+        if (costly_line.empty() || cheap_line.empty()) return;
+        for (CallArgDifference& c :
+             a_costly ? ContrastCallArgs(costly_line, cheap_line) : ContrastCallArgs(cheap_line, costly_line)) {
+          c.where = FileLine(costly_site.user_frame);
+          const bool seen = std::any_of(d.call_args.begin(), d.call_args.end(), [&](const CallArgDifference& x) {
+            return x.callee == c.callee && x.name == c.name;
+          });
+          if (!seen) d.call_args.push_back(std::move(c));
+        }
+      };
       if (!d.sites_costly.empty() && !d.sites_efficient.empty()) {
-        const std::string& frame_costly = d.sites_costly.front().user_frame;
-        const std::string costly_line = LogicalLineAt(roots, frame_costly);
-        const std::string cheap_line = LogicalLineAt(roots, d.sites_efficient.front().user_frame);
-        if (!costly_line.empty() && !cheap_line.empty()) {
-          d.call_args = a_costly ? ContrastCallArgs(costly_line, cheap_line) : ContrastCallArgs(cheap_line, costly_line);
-          for (CallArgDifference& c : d.call_args) c.where = FileLine(frame_costly);
+        contrast(d.sites_costly.front(), d.sites_efficient.front());
+        for (size_t i = 1; i < d.sites_costly.size(); ++i) {
+          const SourceSite& site = d.sites_costly[i];
+          // The cheap side's main site of the same ops (not only among the
+          // sites listed: a costly op can be one of many there).
+          std::vector<int64_t> same_ops;
+          for (int64_t id : cheap_ops) {
+            if (!ValidOp(cheap, id)) continue;
+            const std::string& name = cheap.str(cheap.ops[id].name_id);
+            if (std::find(site.op_names.begin(), site.op_names.end(), name) != site.op_names.end()) {
+              same_ops.push_back(id);
+            }
+          }
+          const std::vector<SourceSite> others = SitesOf(cheap, cheap_paths, same_ops, 1);
+          if (!others.empty() && others.front().user_frame != site.user_frame) contrast(site, others.front());
         }
       }
     }
