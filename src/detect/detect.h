@@ -276,6 +276,9 @@ std::vector<PairRatio> PairRatios(const energy::Attribution& ea, const std::vect
 // The log ratio at which the pairs' cumulative energy, in ratio order, first
 // reaches half of their total; 0 for none.
 double WeightedMedianLogRatio(std::vector<PairRatio> pairs);
+// The log ratio at which the pairs' cumulative energy, in ratio order, first
+// reaches the share q of their total; 0 for none.
+double WeightedQuantileLogRatio(std::vector<PairRatio> pairs, double q);
 // (sum of pair energies)^2 / sum of their squares; 0 for none.
 double EffectivePairs(const std::vector<PairRatio>& pairs);
 
@@ -293,6 +296,12 @@ bool OutputsAgree(const std::vector<TensorPair>& outputs, const FingerprintMap& 
 // is what a demotion needs. 1 when a side does not say or the gap is under
 // kMaterialLoad.
 double LoadSlowdownBound(const SideSummary& costly, const SideSummary& cheap);
+// What the load can do to one region of the costlier side, whatever the
+// other side's load: (1 / (1 - load_costly))^T, 1 under kMaterialLoad. The
+// job-level bound above divides the cheaper side's load out, which holds for
+// means over a whole job; a region is a slice of one run, and its side may
+// have met a burst of other work that the other side's region did not.
+double RegionLoadBound(const SideSummary& costly);
 
 // The uncertainty step on one recording per side (called by
 // DetectFromMatch): an interval per finding by a paired bootstrap over its

@@ -74,7 +74,7 @@ std::vector<PairRatio> PairRatios(const energy::Attribution& ea, const std::vect
   return out;
 }
 
-double WeightedMedianLogRatio(std::vector<PairRatio> pairs) {
+double WeightedQuantileLogRatio(std::vector<PairRatio> pairs, double q) {
   if (pairs.empty()) return 0;
   std::sort(pairs.begin(), pairs.end(), [](const PairRatio& x, const PairRatio& y) { return x.log_ratio < y.log_ratio; });
   double total = 0;
@@ -82,10 +82,12 @@ double WeightedMedianLogRatio(std::vector<PairRatio> pairs) {
   double seen = 0;
   for (const PairRatio& p : pairs) {
     seen += p.energy_uj;
-    if (seen >= total / 2) return p.log_ratio;
+    if (seen >= q * total) return p.log_ratio;
   }
   return pairs.back().log_ratio;
 }
+
+double WeightedMedianLogRatio(std::vector<PairRatio> pairs) { return WeightedQuantileLogRatio(std::move(pairs), 0.5); }
 
 double EffectivePairs(const std::vector<PairRatio>& pairs) {
   double sum = 0, sum_sq = 0;

@@ -46,6 +46,12 @@ double LoadSlowdownBound(const SideSummary& costly, const SideSummary& cheap) {
   return std::pow(one_thread, std::max(1, costly.machine.cpus));
 }
 
+double RegionLoadBound(const SideSummary& costly) {
+  const double lc = costly.machine.Total();
+  if (lc < kMaterialLoad) return 1;  // a quiet machine, or one that does not say
+  return std::pow(1 / (1 - std::min(lc, kMaxLoadCounted)), std::max(1, costly.machine.cpus));
+}
+
 namespace {
 
 constexpr char kMoreRuns[] =
@@ -182,15 +188,7 @@ double RunWideRatio(const DetectResult& r) {
 // pairs' energy lies: how much the machine slowed the work it slowed most.
 double CostlyQuantile(std::vector<PairRatio> pairs, bool b_costly, double q) {
   for (PairRatio& p : pairs) p.log_ratio = b_costly ? -p.log_ratio : p.log_ratio;
-  std::sort(pairs.begin(), pairs.end(), [](const PairRatio& x, const PairRatio& y) { return x.log_ratio < y.log_ratio; });
-  double total = 0;
-  for (const PairRatio& p : pairs) total += p.energy_uj;
-  double seen = 0;
-  for (const PairRatio& p : pairs) {
-    seen += p.energy_uj;
-    if (seen >= q * total) return p.log_ratio;
-  }
-  return pairs.empty() ? 0 : pairs.back().log_ratio;
+  return WeightedQuantileLogRatio(std::move(pairs), q);
 }
 
 // How far beyond the machine's effect on the rest of its run a same-work
@@ -213,7 +211,7 @@ std::string BeyondTheMachine(const DetectResult& r, const Finding& f, const Opti
   const bool b_costly = f.wasteful_side == 'B';
   const double shift = std::exp(CostlyQuantile(rest, b_costly, 0.5));
   const double high = std::exp(CostlyQuantile(rest, b_costly, kMachineQuantile));
-  const double load = LoadSlowdownBound(b_costly ? r.b : r.a, b_costly ? r.a : r.b);
+  const double load = RegionLoadBound(b_costly ? r.b : r.a);
   const double machine = std::max({1.0, shift, high, load});
   const double needed = machine * std::max(kTimingOnlyMargin, 1 + options.tau);
   const double bound = CostlyRatioBound(f);
@@ -243,16 +241,21 @@ std::string ShiftReason(const DetectResult& r, const Finding& f, const Options& 
                      f.wasteful_side, Percent(run), f.uncertainty.ratio.known ? " (by its interval)" : "");
 }
 
-// A finding whose costlier side ran on a busier machine, by no more than
-// that load can explain, says nothing about the code: the same program
-// recorded beside two busy loops on this project's 2-core VM ran 4.6x
-// slower, and a region with different ops (no interval, no same-work pair to
-// compare) was called waste on the wrong side.
+// A finding whose costlier side ran on a busy machine, by no more than that
+// load can explain, says nothing about the code: the same program recorded
+// beside two busy loops on this project's 2-core VM ran 4.6x slower, and a
+// region with different ops (no interval, no same-work pair to compare) was
+// called waste on the wrong side. What the load did to one region is
+// bounded by the costlier side's own load (RegionLoadBound), not by its
+// excess over the other side's: with other work taking 50-67% of the
+// machine on both sides, the cheaper side's regions ran as fast as a burst
+// allowed, and solve() on 2 threads came out 4x costlier than inv() +
+// matmul, a bound of 4 = (1 / 0.5)^2.
 std::string LoadReason(const DetectResult& r, const Finding& f, const Options& options) {
   const bool b_costly = f.wasteful_side == 'B';
   const SideSummary& costly = b_costly ? r.b : r.a;
   const SideSummary& cheap = b_costly ? r.a : r.b;
-  const double bound = LoadSlowdownBound(costly, cheap);
+  const double bound = RegionLoadBound(costly);
   if (bound <= 1) return "";
   // The bound is the load's mean effect. One occurrence is not a mean: a
   // preemption costs a whole time slice, and threads that wait for one
@@ -263,7 +266,9 @@ std::string LoadReason(const DetectResult& r, const Finding& f, const Options& o
   const bool over_job = costly.machine.over_job && cheap.machine.over_job;
   const char* while_ = over_job ? "'s job ran" : " was recorded";
   const char* while_other = over_job ? "'s did" : " was";
-  if (!f.uncertainty.ratio.known) {
+  // Any ratio only where the costlier side was the busier one; elsewhere a
+  // one-occurrence region is open within the bound, like any other.
+  if (!f.uncertainty.ratio.known && LoadSlowdownBound(costly, cheap) > 1) {
     return fmt::format("other work took {:.0f}% of the machine's CPU time while {}{} ({:.0f}% while {}{}), "
                        "and this region occurs once: a busy machine can make one occurrence costlier by any "
                        "amount (its mean effect alone is up to {:.2f}x); record both sides again on a quiet machine, "
@@ -271,7 +276,8 @@ std::string LoadReason(const DetectResult& r, const Finding& f, const Options& o
                        100 * costly.machine.Total(), b_costly ? 'B' : 'A', while_, 100 * cheap.machine.Total(),
                        b_costly ? 'A' : 'B', while_other, bound, kMoreRuns);
   }
-  const double region = CostlyRatioBound(f);
+  const double point = f.wasteful_side == 'B' ? (f.energy_ratio > 0 ? 1 / f.energy_ratio : 0) : f.energy_ratio;
+  const double region = f.uncertainty.ratio.known ? CostlyRatioBound(f) : point;
   if (region > bound * (1 + options.tau)) return "";
   return fmt::format("other work took {:.0f}% of the machine's CPU time while {}{} ({:.0f}% while {}{}): "
                      "that alone can make {} up to {:.2f}x costlier, and this region{} is costlier by no more; "

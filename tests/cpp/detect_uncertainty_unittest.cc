@@ -443,6 +443,19 @@ TEST(DetectUncertainty, ACostlierSideRecordedOnABusyMachineIsInconclusive) {
   ASSERT_TRUE(mild.ok());
   ASSERT_TRUE(mild->findings.front().uncertainty.ratio.known);
   EXPECT_EQ(mild->findings.front().verdict, Verdict::kWaste) << mild->findings.front().uncertainty_note;
+  // Both sides busy: the other side's load does not protect a region of the
+  // costlier one, which may have met a burst the other's did not (both at
+  // 50-67%, solve() on 2 threads came out 4x costlier than inv() + matmul).
+  auto both_busy = Detect(Loaded(MakeSide(Names(), Costs(150, 75)), 0.5), Loaded(MakeSide(Names(), Costs(100, 50)), 0.5),
+                          o);
+  ASSERT_TRUE(both_busy.ok());
+  EXPECT_EQ(LoadSlowdownBound(both_busy->a, both_busy->b), 1);  // the jobs' means: no difference
+  EXPECT_NEAR(RegionLoadBound(both_busy->a), 2, 1e-9);
+  for (const Finding& f : both_busy->findings) {
+    if (f.kind != RegionKind::kMatched) continue;
+    EXPECT_EQ(f.verdict, Verdict::kInconclusive) << f.uncertainty_note;
+    EXPECT_NE(f.uncertainty_note.find("up to 2.00x costlier"), std::string::npos) << f.uncertainty_note;
+  }
   // Threads that wait for one another stall while any of them is off its
   // CPU: with two CPUs to use, the bound is the one-thread bound squared.
   Side two_cpus = Loaded(MakeSide(Names(), Costs(150, 75)), 0.5);
@@ -451,6 +464,7 @@ TEST(DetectUncertainty, ACostlierSideRecordedOnABusyMachineIsInconclusive) {
   ASSERT_TRUE(threaded.ok());
   EXPECT_EQ(threaded->a.machine.cpus, 2);
   EXPECT_NEAR(LoadSlowdownBound(threaded->a, threaded->b), (0.98 / 0.5) * (0.98 / 0.5), 1e-9);
+  EXPECT_NEAR(RegionLoadBound(threaded->a), 4, 1e-9);
   // A count no machine has is not read.
   two_cpus.trace.meta.extra["machine.cpus"] = "2x";
   EXPECT_EQ(Detect(two_cpus, Loaded(MakeSide(Names(), Costs(100, 50)), 0.02), o)->a.machine.cpus, 0);
