@@ -268,7 +268,8 @@ std::unordered_map<int64_t, std::vector<std::string>> DeviceWorkOf(const Trace& 
                                                                    const std::unordered_set<int64_t>& nodes);
 
 // Whether two region instances run the same work: the same op names in the
-// same order on inputs of the same shapes and dtypes (same_work.cc).
+// same order, with the same non-tensor arguments (OpEvent::args), on inputs
+// of the same shapes and dtypes (same_work.cc).
 bool SameWork(const Trace& a, const std::vector<int64_t>& ops_a, const Trace& b, const std::vector<int64_t>& ops_b);
 // ln(energy_A / energy_B) and energy per op pair (inclusive plus issue energy).
 std::vector<PairRatio> PairRatios(const energy::Attribution& ea, const std::vector<int64_t>& ops_a,

@@ -1,6 +1,6 @@
 // Same work on both sides: the region runs the same ops, in the same order,
-// on inputs of the same shapes and dtypes. Then the two sides do identical
-// computation and a cost difference can only come from how it ran (a kernel
+// with the same non-tensor arguments, on inputs of the same shapes and
+// dtypes. Then the two sides do identical computation and a cost difference can only come from how it ran (a kernel
 // choice, a thread count, autograd bookkeeping) or from timing noise; the
 // per-op pairs let detection tell the two apart (regions.cc). Where device
 // activity was recorded, a kernel choice is seen, not inferred: regions.cc
@@ -49,6 +49,9 @@ bool SameWork(const Trace& a, const std::vector<int64_t>& ops_a, const Trace& b,
     const int64_t x = ops_a[i], y = ops_b[i];
     if (x < 0 || y < 0 || static_cast<size_t>(x) >= a.ops.size() || static_cast<size_t>(y) >= b.ops.size()) return false;
     if (a.str(a.ops[x].name_id) != b.str(b.ops[y].name_id)) return false;
+    // The op's other arguments choose the work too: linalg_svd with
+    // full_matrices=True builds an m x m U from the same input.
+    if (a.ops[x].args != b.ops[y].args) return false;
     if (!SameInputs(a, x, b, y)) return false;
   }
   return true;

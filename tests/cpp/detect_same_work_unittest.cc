@@ -122,6 +122,23 @@ TEST(DetectSameWork, EveryPairSlowerWithNothingToExplainItIsInconclusive) {
   EXPECT_NE(f.uncertainty_note.find("compare -n"), std::string::npos) << f.uncertainty_note;
 }
 
+// The same op on the same input with another argument is other work:
+// linalg_svd(full_matrices=True) builds an m x m U where False does not.
+TEST(DetectSameWork, AnotherArgumentIsOtherWork) {
+  Side a = MakeSide("aten::linalg_svd", {400, 400, 400, 400});
+  Side b = MakeSide("aten::linalg_svd", {100, 100, 100, 100});
+  for (OpEvent& op : a.trace.ops) op.args = R"([{"t":0},true,null])";
+  for (OpEvent& op : b.trace.ops) op.args = R"([{"t":0},false,null])";
+  StatusOr<DetectResult> r = Status::Ok();
+  const Finding& f = Top(a, b, &r);
+  EXPECT_FALSE(f.same_work);
+  EXPECT_EQ(f.verdict, Verdict::kWaste) << f.uncertainty_note;
+  // The twin: the same arguments on both sides is the same work again.
+  for (OpEvent& op : b.trace.ops) op.args = R"([{"t":0},true,null])";
+  StatusOr<DetectResult> same = Status::Ok();
+  EXPECT_TRUE(Top(a, b, &same).same_work);
+}
+
 TEST(DetectSameWork, TooFewPairsIsNotEvidence) {
   Side a = MakeSide("aten::addmm", {200});
   Side b = MakeSide("aten::addmm", {100});
