@@ -201,8 +201,10 @@ std::string RenderMarkdown(const Report& r, const std::string& after_headline) {
                      repeats);
   } else {
     s += "- One recording per side and case (`--repeats N` records N pairs and diffs them together, intervals over "
-         "the pairs): with one recording a same-work difference is inconclusive unless a setting that reaches every op "
-         "differs, and a case near a threshold can flip between runs.\n";
+         "the pairs): with one recording a same-work difference is waste only when something recorded differs for "
+         "its ops (a runtime state, a kernel, a layout, a setting that reaches every op) or it clears twice what the "
+         "machine did to the rest of its run (docs/DIFF.md \"Uncertainty\"), and a case near a threshold can flip "
+         "between runs.\n";
   }
   s += "- **Precision / recall / F1**: positives are the non-control cases (TP if detected, FN if not); each control "
        "with any waste finding is a FP. A case that failed to run counts as FN (or as no FP).\n";
