@@ -150,6 +150,17 @@ TEST(DetectUncertainty, ARegionFarBeyondTheRestOfItsRunIsWaste) {
   EXPECT_EQ(noisy_matmul->verdict, Verdict::kInconclusive) << noisy_matmul->uncertainty_note;
   EXPECT_NE(noisy_matmul->uncertainty_note.find("+60.0% at its 95th percentile"), std::string::npos)
       << noisy_matmul->uncertainty_note;
+  // A busy costlier side: timing alone is no evidence, however far beyond.
+  Side busy_a = MakeSide(Names(), Costs(300, 50)), busy_b = MakeSide(Names(), Costs(100, 50));
+  for (Side* side : {&busy_a, &busy_b}) {
+    side->trace.meta.extra["machine.others_cpu_share"] = "0.3";
+    side->trace.meta.extra["machine.steal_share"] = "0";
+  }
+  auto busy = Detect(busy_a, busy_b);
+  ASSERT_TRUE(busy.ok());
+  EXPECT_EQ(Named(*busy, "aten::matmul")->verdict, Verdict::kInconclusive);
+  EXPECT_NE(Named(*busy, "aten::matmul")->uncertainty_note.find("stall short ops"), std::string::npos)
+      << Named(*busy, "aten::matmul")->uncertainty_note;
   // With no other same work in the runs there is nothing to measure the
   // machine by: open, whatever the ratio.
   auto alone = Detect(MakeSide(std::vector<std::string>(8, "aten::matmul"), std::vector<double>(8, 300)),
