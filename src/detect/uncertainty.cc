@@ -142,6 +142,14 @@ double CostlyRatioBound(const Finding& f) {
   return r.low;
 }
 
+// How much costlier the costlier side is by the evidence at hand: its
+// interval's end when the finding has one, else the point ratio (+inf when
+// the other side spent nothing).
+double CostlyRatioEvidence(const Finding& f) {
+  if (f.uncertainty.ratio.known) return CostlyRatioBound(f);
+  return f.wasteful_side == 'B' ? 1 / f.energy_ratio : f.energy_ratio;
+}
+
 std::string Percent(double ratio) { return fmt::format("{:+.1f}%", 100 * (ratio - 1)); }
 
 void Demote(Finding& f, std::string why) {
@@ -216,9 +224,8 @@ std::string BeyondTheMachine(const DetectResult& r, const Finding& f, const Opti
   // the op's length. Beside two spinners on this 2-core VM a 2-thread Linear
   // control's region came out 21x costlier by its interval, against a mean
   // bound of 4x.
-  const double load = RegionLoadBound(b_costly ? r.b : r.a);
-  if (load > 1) {
-    const SideSummary& costly = b_costly ? r.b : r.a;
+  const SideSummary& costly = b_costly ? r.b : r.a;
+  if (RegionLoadBound(costly) > 1) {
     return fmt::format("other work took {:.0f}% of the machine's CPU time while {} ran, and with nothing recorded "
                        "that differs a busy machine can stall short ops by any amount",
                        100 * costly.machine.Total(), b_costly ? 'B' : 'A');
@@ -245,7 +252,7 @@ std::string ShiftReason(const DetectResult& r, const Finding& f, const Options& 
   auto costly = [&f](double a_over_b) { return f.wasteful_side == 'B' ? 1 / a_over_b : a_over_b; };
   const double run = costly(r.run_wide_ratio);
   if (run <= 1 + options.tau) return "";
-  const double region = f.uncertainty.ratio.known ? CostlyRatioBound(f) : costly(f.energy_ratio);
+  const double region = CostlyRatioEvidence(f);
   if (region > run * (1 + options.tau)) return "";
   return fmt::format("{}'s whole run is {} costlier on the work both sides share (typical same-work op pair), and "
                      "this region{} by no more than that",
@@ -287,8 +294,7 @@ std::string LoadReason(const DetectResult& r, const Finding& f, const Options& o
                        100 * costly.machine.Total(), b_costly ? 'B' : 'A', while_, 100 * cheap.machine.Total(),
                        b_costly ? 'A' : 'B', while_other, bound, kMoreRuns);
   }
-  const double point = f.wasteful_side == 'B' ? (f.energy_ratio > 0 ? 1 / f.energy_ratio : 0) : f.energy_ratio;
-  const double region = f.uncertainty.ratio.known ? CostlyRatioBound(f) : point;
+  const double region = CostlyRatioEvidence(f);
   if (region > bound * (1 + options.tau)) return "";
   return fmt::format("other work took {:.0f}% of the machine's CPU time while {}{} ({:.0f}% while {}{}): "
                      "that alone can make {} up to {:.2f}x costlier, and this region{} is costlier by no more; "
