@@ -15,7 +15,8 @@ from magneton import env_snapshot
 from magneton import window as _window
 
 _lock = threading.Lock()
-_recorders: list = []
+_recorders: list = []  # the installed recorders (magneton.recorders.registry)
+_recorders_said: list[dict] = []  # what each registered recorder said at start (meta "recorders")
 _import_paths_at_start: list[str] = []
 
 
@@ -61,7 +62,7 @@ def start(path: str | os.PathLike, label: str | None = None, command_line: str |
     torch.profiler's schedule. start_after / duration: seconds from now before
     the window opens / for which it stays open. Outside the window an op costs
     a flag check (docs/ARCHITECTURE.md, "Windowed recording")."""
-    from magneton.recorders import jax_recorder, llama_recorder, ort_recorder, torch_recorder
+    from magneton.recorders import base, registry
 
     path = os.fspath(path)
     with _lock:
@@ -85,8 +86,10 @@ def start(path: str | os.PathLike, label: str | None = None, command_line: str |
             _import_paths_at_start[:] = _import_paths()
             _core.set_meta("python.sys_path", json.dumps(_import_paths_at_start))
             config_snapshot.record_process_config()
-            for rec in (torch_recorder.TorchRecorder(), ort_recorder.OrtRecorder(values=values),
-                        jax_recorder.JaxRecorder(), llama_recorder.LlamaRecorder()):
+            made, said = registry.create_available(base.RecordOptions(values=values, energy=energy))
+            _recorders_said[:] = said
+            _core.set_meta("recorders", json.dumps(said, sort_keys=True, separators=(",", ":")))
+            for rec in made:
                 rec.install()
                 _recorders.append(rec)
             _window.configure(window, start_after, duration)
@@ -115,6 +118,10 @@ def stop() -> None:
             _recorders.pop().uninstall()
         env_snapshot.stop()
         _core.set_meta("engine", _engines(stopped))
+        hooked = {r.name: r.engines() for r in stopped}
+        for row in _recorders_said:
+            row["recorded_ops"] = bool(hooked.get(row["name"]))
+        _core.set_meta("recorders", json.dumps(_recorders_said, sort_keys=True, separators=(",", ":")))
         # Versions of frameworks imported after start() are known only now.
         for name, version in _framework_versions().items():
             _core.set_meta("version." + name, version)

@@ -1,14 +1,47 @@
 // magneton record -o run.mtrace [--label NAME] -- python script.py args...
 #include <cstdio>
 #include <filesystem>
+#include <set>
+#include <string>
 
 #include "cli/command.h"
 #include "cli/record_report.h"
 #include "record/window.h"
 #include "runner/record_child.h"
+#include "runner/subprocess.h"
 
 namespace magneton::cli {
 namespace {
+
+// Why --recorders names something the registry does not hold, or "" (the
+// registry is the Python package's: asked before the program starts, so a
+// typo never runs the program unrecorded).
+std::string UnknownRecorders(const std::string& list) {
+  auto names = runner::CaptureOutput(
+      {runner::FindPython(), "-c",
+       "import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]\n"
+       "from magneton.recorders import registry; print(','.join(c.name for c in registry.recorders()))"});
+  if (!names) return "cannot list the recorders (is the magneton package importable by " + runner::FindPython() + "?)";
+  std::set<std::string> known;
+  for (size_t at = 0; at <= names->size();) {
+    size_t end = names->find(',', at);
+    if (end == std::string::npos) end = names->size();
+    known.insert(names->substr(at, end - at));
+    at = end + 1;
+  }
+  std::string unknown;
+  for (size_t at = 0; at <= list.size();) {
+    size_t end = list.find(',', at);
+    if (end == std::string::npos) end = list.size();
+    std::string name = list.substr(at, end - at);
+    while (!name.empty() && name.front() == ' ') name.erase(0, 1);
+    while (!name.empty() && name.back() == ' ') name.pop_back();
+    if (!name.empty() && !known.count(name)) unknown += (unknown.empty() ? "" : ", ") + name;
+    at = end + 1;
+  }
+  if (unknown.empty()) return "";
+  return "unknown recorder(s) " + unknown + "; registered: " + *names + " (magneton recorders)";
+}
 
 class RecordCommand : public Command {
  public:
@@ -23,6 +56,9 @@ class RecordCommand : public Command {
     sub->add_option("--start-after", start_after_s_, "Seconds after start before recording begins")
         ->check(CLI::NonNegativeNumber);
     sub->add_option("--duration", duration_s_, "Seconds to record (after --start-after)")->check(CLI::NonNegativeNumber);
+    sub->add_option("--recorders", recorders_,
+                    "Only these engine recorders, comma-separated (see `magneton recorders`; default: every one "
+                    "that can run here)");
     sub->add_option("command", command_, "The program to run, after --")->required();
     sub->positionals_at_end();
     sub->prefix_command(false);
@@ -42,6 +78,13 @@ class RecordCommand : public Command {
       }
       req.plan.env["MAGNETON_RECORD_WINDOW"] = window_;
     }
+    if (!recorders_.empty()) {
+      if (std::string unknown = UnknownRecorders(recorders_); !unknown.empty()) {
+        std::fprintf(stderr, "magneton record: %s\n", unknown.c_str());
+        return 2;
+      }
+      req.plan.env["MAGNETON_RECORDERS"] = recorders_;
+    }
     if (start_after_s_ >= 0) req.plan.env["MAGNETON_RECORD_START_AFTER"] = std::to_string(start_after_s_);
     if (duration_s_ >= 0) req.plan.env["MAGNETON_RECORD_DURATION"] = std::to_string(duration_s_);
     return ReportRecording(req, runner::RecordChild(req));
@@ -53,6 +96,7 @@ class RecordCommand : public Command {
   std::vector<std::string> command_;
   bool values_ = false;
   std::string window_;
+  std::string recorders_;
   double start_after_s_ = -1, duration_s_ = -1;  // -1: not given
 };
 

@@ -25,6 +25,7 @@ std::unique_ptr<Command> MakeMatchCommand();
 std::unique_ptr<Command> MakeDiffCommand();
 std::unique_ptr<Command> MakeReplayCommand();
 std::unique_ptr<Command> MakeMetersCommand();
+std::unique_ptr<Command> MakeRecordersCommand();
 std::unique_ptr<Command> MakeEvalCommand();
 std::unique_ptr<Command> MakeCompareCommand();
 std::unique_ptr<Command> MakeGateCommand();

@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   commands.push_back(MakeGateCommand());
   commands.push_back(MakeReplayCommand());
   commands.push_back(MakeMetersCommand());
+  commands.push_back(MakeRecordersCommand());
   commands.push_back(MakeEvalCommand());
   std::vector<std::pair<CLI::App*, Command*>> registered;
   for (auto& c : commands) registered.emplace_back(c->Register(app), c.get());

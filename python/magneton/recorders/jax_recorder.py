@@ -18,7 +18,8 @@ import threading
 from magneton import _core
 from magneton import call_site
 from magneton import config_snapshot
-from magneton.recorders.torch_recorder import _PostImportFinder
+from magneton.recorders.base import AfterImport as _PostImportFinder
+from magneton.recorders.base import Capabilities, Recorder, RecordOptions
 
 # Call-like primitives whose eval rule re-binds the primitives of their body:
 # not ops of their own, so the body's primitives are recorded one by one.
@@ -37,8 +38,21 @@ _INTERPRETED = frozenset({"jit", "pjit"})
 _config_changes = [0]
 
 
-class JaxRecorder:
-    def __init__(self):
+class JaxRecorder(Recorder):
+    name = "jax"
+    framework = "jax"
+
+    @classmethod
+    def capabilities(cls) -> Capabilities:
+        return Capabilities(
+            ops="every primitive, run eagerly (jax_disable_jit is set while recording)",
+            tensors="primitive inputs and outputs",
+            values="fingerprints of every array with --values",
+            runtime_state="every jax.config option",
+            integration="Python hook on EvalTrace + magneton._core array ops")
+
+    def __init__(self, options: RecordOptions | None = None):
+        super().__init__(options)
         self._finder = None
         self._trace_cls = None
         self._orig_process = None

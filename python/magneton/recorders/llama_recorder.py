@@ -24,7 +24,8 @@ import sys
 
 from magneton import _core
 from magneton import call_site
-from magneton.recorders.torch_recorder import _PostImportFinder
+from magneton.recorders.base import AfterImport as _PostImportFinder
+from magneton.recorders.base import Availability, Capabilities, Recorder, RecordOptions, module_present
 
 _HOOK_LIBRARY = "libmagneton_ggml.so"
 _hook = None  # the loaded hook library; never unloaded (contexts keep its callback)
@@ -119,8 +120,31 @@ def struct_values(params, hook=None) -> dict[str, object]:
     return values
 
 
-class LlamaRecorder:
-    def __init__(self):
+class LlamaRecorder(Recorder):
+    name = "llama.cpp"
+    framework = "llama_cpp"
+
+    @classmethod
+    def availability(cls) -> Availability:
+        if not module_present("llama_cpp"):
+            return Availability(False, "llama_cpp (llama-cpp-python) is not installed in this Python environment")
+        path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), _HOOK_LIBRARY)
+        if not os.path.exists(path):
+            return Availability(False, f"magneton was built without its llama.cpp hook ({_HOOK_LIBRARY}): install "
+                                       "llama-cpp-python first, then reinstall magneton")
+        return Availability(True, "hooks llama_cpp when the program imports it")
+
+    @classmethod
+    def capabilities(cls) -> Capabilities:
+        return Capabilities(
+            ops="every ggml graph node evaluated (the scheduler's eval callback)",
+            tensors="node sources and result",
+            values="fingerprints of node results with --values",
+            runtime_state="every scalar context and model parameter, llama_set_* calls",
+            integration=f"C ABI callback in {_HOOK_LIBRARY}, set through llama-cpp-python")
+
+    def __init__(self, options: RecordOptions | None = None):
+        super().__init__(options)
         self._finder = None
         self._patched: list[tuple[object, str, object]] = []
         self._contexts_at_start = _contexts_recorded

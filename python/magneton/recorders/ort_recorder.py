@@ -20,7 +20,8 @@ import weakref
 from magneton import _core
 from magneton import config_snapshot
 from magneton.recorders import ort_node_names
-from magneton.recorders.torch_recorder import _PostImportFinder
+from magneton.recorders.base import AfterImport as _PostImportFinder
+from magneton.recorders.base import Capabilities, Recorder, RecordOptions
 
 _ONNX_MISSING = ("magneton needs the `onnx` package to record ONNX Runtime sessions: "
                  "pip install 'magneton[ort]' (or pip install onnx)")
@@ -62,9 +63,22 @@ class _Session:
         self.run_states: dict[tuple, int] = {}  # a run's RunOptions values -> the run's state id
 
 
-class OrtRecorder:
-    def __init__(self, values: bool = False):
-        self._values = values
+class OrtRecorder(Recorder):
+    name = "onnxruntime"
+    framework = "onnxruntime"
+
+    @classmethod
+    def capabilities(cls) -> Capabilities:
+        return Capabilities(
+            ops="every graph node run (ONNX Runtime's own profiler, ingested at stop)",
+            tensors="node inputs and outputs from the optimised model",
+            values="fingerprints of the run's inputs and outputs with --values",
+            runtime_state="every SessionOptions property, provider options, RunOptions and config entries",
+            integration="Python wrappers of InferenceSession + profile ingest at stop")
+
+    def __init__(self, options: RecordOptions | None = None):
+        super().__init__(options)
+        self._values = self.options.values
         self._ingested = 0
         self._finders = []
         self._sessions: list[_Session] = []

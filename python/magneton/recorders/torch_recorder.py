@@ -3,8 +3,6 @@ nn.Module hooks that name the module scope each op runs in."""
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
 import sys
 
 from magneton import _core
@@ -13,6 +11,7 @@ from magneton import env_snapshot
 from magneton import overrides
 from magneton import window
 from magneton.recorders import gpu_activity
+from magneton.recorders.base import Availability, Capabilities, Recorder, RecordOptions, AfterImport, module_present
 from magneton.recorders import torch_module_origins
 
 
@@ -36,38 +35,34 @@ def _load_hook():
     return _torch_hook
 
 
-class _PostImportFinder(importlib.abc.MetaPathFinder):
-    """Runs a callback right after a module is first imported, so that
-    `magneton record` can hook torch without importing it eagerly."""
-
-    def __init__(self, name: str, callback):
-        self.name = name
-        self.callback = callback
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname != self.name:
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or spec.loader is None:
-            return spec
-        loader = spec.loader
-        callback = self.callback
-
-        class _Loader(importlib.abc.Loader):
-            def create_module(self, s):
-                return loader.create_module(s)
-
-            def exec_module(self, module):
-                loader.exec_module(module)
-                callback(module)
-
-        spec.loader = _Loader()
-        return spec
+_PostImportFinder = AfterImport  # its former name, still imported elsewhere
 
 
-class TorchRecorder:
-    def __init__(self):
+class TorchRecorder(Recorder):
+    name = "pytorch"
+    framework = "torch"
+
+    @classmethod
+    def availability(cls) -> Availability:
+        if not module_present("torch"):
+            return Availability(False, "torch is not installed in this Python environment")
+        if not module_present("magneton._torch_hook"):
+            return Availability(False, "magneton was built without its PyTorch hook (torch was not importable "
+                                       "at build time): reinstall with `pip install --no-build-isolation .`")
+        return Availability(True, "hooks torch when the program imports it (the hook checks its torch version then)")
+
+    @classmethod
+    def capabilities(cls) -> Capabilities:
+        return Capabilities(
+            ops="every ATen op (RecordFunction), in nn.Module scopes",
+            tensors="inputs and outputs: shape, dtype, strides, storage",
+            values="fingerprints of every tensor with --values",
+            runtime_state="torch.backends.* and torch get/set flags, by introspection",
+            device_activity="GPU kernels, copies and fills through Kineto (CUDA builds with a GPU)",
+            integration="C++ module built against torch (magneton._torch_hook)")
+
+    def __init__(self, options: RecordOptions | None = None):
+        super().__init__(options)
         self._hook = None
         self._finders = []
         self._names: dict[int, dict[int, str]] = {}  # id(parent) -> {id(child): attr name}
