@@ -127,6 +127,10 @@ def stop() -> None:
             _core.set_meta("version." + name, version)
         # Folders the program added to sys.path while it ran.
         _core.set_meta("python.sys_path", json.dumps(_import_paths(_import_paths_at_start)))
+        from magneton.recorders import registry
+
+        for line in registry.missed(_recorders_said):
+            print(f"magneton: {line}", file=sys.stderr)
         _core.stop_recording()
 
 

@@ -133,6 +133,7 @@ def test_plugin_recorder_records_a_fifth_engine(tmp_path):
     trace = tmp_path / "mm.mtrace"
     r = run_cli("record", "--values", "-o", str(trace), "--", sys.executable, str(script), env=env)
     assert r.returncode == 0, r.stderr
+    assert "was imported but not recorded" not in r.stderr, r.stderr  # every engine it used was recorded
     db = TraceDB(trace)
     meta = dict(db.query("SELECT key, value FROM meta"))
     assert "numpy" in meta["engine"].split(","), meta["engine"]
@@ -159,6 +160,8 @@ def test_recorders_option_selects(tmp_path):
     said = {row["name"]: row for row in json.loads(dict(db.query("SELECT key, value FROM meta"))["recorders"])}
     assert not said["numpy-matmul"]["available"] and "not selected" in said["numpy-matmul"]["reason"]
     assert db.count("numpy::matmul") == 0
+    # Not silent: the program used numpy, whose recorder did not run.
+    assert "numpy was imported but not recorded: not selected" in r.stderr, r.stderr
 
     bad = run_cli("record", "--recorders", "no-such", "-o", str(tmp_path / "bad.mtrace"), "--", sys.executable,
                   str(script), env=env)

@@ -107,12 +107,19 @@ def create_available(options: RecordOptions) -> tuple[list[Recorder], list[dict]
     made, said = [], []
     for cls in classes:
         avail = availability(cls, only)
-        said.append({"name": cls.name, "available": avail.ok, "reason": avail.reason})
+        said.append({"name": cls.name, "framework": cls.framework, "available": avail.ok, "reason": avail.reason})
         if avail.ok:
             made.append(cls(options))
     for error in _entry_point_errors:
         said.append({"name": "?", "available": False, "reason": f"entry point failed to load: {error}"})
     return made, said
+
+
+def missed(said: list[dict]) -> list[str]:
+    """The program imported a framework whose recorder could not run: its
+    ops are missing from the trace, which must be said, not left silent."""
+    return [f"{row['framework']} was imported but not recorded: {row['reason']}" for row in said
+            if not row["available"] and row.get("framework") in sys.modules]
 
 
 def describe() -> list[dict]:
