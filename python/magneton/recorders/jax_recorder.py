@@ -18,6 +18,7 @@ import threading
 from magneton import _core
 from magneton import call_site
 from magneton import config_snapshot
+from magneton.recorders import jax_jit_recorder
 from magneton.recorders.torch_recorder import _PostImportFinder
 
 # Call-like primitives whose eval rule re-binds the primitives of their body:
@@ -36,6 +37,11 @@ _INTERPRETED = frozenset({"jit", "pjit"})
 # jax.config option.
 _config_changes = [0]
 
+# .busy while a recorded op runs on this thread: what JAX binds or calls
+# inside it (a primitive's own single-op jit) belongs to that op. Shared with
+# the jit-mode hooks (jax_jit_recorder.py).
+_busy = threading.local()
+
 
 class JaxRecorder:
     def __init__(self):
@@ -45,6 +51,7 @@ class JaxRecorder:
         self._prev_disable_jit = None
         self._orig_update = None
         self._orig_context = None  # StateContextManager's (__enter__, __exit__)
+        self._jit = None  # jit mode's hooks (jax_jit_recorder.JitRecording)
         self.hooked = False
 
     def engines(self) -> list[str]:
@@ -61,6 +68,9 @@ class JaxRecorder:
         if self._finder is not None and self._finder in sys.meta_path:
             sys.meta_path.remove(self._finder)
         self._finder = None
+        if self._jit is not None:
+            self._jit.uninstall()  # before the recording stops: XLA's profile is ingested into it
+            self._jit = None
         if self._orig_process is not None:
             self._trace_cls.process_primitive = self._orig_process
             self._orig_process = None
@@ -96,14 +106,20 @@ class JaxRecorder:
         for part in _JAX_DISPATCH_PATHS:
             _core.add_skipped_code_path(jax_src + part)
         _core.add_skipped_code_path(os.path.dirname(os.path.abspath(jaxlib.__file__)) + os.sep)
-        self._prev_disable_jit = bool(jax.config.jax_disable_jit)
-        jax.config.update("jax_disable_jit", True)
+        jit_mode = jax_jit_recorder.mode() == "jit"
+        _core.set_meta("jax.mode", "jit" if jit_mode else "eager")
+        if not jit_mode:  # MAGNETON_JAX_MODE=eager: every primitive on its own, docs/JAX.md
+            self._prev_disable_jit = bool(jax.config.jax_disable_jit)
+            jax.config.update("jax_disable_jit", True)
         self._wrap_config_update(jax)
         self._wrap_config_contexts(jax, jax_config)
         self._trace_cls = core.EvalTrace
         self._orig_process = core.EvalTrace.process_primitive
         self._trace_cls.process_primitive = _make_process_primitive(self._orig_process, core, source_info_util,
-                                                                     jax_config)
+                                                                     jax_config, jit_mode)
+        if jit_mode:
+            self._jit = jax_jit_recorder.JitRecording(_busy, _make_state_stamper(jax_config))
+            self._jit.install(jax)
         self.hooked = True
 
 
@@ -232,8 +248,8 @@ def _make_state_stamper(jax_config):
     return stamp
 
 
-def _make_process_primitive(orig, core, source_info_util, jax_config):
-    local = threading.local()
+def _make_process_primitive(orig, core, source_info_util, jax_config, jit_mode=False):
+    local = _busy
     names: dict[str, str] = {}
     # recording_open: a recording is active and its window (magneton.window) open.
     begin, end, recording = _core.begin_array_op, _core.end_array_op, _core.recording_open
@@ -261,6 +277,8 @@ def _make_process_primitive(orig, core, source_info_util, jax_config):
         pname = primitive.name
         if pname in _TRANSPARENT:
             return orig(trace, primitive, args, params)
+        if pname in _INTERPRETED and jit_mode:
+            return orig(trace, primitive, args, params)  # compiled: one jax::jit op (jax_jit_recorder.py)
         if pname in _INTERPRETED and "jaxpr" in params:
             closed = params["jaxpr"]
             with source_info_util.extend_name_stack(str(params.get("name", pname))):

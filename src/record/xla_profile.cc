@@ -1,0 +1,284 @@
+#include "record/xla_profile.h"
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "gpu/clock_align.h"
+#include "record/hlo_text.h"
+#include "trace/op_args.h"
+#include "trace/op_spans.h"
+
+namespace magneton {
+namespace {
+
+using nlohmann::json;
+
+bool Number(const json& e, const char* key, double* out) {
+  auto it = e.find(key);
+  if (it == e.end() || !it->is_number()) return false;
+  *out = it->get<double>();
+  return std::isfinite(*out);
+}
+
+std::string Text(const json& args, const char* key) {
+  auto it = args.find(key);
+  if (it == args.end()) return {};
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_number_integer()) return std::to_string(it->get<int64_t>());
+  return {};
+}
+
+constexpr std::string_view kPjit = "PjitFunction(";
+
+void WriteArgs(std::string* out, const XlaThunk& t, const HloOpInfo* info) {
+  OpArgsWriter w(out);
+  w.BeginParams();
+  w.Key("hlo_module");
+  w.String(t.module);
+  w.Key("hlo_op");
+  w.String(t.op);
+  if (info) {
+    w.Key("opcode");
+    w.String(info->opcode);
+    if (!info->fusion_kind.empty()) {
+      w.Key("fusion_kind");
+      w.String(info->fusion_kind);
+    }
+    w.Key("primitives");
+    w.BeginList();
+    for (const auto& p : info->primitives) w.String(p);
+    w.EndList();
+    w.Key("sources");
+    w.BeginList();
+    for (const auto& s : info->sources) w.String(s);
+    w.EndList();
+  }
+  w.EndParams();
+}
+
+// "file:line:function" -> its parts (the file may hold ':').
+bool SplitSource(const std::string& s, std::string* file, int64_t* line, std::string* function) {
+  const size_t b = s.rfind(':');
+  if (b == std::string::npos || b == 0) return false;
+  const size_t a = s.rfind(':', b - 1);
+  if (a == std::string::npos) return false;
+  *file = s.substr(0, a);
+  *line = std::strtoll(s.c_str() + a + 1, nullptr, 10);
+  *function = s.substr(b + 1);
+  return !file->empty() && *line > 0;
+}
+
+}  // namespace
+
+StatusOr<XlaProfile> ParseXlaProfile(std::string_view json_text) {
+  json root = json::parse(json_text.begin(), json_text.end(), nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded()) return InvalidArgument("the XLA profile is not JSON");
+  const json* events = root.is_array() ? &root : nullptr;
+  if (root.is_object()) {
+    auto it = root.find("traceEvents");
+    if (it != root.end() && it->is_array()) events = &*it;
+  }
+  if (!events) return InvalidArgument("the XLA profile has no traceEvents");
+  XlaProfile out;
+  for (const json& e : *events) {
+    if (!e.is_object()) continue;
+    auto ph = e.find("ph");
+    auto name = e.find("name");
+    if (ph == e.end() || *ph != "X" || name == e.end() || !name->is_string()) continue;
+    const std::string& n = name->get_ref<const std::string&>();
+    auto args = e.find("args");
+    const bool thunk = args != e.end() && args->is_object() && args->contains("hlo_op") && args->contains("run_id");
+    const bool call = n.size() > kPjit.size() + 1 && n.compare(0, kPjit.size(), kPjit) == 0 && n.back() == ')';
+    if (!thunk && !call) continue;
+    double ts = 0, dur = 0, tid = 0;
+    if (!Number(e, "ts", &ts) || !Number(e, "dur", &dur) || dur < 0) {
+      out.dropped[thunk ? "thunk.no_time" : "call.no_time"]++;
+      continue;
+    }
+    Number(e, "tid", &tid);
+    const int64_t start = std::llround(ts * 1000.0), end = std::llround((ts + dur) * 1000.0);
+    if (thunk) {
+      XlaThunk t{Text(*args, "hlo_module"), Text(*args, "hlo_op"), Text(*args, "run_id"),
+                 static_cast<int64_t>(tid), start, end};
+      if (t.op.empty() || t.run_id.empty()) {
+        out.dropped["thunk.no_op"]++;
+        continue;
+      }
+      out.thunks.push_back(std::move(t));
+    } else {
+      out.calls.push_back({n.substr(kPjit.size(), n.size() - kPjit.size() - 1), static_cast<int64_t>(tid), start, end});
+    }
+  }
+  // The profiler stamps each call twice, nested (the Python binding and the
+  // C++ call): keep the outermost.
+  std::sort(out.calls.begin(), out.calls.end(), [](const XlaHostCall& a, const XlaHostCall& b) {
+    return a.thread_id != b.thread_id ? a.thread_id < b.thread_id
+                                      : a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
+  });
+  std::vector<XlaHostCall> outer;
+  for (XlaHostCall& c : out.calls) {
+    if (!outer.empty() && outer.back().thread_id == c.thread_id && outer.back().function == c.function &&
+        c.start_ns >= outer.back().start_ns && c.end_ns <= outer.back().end_ns) {
+      continue;
+    }
+    outer.push_back(std::move(c));
+  }
+  out.calls = std::move(outer);
+  return out;
+}
+
+StatusOr<XlaIngestStats> IngestXlaProfile(Recorder& rec, std::string_view json_text,
+                                          const std::vector<std::string>& hlo_texts) {
+  auto profile = ParseXlaProfile(json_text);
+  if (!profile.ok()) return profile.status();
+  XlaIngestStats stats;
+  stats.host_calls = static_cast<int64_t>(profile->calls.size());
+  stats.thunks = static_cast<int64_t>(profile->thunks.size());
+  MAGNETON_RETURN_IF_ERROR(rec.Flush());
+  auto ops = ReadOpSpans(rec.writer()->path());
+  if (!ops.ok()) return ops.status();
+
+  // The clock: the profiler's jitted calls are the recorded jax::jit(<f>)
+  // ops (and an eager primitive's its jax::<primitive> op), on the thread
+  // that recorded most of them.
+  std::unordered_map<std::string, std::map<int64_t, int64_t>> threads_by_name;
+  for (const OpSpan& op : *ops) {
+    if (op.name.rfind("jax::", 0) == 0) threads_by_name[op.name][op.thread_id]++;
+  }
+  auto thread_of = [&](const std::string& name, int64_t* tid) {
+    auto it = threads_by_name.find(name);
+    if (it == threads_by_name.end()) return false;
+    *tid = std::max_element(it->second.begin(), it->second.end(),
+                            [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+    return true;
+  };
+  // Paired by their ends: the recorded op runs inside the profiler's call
+  // (JAX's Python dispatch, tens to hundreds of µs on a busy machine, comes
+  // before it; only the return after it).
+  gpu::ActivityBatch batch;
+  batch.source = "xla";
+  for (const XlaHostCall& c : profile->calls) {
+    for (const std::string& name : {"jax::jit(" + c.function + ")", "jax::" + c.function}) {
+      int64_t tid = 0;
+      if (thread_of(name, &tid)) batch.host_ops.push_back({0, name, tid, c.end_ns, c.end_ns});
+    }
+  }
+  std::vector<OpSpan> ends;
+  for (const OpSpan& op : *ops) {
+    if (op.name.rfind("jax::", 0) != 0) continue;
+    ends.push_back(op);
+    ends.back().start_ns = op.end_ns;
+  }
+  gpu::AlignOptions options;
+  options.pair_tolerance_ns = 100'000;
+  auto clock = gpu::AlignClocks(batch, ends, options);
+  if (!clock.ok()) return clock.status();
+  stats.clock_paired = static_cast<int64_t>(clock->paired);
+  stats.clock_offset_ns = clock->offset_ns;
+  stats.clock_method = clock->method;
+
+  std::vector<HloModuleInfo> modules;
+  for (const std::string& t : hlo_texts) modules.push_back(ParseHloText(t));
+  auto info_of = [&](const XlaThunk& t) -> const HloOpInfo* {
+    for (const HloModuleInfo& m : modules) {
+      if (m.name != t.module) continue;
+      auto it = m.ops.find(t.op);
+      if (it != m.ops.end()) return &it->second;
+    }
+    return nullptr;
+  };
+
+  // Recorded ops by start, to find the innermost one holding a run.
+  std::vector<const OpSpan*> by_start;
+  for (const OpSpan& op : *ops) {
+    if (op.name != "magneton::fingerprint") by_start.push_back(&op);  // a value read, never what ran
+  }
+  std::sort(by_start.begin(), by_start.end(), [](const OpSpan* a, const OpSpan* b) { return a->start_ns < b->start_ns; });
+  auto holder = [&](int64_t t) -> const OpSpan* {
+    auto it = std::upper_bound(by_start.begin(), by_start.end(), t,
+                               [](int64_t v, const OpSpan* o) { return v < o->start_ns; });
+    const OpSpan* best = nullptr;
+    // Look back over the ops begun before t (nested ops are near).
+    for (int k = 0; it != by_start.begin() && k < 64; ++k) {
+      --it;
+      const OpSpan* o = *it;
+      if (o->end_ns >= t && (!best || o->start_ns > best->start_ns)) best = o;
+    }
+    return best;
+  };
+
+  std::map<std::string, std::vector<const XlaThunk*>> runs;
+  for (const XlaThunk& t : profile->thunks) runs[t.module + "#" + t.run_id].push_back(&t);
+  stats.runs = static_cast<int64_t>(runs.size());
+  std::unordered_map<std::string, int64_t> name_ids, frame_ids;
+  for (auto& [_, run] : runs) {
+    std::sort(run.begin(), run.end(), [](const XlaThunk* a, const XlaThunk* b) { return a->start_ns < b->start_ns; });
+    int64_t first = run.front()->start_ns, last = run.front()->end_ns;
+    for (const XlaThunk* t : run) last = std::max(last, t->end_ns);
+    const OpSpan* parent = holder((first + last) / 2 - clock->offset_ns);
+    if (!parent) {
+      stats.runs_unlinked++;
+      continue;
+    }
+    if (parent->name.rfind("magneton::", 0) == 0) {
+      stats.runs_in_recorder_ops++;
+      continue;
+    }
+    stats.runs_linked++;
+    // The run inside its op: the clock mapping is good to tens of µs, the op
+    // (which waits for its outputs) holds the whole run; shift it in, keeping
+    // the thunks' durations.
+    int64_t shift = -clock->offset_ns;
+    if (last + shift > parent->end_ns) shift -= last + shift - parent->end_ns;
+    if (first + shift < parent->start_ns) shift += parent->start_ns - (first + shift);
+    int64_t prev_end = parent->start_ns;
+    for (const XlaThunk* t : run) {
+      OpEvent op;
+      op.id = rec.ReserveOpId();
+      auto n = name_ids.find(t->op);
+      if (n == name_ids.end()) n = name_ids.emplace(t->op, rec.InternString("xla::" + t->op)).first;
+      op.name_id = n->second;
+      op.thread_id = parent->thread_id;  // nested in its op: XLA's worker thread is in the args
+      // Thunks XLA ran side by side on several workers are laid one after
+      // the other on the op's thread, so that exclusive times add up.
+      op.start_ns = std::clamp(std::max(t->start_ns + shift, prev_end), parent->start_ns, parent->end_ns);
+      op.end_ns = std::clamp(std::max(t->end_ns + shift, op.start_ns), op.start_ns, parent->end_ns);
+      prev_end = op.end_ns;
+      op.parent_id = parent->op_id;
+      op.scope_id = parent->scope_id;
+      op.call_path_id = parent->call_path_id;
+      const HloOpInfo* info = info_of(*t);
+      std::string file, function;
+      int64_t line = 0;
+      if (info && !info->sources.empty() && SplitSource(info->sources.front(), &file, &line, &function)) {
+        auto f = frame_ids.find(info->sources.front());
+        if (f == frame_ids.end()) {
+          f = frame_ids.emplace(info->sources.front(),
+                                rec.InternFrame(rec.InternString(file), line, rec.InternString(function))).first;
+        }
+        op.call_path_id = rec.InternCallPath(parent->call_path_id, f->second);
+        stats.ops_with_source++;
+      }
+      WriteArgs(&op.args, *t, info);
+      rec.RecordCompletedOp(std::move(op), {});
+      stats.ops_written++;
+    }
+  }
+  auto set = [&](const char* key, int64_t v) { rec.SetMeta(std::string("xla.") + key, std::to_string(v)); };
+  set("host_calls", stats.host_calls);
+  set("thunks", stats.thunks);
+  set("runs", stats.runs);
+  set("runs_linked", stats.runs_linked);
+  set("runs_unlinked", stats.runs_unlinked);
+  set("runs_in_recorder_ops", stats.runs_in_recorder_ops);
+  set("ops", stats.ops_written);
+  set("ops_with_source", stats.ops_with_source);
+  set("clock_paired", stats.clock_paired);
+  set("clock_offset_ns", stats.clock_offset_ns);
+  rec.SetMeta("xla.clock_method", stats.clock_method);
+  return stats;
+}
+
+}  // namespace magneton
