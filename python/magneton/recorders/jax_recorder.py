@@ -106,6 +106,9 @@ class JaxRecorder:
         for part in _JAX_DISPATCH_PATHS:
             _core.add_skipped_code_path(jax_src + part)
         _core.add_skipped_code_path(os.path.dirname(os.path.abspath(jaxlib.__file__)) + os.sep)
+        # The hooks' own frames (skipped by name only where the package is
+        # installed as python/magneton or site-packages/magneton).
+        _core.add_skipped_code_path(os.path.dirname(os.path.abspath(__file__)) + os.sep + "jax_")
         jit_mode = jax_jit_recorder.mode() == "jit"
         _core.set_meta("jax.mode", "jit" if jit_mode else "eager")
         if not jit_mode:  # MAGNETON_JAX_MODE=eager: every primitive on its own, docs/JAX.md
