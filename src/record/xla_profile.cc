@@ -140,20 +140,6 @@ StatusOr<XlaIngestStats> IngestXlaProfile(Recorder& rec, std::string_view json_t
   auto ops = ReadOpSpans(rec.writer()->path());
   if (!ops.ok()) return ops.status();
 
-  // The clock: the profiler's jitted calls are the recorded jax::jit(<f>)
-  // ops (and an eager primitive's its jax::<primitive> op), on the thread
-  // that recorded most of them.
-  std::unordered_map<std::string, std::map<int64_t, int64_t>> threads_by_name;
-  for (const OpSpan& op : *ops) {
-    if (op.name.rfind("jax::", 0) == 0) threads_by_name[op.name][op.thread_id]++;
-  }
-  auto thread_of = [&](const std::string& name, int64_t* tid) {
-    auto it = threads_by_name.find(name);
-    if (it == threads_by_name.end()) return false;
-    *tid = std::max_element(it->second.begin(), it->second.end(),
-                            [](const auto& a, const auto& b) { return a.second < b.second; })->first;
-    return true;
-  };
   // The clock: the profiler's calls "PjitFunction(<f>)" are the recorded
   // ops jax::jit(<f>) (an eager primitive's, jax::<f>), paired by their
   // ends: the recorded op runs inside the profiler's call (JAX's Python
