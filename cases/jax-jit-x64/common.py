@@ -22,4 +22,5 @@ def run():
     total = 0.0
     for i in range(20):
         total += float(mlp(ws, x * (1.0 + 0.01 * i)).sum())
-    print(f"{total:.4f} {x.dtype}")
+    print(f"computed in {x.dtype}")
+    print(f"{total:.4f}")
