@@ -80,6 +80,9 @@ class JitRecording:
                 self._trace_dir = None
 
     def _start_profiler(self, jax) -> None:
+        if os.environ.get("MAGNETON_JAX_XLA_PROFILE", "1") == "0":  # the calls are still ops, without XLA's ops
+            _core.set_meta("xla.off", "MAGNETON_JAX_XLA_PROFILE=0")
+            return
         try:
             options = jax.profiler.ProfileOptions()
             options.python_tracer_level = 0  # every Python call would be an event
