@@ -1,4 +1,7 @@
-"""JAX hooks. While recording, jit is disabled (``jax_disable_jit``), so jitted
+"""JAX hooks. Jit mode, the default, keeps jit on: jitted calls are recorded
+by jax_jit_recorder.py, and the eval-trace hook below records the primitives
+bound eagerly outside any jit. Eager mode (MAGNETON_JAX_MODE=eager): while
+recording, jit is disabled (``jax_disable_jit``), so jitted
 functions (the user's and JAX's own, e.g. ``jax.scipy.linalg.expm``) run their
 Python body and every primitive is bound on JAX's eval trace, one XLA dispatch
 each. ``EvalTrace.process_primitive`` is wrapped to announce each of those to
@@ -7,7 +10,8 @@ input and output arrays, walks the Python stack for the call path and, with
 ``--values``, fingerprints the buffers.
 
 What this records is JAX's op-by-op execution, not the fused program XLA
-builds under ``jit``: per-op times are eager-dispatch times (docs/JAX.md)."""
+builds under ``jit``: per-op times are eager-dispatch times (docs/JAX.md).
+Every op either mode records carries the jax.config values in effect."""
 
 from __future__ import annotations
 
