@@ -11,6 +11,7 @@
 #include "bindings/gpu_bindings.h"
 #include "bindings/ort_bindings.h"
 #include "bindings/array_ops.h"
+#include "bindings/xla_bindings.h"
 #include "bindings/status_exception.h"
 #include "magneton/recorder.h"
 #include "record/env_reads.h"
@@ -140,6 +141,7 @@ NB_MODULE(_core, m) {
   m.def("clear_module_scopes", [] { magneton::ClearModuleScopes(); });
 
   magneton::RegisterArrayOps(m);
+  magneton::RegisterXlaBindings(m);
 
   magneton::RegisterOrtBindings(m);
   magneton::RegisterGpuBindings(m);

@@ -59,6 +59,10 @@ class RecordCommand : public Command {
     sub->add_option("--recorders", recorders_,
                     "Only these engine recorders, comma-separated (see `magneton recorders`; default: every one "
                     "that can run here)");
+    sub->add_option("--jax-mode", jax_mode_,
+                    "jit (default): jitted JAX programs run as compiled, each call an op with XLA's ops inside; "
+                    "eager: jit off, every primitive an op (docs/JAX.md)")
+        ->check(CLI::IsMember({"jit", "eager"}));
     sub->add_option("command", command_, "The program to run, after --")->required();
     sub->positionals_at_end();
     sub->prefix_command(false);
@@ -85,6 +89,7 @@ class RecordCommand : public Command {
       }
       req.plan.env["MAGNETON_RECORDERS"] = recorders_;
     }
+    if (!jax_mode_.empty()) req.plan.env["MAGNETON_JAX_MODE"] = jax_mode_;
     if (start_after_s_ >= 0) req.plan.env["MAGNETON_RECORD_START_AFTER"] = std::to_string(start_after_s_);
     if (duration_s_ >= 0) req.plan.env["MAGNETON_RECORD_DURATION"] = std::to_string(duration_s_);
     return ReportRecording(req, runner::RecordChild(req));
@@ -97,6 +102,7 @@ class RecordCommand : public Command {
   bool values_ = false;
   std::string window_;
   std::string recorders_;
+  std::string jax_mode_;
   double start_after_s_ = -1, duration_s_ = -1;  // -1: not given
 };
 

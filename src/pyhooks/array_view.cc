@@ -28,12 +28,31 @@ bool ReadShape(PyObject* shape, std::vector<int64_t>* sizes) {
 }
 
 // dtype.name and dtype.itemsize of an array's dtype.
+struct DTypeInfo {
+  PyObject* dtype = nullptr;  // held: a cached pointer cannot come back as another object
+  std::string name;
+  int64_t itemsize = 0;
+};
+
+// The last dtypes read (NumPy's dtypes are long-lived, and dtype.name alone
+// costs ~2 µs; the call of a jitted function passes the same few over and
+// over). Used with the GIL held.
+DTypeInfo g_dtypes[8];
+size_t g_next_dtype = 0;
+
 bool ReadDType(PyObject* obj, std::string* name, int64_t* itemsize) {
   PyObject* dtype = Attr(obj, "dtype");
   if (!dtype) return false;
+  for (const DTypeInfo& c : g_dtypes) {
+    if (c.dtype == dtype) {
+      Py_DECREF(dtype);
+      *name = c.name;
+      *itemsize = c.itemsize;
+      return true;
+    }
+  }
   PyObject* n = Attr(dtype, "name");
   PyObject* size = Attr(dtype, "itemsize");
-  Py_DECREF(dtype);
   bool ok = n && PyUnicode_Check(n) && size && PyLong_Check(size);
   if (ok) {
     const char* text = PyUnicode_AsUTF8(n);
@@ -44,6 +63,13 @@ bool ReadDType(PyObject* obj, std::string* name, int64_t* itemsize) {
   Py_XDECREF(n);
   Py_XDECREF(size);
   if (PyErr_Occurred()) PyErr_Clear();
+  if (ok) {
+    DTypeInfo& slot = g_dtypes[g_next_dtype++ % 8];
+    Py_XDECREF(slot.dtype);
+    Py_INCREF(dtype);
+    slot = {dtype, *name, *itemsize};
+  }
+  Py_DECREF(dtype);
   return ok;
 }
 
@@ -58,12 +84,28 @@ void ContiguousStrides(const std::vector<int64_t>& sizes, std::vector<int64_t>* 
 
 // "cpu" for host buffers (torch's spelling, so devices compare across
 // engines), else "<platform>:<id>". Sets *host when the buffer is in host memory.
+// Devices live as long as the backend: the last few read are kept, held.
+struct DeviceInfo {
+  PyObject* device = nullptr;
+  std::string name;
+  bool host = false;
+};
+DeviceInfo g_devices[4];
+size_t g_next_device = 0;
+
 bool ReadJaxDevice(PyObject* obj, std::string* device, bool* host) {
   PyObject* dev = Attr(obj, "device");  // raises for arrays sharded over devices
   if (!dev) return false;
+  for (const DeviceInfo& c : g_devices) {
+    if (c.device == dev) {
+      Py_DECREF(dev);
+      *device = c.name;
+      *host = c.host;
+      return true;
+    }
+  }
   PyObject* platform = Attr(dev, "platform");
   PyObject* id = Attr(dev, "id");
-  Py_DECREF(dev);
   const char* p = platform && PyUnicode_Check(platform) ? PyUnicode_AsUTF8(platform) : nullptr;
   bool ok = p != nullptr;
   if (ok) {
@@ -73,6 +115,13 @@ bool ReadJaxDevice(PyObject* obj, std::string* device, bool* host) {
   Py_XDECREF(platform);
   Py_XDECREF(id);
   if (PyErr_Occurred()) PyErr_Clear();
+  if (ok) {
+    DeviceInfo& slot = g_devices[g_next_device++ % 4];
+    Py_XDECREF(slot.device);
+    Py_INCREF(dev);
+    slot = {dev, *device, *host};
+  }
+  Py_DECREF(dev);
   return ok;
 }
 

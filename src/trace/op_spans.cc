@@ -47,6 +47,8 @@ StatusOr<std::vector<OpSpan>> ReadOpSpans(const std::string& path) {
         op.start_ns = s.ColumnInt(3);
         op.end_ns = s.ColumnInt(4);
         op.parent_id = s.ColumnNullableId(5);
+        op.scope_id = s.ColumnNullableId(6);
+        op.call_path_id = s.ColumnNullableId(7);
         op.correlation_id = static_cast<uint64_t>(s.ColumnInt(8));
         out.push_back(std::move(op));
       }));

@@ -20,6 +20,8 @@ struct OpSpan {
   int64_t start_ns = 0;  // CLOCK_MONOTONIC
   int64_t end_ns = 0;
   int64_t parent_id = kNoId;
+  int64_t scope_id = kNoId;
+  int64_t call_path_id = kNoId;
   uint64_t correlation_id = 0;
 };
 

@@ -12,7 +12,8 @@ from conftest import TraceDB, require, run_cli
 
 jax = require("jax")
 
-ENV = {"OMP_NUM_THREADS": "1", "MAGNETON_ENERGY": "0"}
+# These tests are about eager mode (docs/JAX.md); jit mode has tests/python/test_jax_jit.py.
+ENV = {"OMP_NUM_THREADS": "1", "MAGNETON_ENERGY": "0", "MAGNETON_JAX_MODE": "eager"}
 
 SMALL = textwrap.dedent("""\
     import jax
@@ -143,7 +144,8 @@ def test_meta_and_config_snapshot(small_trace):
     assert "jax.config.jax_default_matmul_precision" in config
 
 
-def test_in_process_recording_restores_jit(tmp_path):
+def test_in_process_recording_restores_jit(tmp_path, monkeypatch):
+    monkeypatch.setenv("MAGNETON_JAX_MODE", "eager")
     import jax.numpy as jnp
     from jax._src import core
 

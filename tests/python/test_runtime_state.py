@@ -129,8 +129,8 @@ def test_jax_config_update_midway_gives_later_ops_another_state(tmp_path):
         jax.config.update("jax_default_matmul_precision", "highest")  # UPDATE
         jnp.multiply(x, 2.0)
     """)
-    (before_id, before), = [s for s in _states(db, "jax::add")][-1:]
-    (after_id, after), = [s for s in _states(db, "jax::mul")][-1:]
+    (before_id, before), = [s for s in _states(db, "jax::jit(add)")][-1:]
+    (after_id, after), = [s for s in _states(db, "jax::jit(multiply)")][-1:]
     assert before["jax.jax_default_matmul_precision"] == "None"
     assert after["jax.jax_default_matmul_precision"] == "highest"
     assert after_id != before_id
@@ -285,10 +285,10 @@ def test_jax_flags_outside_the_jit_key_reach_later_ops(tmp_path):
             jnp.subtract(x, 3.0)
         jnp.divide(x, 4.0)
     """)
-    (_, before), = _states(db, "jax::add")[-1:]
-    (_, after), = _states(db, "jax::mul")[-1:]
-    (_, inside), = _states(db, "jax::sub")[-1:]
-    (_, outside), = _states(db, "jax::div")[-1:]
+    (_, before), = _states(db, "jax::jit(add)")[-1:]  # jit mode: jnp.add is a jitted call
+    (_, after), = _states(db, "jax::jit(multiply)")[-1:]
+    (_, inside), = _states(db, "jax::jit(subtract)")[-1:]
+    (_, outside), = _states(db, "jax::jit(true_divide)")[-1:]
     assert (before["jax.jax_debug_infs"], after["jax.jax_debug_infs"]) == ("False", "True")
     assert (inside["jax.jax_debug_nans"], outside["jax.jax_debug_nans"]) == ("True", "False")
     assert ("True", f"{script}:{_line_of(script, '# UPDATE')}:<module>") in _setters(db, "jax.jax_debug_infs")

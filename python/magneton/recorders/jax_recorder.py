@@ -1,4 +1,7 @@
-"""JAX hooks. While recording, jit is disabled (``jax_disable_jit``), so jitted
+"""JAX hooks. Jit mode, the default, keeps jit on: jitted calls are recorded
+by jax_jit_recorder.py, and the eval-trace hook below records the primitives
+bound eagerly outside any jit. Eager mode (MAGNETON_JAX_MODE=eager): while
+recording, jit is disabled (``jax_disable_jit``), so jitted
 functions (the user's and JAX's own, e.g. ``jax.scipy.linalg.expm``) run their
 Python body and every primitive is bound on JAX's eval trace, one XLA dispatch
 each. ``EvalTrace.process_primitive`` is wrapped to announce each of those to
@@ -7,7 +10,8 @@ input and output arrays, walks the Python stack for the call path and, with
 ``--values``, fingerprints the buffers.
 
 What this records is JAX's op-by-op execution, not the fused program XLA
-builds under ``jit``: per-op times are eager-dispatch times (docs/JAX.md)."""
+builds under ``jit``: per-op times are eager-dispatch times (docs/JAX.md).
+Every op either mode records carries the jax.config values in effect."""
 
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ import threading
 from magneton import _core
 from magneton import call_site
 from magneton import config_snapshot
+from magneton.recorders import jax_jit_recorder
 from magneton.recorders.base import AfterImport as _PostImportFinder
 from magneton.recorders.base import Capabilities, Recorder, RecordOptions
 
@@ -37,6 +42,11 @@ _INTERPRETED = frozenset({"jit", "pjit"})
 # jax.config option.
 _config_changes = [0]
 
+# .busy while a recorded op runs on this thread: what JAX binds or calls
+# inside it (a primitive's own single-op jit) belongs to that op. Shared with
+# the jit-mode hooks (jax_jit_recorder.py).
+_busy = threading.local()
+
 
 class JaxRecorder(Recorder):
     name = "jax"
@@ -45,11 +55,14 @@ class JaxRecorder(Recorder):
     @classmethod
     def capabilities(cls) -> Capabilities:
         return Capabilities(
-            ops="every primitive, run eagerly (jax_disable_jit is set while recording)",
-            tensors="primitive inputs and outputs",
-            values="fingerprints of every array with --values",
+            ops="each jitted call, with XLA's thunks (HLO ops, fusions) nested from jax.profiler; eager "
+                "primitives outside jit; --jax-mode eager: every primitive with jit off",
+            tensors="call (executable) and primitive inputs and outputs",
+            values="fingerprints at executable boundaries and of eager primitives with --values",
             runtime_state="every jax.config option",
-            integration="Python hook on EvalTrace + magneton._core array ops")
+            compiled="jit as it runs: jax::compile regions, HLO metadata (primitives, source lines) per XLA op",
+            integration="Python hooks (jitted-call path, EvalTrace) + magneton._core array ops; the XLA "
+                        "profile ingested in C++ at stop")
 
     def __init__(self, options: RecordOptions | None = None):
         super().__init__(options)
@@ -59,6 +72,7 @@ class JaxRecorder(Recorder):
         self._prev_disable_jit = None
         self._orig_update = None
         self._orig_context = None  # StateContextManager's (__enter__, __exit__)
+        self._jit = None  # jit mode's hooks (jax_jit_recorder.JitRecording)
         self.hooked = False
 
     def engines(self) -> list[str]:
@@ -75,6 +89,9 @@ class JaxRecorder(Recorder):
         if self._finder is not None and self._finder in sys.meta_path:
             sys.meta_path.remove(self._finder)
         self._finder = None
+        if self._jit is not None:
+            self._jit.uninstall()  # before the recording stops: XLA's profile is ingested into it
+            self._jit = None
         if self._orig_process is not None:
             self._trace_cls.process_primitive = self._orig_process
             self._orig_process = None
@@ -110,14 +127,23 @@ class JaxRecorder(Recorder):
         for part in _JAX_DISPATCH_PATHS:
             _core.add_skipped_code_path(jax_src + part)
         _core.add_skipped_code_path(os.path.dirname(os.path.abspath(jaxlib.__file__)) + os.sep)
-        self._prev_disable_jit = bool(jax.config.jax_disable_jit)
-        jax.config.update("jax_disable_jit", True)
+        # The hooks' own frames (skipped by name only where the package is
+        # installed as python/magneton or site-packages/magneton).
+        _core.add_skipped_code_path(os.path.dirname(os.path.abspath(__file__)) + os.sep + "jax_")
+        jit_mode = jax_jit_recorder.mode() == "jit"
+        _core.set_meta("jax.mode", "jit" if jit_mode else "eager")
+        if not jit_mode:  # MAGNETON_JAX_MODE=eager: every primitive on its own, docs/JAX.md
+            self._prev_disable_jit = bool(jax.config.jax_disable_jit)
+            jax.config.update("jax_disable_jit", True)
         self._wrap_config_update(jax)
         self._wrap_config_contexts(jax, jax_config)
         self._trace_cls = core.EvalTrace
         self._orig_process = core.EvalTrace.process_primitive
         self._trace_cls.process_primitive = _make_process_primitive(self._orig_process, core, source_info_util,
-                                                                     jax_config)
+                                                                     jax_config, jit_mode)
+        if jit_mode:
+            self._jit = jax_jit_recorder.JitRecording(_busy, _make_state_stamper(jax_config))
+            self._jit.install(jax)
         self.hooked = True
 
 
@@ -246,8 +272,8 @@ def _make_state_stamper(jax_config):
     return stamp
 
 
-def _make_process_primitive(orig, core, source_info_util, jax_config):
-    local = threading.local()
+def _make_process_primitive(orig, core, source_info_util, jax_config, jit_mode=False):
+    local = _busy
     names: dict[str, str] = {}
     # recording_open: a recording is active and its window (magneton.window) open.
     begin, end, recording = _core.begin_array_op, _core.end_array_op, _core.recording_open
@@ -275,6 +301,8 @@ def _make_process_primitive(orig, core, source_info_util, jax_config):
         pname = primitive.name
         if pname in _TRANSPARENT:
             return orig(trace, primitive, args, params)
+        if pname in _INTERPRETED and jit_mode:
+            return orig(trace, primitive, args, params)  # compiled: one jax::jit op (jax_jit_recorder.py)
         if pname in _INTERPRETED and "jaxpr" in params:
             closed = params["jaxpr"]
             with source_info_util.extend_name_stack(str(params.get("name", pname))):

@@ -1,0 +1,191 @@
+"""JAX jit mode (the default): jit stays on and the program that runs is the
+one the user wrote. Three pieces, all installed while a recording is active:
+
+1. Every jitted call is an op ``jax::jit(<function>)`` with its argument and
+   result arrays. JAX's C++ dispatch (``PjitFunction``) is told to keep no
+   fast path (``pjit._get_fastpath_data`` returns None), so each call of any
+   jitted function (the user's, and JAX's own such as ``expm``) comes back to
+   Python, to ``pjit._pjit_call_impl_python``, which is wrapped: begin the op
+   (the arrays, the user's line as call path), run the compiled executable,
+   end it with the outputs. ~30 µs of JAX's Python dispatch plus the two
+   ``_core`` calls per call.
+2. Compilation is an op of its own, ``jax::compile``: the first time a
+   (jaxpr, argument types) pair is seen, JAX's own cached lowering and
+   compilation are run before the call's op begins (the call then finds
+   them cached), and the optimised HLO module (``as_text()``) is kept.
+3. XLA's profiler (``jax.profiler.start_trace``, no Python tracer) runs for
+   the recording; at stop its perfetto_trace.json and the HLO modules go to
+   ``_core.ingest_xla_profile`` (src/record/xla_profile.cc), which nests every
+   thunk (fusion, dot, copy) XLA:CPU ran under the op that ran it as
+   ``xla::<hlo_op>``, with the primitives and source lines from the HLO
+   metadata.
+
+Eager primitives outside any jit are still recorded one by one by the eval
+trace hook in jax_recorder.py (its busy flag is shared: a primitive's own
+single-op jit is part of that op). docs/JAX.md, "Jit mode"."""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import os
+import shutil
+import tempfile
+
+from magneton import _core
+
+MODE_ENV = "MAGNETON_JAX_MODE"
+
+
+def mode() -> str:
+    """"jit" (default) or "eager" (the op-by-op mode with jit disabled)."""
+    value = os.environ.get(MODE_ENV, "jit").strip().lower()
+    return "eager" if value == "eager" else "jit"
+
+
+class JitRecording:
+    def __init__(self, busy, stamp_state):
+        self._busy = busy  # jax_recorder's thread-local: .busy while one of its ops runs
+        self._stamp_state = stamp_state  # the jax.config values in effect, as the op's runtime state
+        self._pjit = None
+        self._orig_fastpath = None
+        self._orig_impl = None
+        self._trace_dir = None
+        self._hlo_texts: list[str] = []
+
+    def install(self, jax) -> None:
+        from jax._src import pjit
+
+        self._pjit = pjit
+        self._orig_fastpath = pjit._get_fastpath_data
+        self._orig_impl = pjit._pjit_call_impl_python
+        pjit._get_fastpath_data = _no_fastpath
+        pjit._pjit_call_impl_python = self._make_impl(pjit, self._orig_impl)
+        # Calls cached before the recording started would keep their fast path.
+        for cache in ("_cpp_pjit_cache_fun_only", "_cpp_pjit_cache_explicit_attributes"):
+            getattr(getattr(pjit, cache, None), "clear", lambda: None)()
+        self._start_profiler(jax)
+
+    def uninstall(self) -> None:
+        if self._pjit is not None:
+            self._pjit._get_fastpath_data = self._orig_fastpath
+            self._pjit._pjit_call_impl_python = self._orig_impl
+            self._pjit = None
+        if self._trace_dir is not None:
+            try:
+                self._ingest()
+            finally:
+                if not os.environ.get("MAGNETON_KEEP_XLA_PROFILE"):  # a debugging aid: the folder stays
+                    shutil.rmtree(self._trace_dir, ignore_errors=True)
+                self._trace_dir = None
+
+    def _start_profiler(self, jax) -> None:
+        if os.environ.get("MAGNETON_JAX_XLA_PROFILE", "1") == "0":  # the calls are still ops, without XLA's ops
+            _core.set_meta("xla.off", "MAGNETON_JAX_XLA_PROFILE=0")
+            return
+        try:
+            options = jax.profiler.ProfileOptions()
+            options.python_tracer_level = 0  # every Python call would be an event
+            self._trace_dir = tempfile.mkdtemp(prefix="magneton-xla-")
+            jax.profiler.start_trace(self._trace_dir, create_perfetto_trace=True, profiler_options=options)
+        except Exception as exc:  # another profiler running: the calls are still ops, without XLA's ops
+            _core.set_meta("xla.off", f"jax.profiler did not start: {exc}")
+            if self._trace_dir is not None:
+                shutil.rmtree(self._trace_dir, ignore_errors=True)
+            self._trace_dir = None
+
+    def _ingest(self) -> None:
+        import jax
+
+        try:
+            jax.profiler.stop_trace()
+        except Exception as exc:
+            _core.set_meta("xla.error", f"jax.profiler.stop_trace: {exc}")
+            return
+        found = sorted(glob.glob(os.path.join(self._trace_dir, "**", "perfetto_trace.json.gz"), recursive=True))
+        if not found:
+            _core.set_meta("xla.error", "jax.profiler wrote no perfetto_trace.json.gz")
+            return
+        with gzip.open(found[-1], "rb") as f:
+            text = f.read()
+        try:
+            _core.ingest_xla_profile(text, self._hlo_texts)
+        except Exception:
+            pass  # xla.error is in the trace's meta
+
+    def _make_impl(self, pjit, orig):
+        begin, end, recording = _core.begin_array_op, _core.end_array_op, _core.recording_open
+        busy, stamp_state = self._busy, self._stamp_state
+        seen: dict = {}  # (jaxpr, argument types) -> the op's args (hlo_module)
+        names: dict[str, str] = {}
+        convert = pjit.convert_to_metaty
+        hlo_texts = self._hlo_texts
+
+        def compile_ahead(args, params):
+            """JAX's own lowering and compilation for this call, which it caches
+            (pjit._resolve_and_lower is an LRU cache, the computation keeps its
+            executable): run here, as an op of its own, the call finds them."""
+            from jax._src import config
+            from jax._src.interpreters import mlir
+
+            if config.enable_pgle.value:
+                return {}
+            begin("jax::compile", ())
+            op_args = {"function": str(params.get("name", "?"))}
+            try:
+                computation = pjit._resolve_and_lower(
+                    [convert(a) for a in args], jaxpr=params["jaxpr"], in_shardings=params["in_shardings"],
+                    out_shardings=params["out_shardings"], in_layouts=params["in_layouts"],
+                    out_layouts=params["out_layouts"], donated_invars=params["donated_invars"],
+                    ctx_mesh=params["ctx_mesh"], name=params["name"], keep_unused=params["keep_unused"],
+                    inline=params["inline"], lowering_platforms=None,
+                    lowering_parameters=mlir.LoweringParameters(), pgle_profiler=None,
+                    compiler_options_kvs=params["compiler_options_kvs"])
+                text = computation.compile().as_text()
+                hlo_texts.append(text)
+                first = text.split("\n", 1)[0]
+                if first.startswith("HloModule "):
+                    op_args["hlo_module"] = first[10:].split(",", 1)[0].strip()
+            except Exception:
+                pass  # the call compiles as it would unrecorded
+            finally:
+                end((), op_args)
+            return {k: v for k, v in op_args.items() if k == "hlo_module"}
+
+        def impl(*args, **params):
+            if getattr(busy, "busy", False) or not recording():
+                return orig(*args, **params)
+            try:
+                # The jaxpr holds the argument types; the shardings and
+                # donations are the rest of what JAX compiles per call
+                # (convert_to_metaty per argument cost 30 µs each).
+                key = (params["jaxpr"], params["in_shardings"], params["donated_invars"], params["in_layouts"])
+                op_args = seen.get(key)
+            except TypeError:  # unhashable: compiled inside the call, as JAX would
+                key, op_args = None, {}
+            busy.busy = True
+            try:
+                stamp_state()
+                if op_args is None:
+                    op_args = seen[key] = compile_ahead(args, params)
+                fname = str(params.get("name", "?"))
+                name = names.get(fname)
+                if name is None:
+                    name = names.setdefault(fname, "jax::jit(" + fname + ")")
+                begin(name, args)
+                try:
+                    result = orig(*args, **params)
+                except BaseException:
+                    end((), None)
+                    raise
+                end(result[0], op_args)
+                return result
+            finally:
+                busy.busy = False
+
+        impl.__wrapped__ = orig
+        return impl
+
+
+def _no_fastpath(*args, **kwargs):
+    return None

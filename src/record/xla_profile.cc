@@ -1,0 +1,337 @@
+#include "record/xla_profile.h"
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include <climits>
+#include "record/hlo_text.h"
+#include "trace/op_args.h"
+#include "trace/op_spans.h"
+
+namespace magneton {
+namespace {
+
+using nlohmann::json;
+
+bool Number(const json& e, const char* key, double* out) {
+  auto it = e.find(key);
+  if (it == e.end() || !it->is_number()) return false;
+  *out = it->get<double>();
+  return std::isfinite(*out);
+}
+
+std::string Text(const json& args, const char* key) {
+  auto it = args.find(key);
+  if (it == args.end()) return {};
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_number_integer()) return std::to_string(it->get<int64_t>());
+  return {};
+}
+
+constexpr std::string_view kPjit = "PjitFunction(";
+
+void WriteArgs(std::string* out, const XlaThunk& t, const HloOpInfo* info) {
+  OpArgsWriter w(out);
+  w.BeginParams();
+  w.Key("hlo_module");
+  w.String(t.module);
+  w.Key("hlo_op");
+  w.String(t.op);
+  if (info) {
+    w.Key("opcode");
+    w.String(info->opcode);
+    if (!info->fusion_kind.empty()) {
+      w.Key("fusion_kind");
+      w.String(info->fusion_kind);
+    }
+    w.Key("primitives");
+    w.BeginList();
+    for (const auto& p : info->primitives) w.String(p);
+    w.EndList();
+    w.Key("sources");
+    w.BeginList();
+    for (const auto& s : info->sources) w.String(s);
+    w.EndList();
+  }
+  w.EndParams();
+}
+
+// "file:line:function" -> its parts (the file may hold ':').
+bool SplitSource(const std::string& s, std::string* file, int64_t* line, std::string* function) {
+  const size_t b = s.rfind(':');
+  if (b == std::string::npos || b == 0) return false;
+  const size_t a = s.rfind(':', b - 1);
+  if (a == std::string::npos) return false;
+  *file = s.substr(0, a);
+  *line = std::strtoll(s.c_str() + a + 1, nullptr, 10);
+  *function = s.substr(b + 1);
+  return !file->empty() && *line > 0;
+}
+
+}  // namespace
+
+StatusOr<XlaProfile> ParseXlaProfile(std::string_view json_text) {
+  json root = json::parse(json_text.begin(), json_text.end(), nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded()) return InvalidArgument("the XLA profile is not JSON");
+  const json* events = root.is_array() ? &root : nullptr;
+  if (root.is_object()) {
+    auto it = root.find("traceEvents");
+    if (it != root.end() && it->is_array()) events = &*it;
+  }
+  if (!events) return InvalidArgument("the XLA profile has no traceEvents");
+  XlaProfile out;
+  for (const json& e : *events) {
+    if (!e.is_object()) continue;
+    auto ph = e.find("ph");
+    auto name = e.find("name");
+    if (ph == e.end() || *ph != "X" || name == e.end() || !name->is_string()) continue;
+    const std::string& n = name->get_ref<const std::string&>();
+    auto args = e.find("args");
+    const bool thunk = args != e.end() && args->is_object() && args->contains("hlo_op") && args->contains("run_id");
+    const bool call = n.size() > kPjit.size() + 1 && n.compare(0, kPjit.size(), kPjit) == 0 && n.back() == ')';
+    if (!thunk && !call) continue;
+    double ts = 0, dur = 0, tid = 0;
+    if (!Number(e, "ts", &ts) || !Number(e, "dur", &dur) || dur < 0) {
+      out.dropped[thunk ? "thunk.no_time" : "call.no_time"]++;
+      continue;
+    }
+    Number(e, "tid", &tid);
+    const int64_t start = std::llround(ts * 1000.0), end = std::llround((ts + dur) * 1000.0);
+    if (thunk) {
+      XlaThunk t{Text(*args, "hlo_module"), Text(*args, "hlo_op"), Text(*args, "run_id"),
+                 static_cast<int64_t>(tid), start, end};
+      if (t.op.empty() || t.run_id.empty()) {
+        out.dropped["thunk.no_op"]++;
+        continue;
+      }
+      out.thunks.push_back(std::move(t));
+    } else {
+      out.calls.push_back({n.substr(kPjit.size(), n.size() - kPjit.size() - 1), static_cast<int64_t>(tid), start, end});
+    }
+  }
+  // The profiler stamps each call twice, nested (the Python binding and the
+  // C++ call): keep the outermost.
+  std::sort(out.calls.begin(), out.calls.end(), [](const XlaHostCall& a, const XlaHostCall& b) {
+    return a.thread_id != b.thread_id ? a.thread_id < b.thread_id
+                                      : a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
+  });
+  std::vector<XlaHostCall> outer;
+  for (XlaHostCall& c : out.calls) {
+    if (!outer.empty() && outer.back().thread_id == c.thread_id && outer.back().function == c.function &&
+        c.start_ns >= outer.back().start_ns && c.end_ns <= outer.back().end_ns) {
+      continue;
+    }
+    outer.push_back(std::move(c));
+  }
+  out.calls = std::move(outer);
+  return out;
+}
+
+StatusOr<XlaIngestStats> IngestXlaProfile(Recorder& rec, std::string_view json_text,
+                                          const std::vector<std::string>& hlo_texts) {
+  auto profile = ParseXlaProfile(json_text);
+  if (!profile.ok()) return profile.status();
+  XlaIngestStats stats;
+  stats.host_calls = static_cast<int64_t>(profile->calls.size());
+  stats.thunks = static_cast<int64_t>(profile->thunks.size());
+  MAGNETON_RETURN_IF_ERROR(rec.Flush());
+  auto ops = ReadOpSpans(rec.writer()->path());
+  if (!ops.ok()) return ops.status();
+
+  // The clock: the profiler's calls "PjitFunction(<f>)" are the recorded
+  // ops jax::jit(<f>) (an eager primitive's, jax::<f>), paired by their
+  // ends: the recorded op runs inside the profiler's call (JAX's Python
+  // dispatch, tens to hundreds of µs on a busy machine, comes before it;
+  // only the return after it), so the ends agree within µs. The offset that
+  // pairs the most ends within 100 µs, refined to their median difference.
+  std::map<std::string, std::vector<int64_t>> op_ends, call_ends;
+  for (const OpSpan& op : *ops) {
+    if (op.name.rfind("jax::", 0) == 0) op_ends[op.name].push_back(op.end_ns);
+  }
+  // An eager primitive's op ends after the call returns (and after its
+  // output's fingerprint), a jitted call's op before: the jitted calls alone
+  // when there are any, not a mix of two biases.
+  for (const bool jitted : {true, false}) {
+    for (const XlaHostCall& c : profile->calls) {
+      const std::string name = jitted ? "jax::jit(" + c.function + ")" : "jax::" + c.function;
+      if (op_ends.count(name)) call_ends[name].push_back(c.end_ns);
+    }
+    if (!call_ends.empty()) break;
+  }
+  for (auto& [_, v] : op_ends) std::sort(v.begin(), v.end());
+  constexpr int64_t kTolerance = 100'000;
+  auto nearest = [](const std::vector<int64_t>& v, int64_t t, int64_t* d) {
+    auto it = std::lower_bound(v.begin(), v.end(), t);
+    int64_t best = INT64_MAX;
+    if (it != v.end()) best = std::min(best, *it - t);
+    if (it != v.begin()) best = std::min(best, t - *std::prev(it));
+    *d = best;
+  };
+  // limit: calls scored per name while searching (all of them for the final count).
+  auto pairs_at = [&](int64_t offset, std::vector<int64_t>* diffs, size_t limit = SIZE_MAX) {
+    int64_t n = 0;
+    for (const auto& [name, ends] : call_ends) {
+      const auto& recorded = op_ends[name];
+      for (size_t i = 0; i < ends.size() && i < limit; ++i) {
+        const int64_t e = ends[i];
+        int64_t d = 0;
+        nearest(recorded, e - offset, &d);
+        if (d > kTolerance) continue;
+        ++n;
+        if (diffs) {
+          auto it = std::lower_bound(recorded.begin(), recorded.end(), e - offset - kTolerance);
+          int64_t best = 0, best_abs = INT64_MAX;
+          for (; it != recorded.end() && *it <= e - offset + kTolerance; ++it) {
+            if (std::llabs(e - offset - *it) < best_abs) best_abs = std::llabs(e - offset - *it), best = e - *it;
+          }
+          diffs->push_back(best);
+        }
+      }
+    }
+    return n;
+  };
+  int64_t best_offset = 0, best_pairs = 0;
+  for (const auto& [name, ends] : call_ends) {
+    const auto& recorded = op_ends[name];
+    for (size_t h = 0; h < std::min<size_t>(ends.size(), 2); ++h) {
+      for (size_t k = 0; k < recorded.size() && k < 256; ++k) {
+        const int64_t candidate = ends[h] - recorded[k];
+        const int64_t n = pairs_at(candidate, nullptr, 2000);
+        if (n > best_pairs) best_pairs = n, best_offset = candidate;
+      }
+    }
+  }
+  if (best_pairs == 0) {
+    return FailedPrecondition("no jitted call in XLA's profile pairs with a recorded op: its clock is unknown");
+  }
+  std::vector<int64_t> diffs;
+  pairs_at(best_offset, &diffs);
+  std::nth_element(diffs.begin(), diffs.begin() + static_cast<std::ptrdiff_t>(diffs.size() / 2), diffs.end());
+  struct {
+    int64_t offset_ns;
+  } clock_value{diffs[diffs.size() / 2]};
+  auto* clock = &clock_value;
+  stats.clock_paired = pairs_at(clock->offset_ns, nullptr);
+  stats.clock_offset_ns = clock->offset_ns;
+  stats.clock_method = "call_ends";
+
+  std::vector<HloModuleInfo> modules;
+  for (const std::string& t : hlo_texts) modules.push_back(ParseHloText(t));
+  auto info_of = [&](const XlaThunk& t) -> const HloOpInfo* {
+    for (const HloModuleInfo& m : modules) {
+      if (m.name != t.module) continue;
+      auto it = m.ops.find(t.op);
+      if (it != m.ops.end()) return &it->second;
+    }
+    return nullptr;
+  };
+
+  // Recorded ops by start, to find the innermost one holding a run.
+  std::vector<const OpSpan*> by_start;
+  for (const OpSpan& op : *ops) {
+    if (op.name != "magneton::fingerprint") by_start.push_back(&op);  // a value read, never what ran
+  }
+  std::sort(by_start.begin(), by_start.end(), [](const OpSpan* a, const OpSpan* b) { return a->start_ns < b->start_ns; });
+  auto holder = [&](int64_t t) -> const OpSpan* {
+    auto it = std::upper_bound(by_start.begin(), by_start.end(), t,
+                               [](int64_t v, const OpSpan* o) { return v < o->start_ns; });
+    const OpSpan* best = nullptr;
+    // Look back over the ops begun before t (nested ops are near).
+    for (int k = 0; it != by_start.begin() && k < 64; ++k) {
+      --it;
+      const OpSpan* o = *it;
+      if (o->end_ns >= t && (!best || o->start_ns > best->start_ns)) best = o;
+    }
+    if (best) return best;
+    // Between ops (a run of a few µs in a short op, the clock good to tens
+    // of µs): the nearest recorded jax op within 200 µs.
+    int64_t best_gap = 200'000;
+    for (auto b = std::upper_bound(by_start.begin(), by_start.end(), t,
+                                   [](int64_t v, const OpSpan* o) { return v < o->start_ns; }),
+              k = b; k != by_start.end() && (*k)->start_ns - t <= best_gap; ++k) {
+      if ((*k)->name.rfind("jax::", 0) == 0 && (*k)->start_ns - t < best_gap) best_gap = (*k)->start_ns - t, best = *k;
+    }
+    it = std::upper_bound(by_start.begin(), by_start.end(), t, [](int64_t v, const OpSpan* o) { return v < o->start_ns; });
+    for (int k = 0; it != by_start.begin() && k < 64; ++k) {
+      --it;
+      const OpSpan* o = *it;
+      if (o->name.rfind("jax::", 0) == 0 && o->end_ns < t && t - o->end_ns < best_gap) best_gap = t - o->end_ns, best = o;
+    }
+    return best;
+  };
+
+  std::map<std::string, std::vector<const XlaThunk*>> runs;
+  for (const XlaThunk& t : profile->thunks) runs[t.module + "#" + t.run_id].push_back(&t);
+  stats.runs = static_cast<int64_t>(runs.size());
+  std::unordered_map<std::string, int64_t> name_ids, frame_ids;
+  for (auto& [_, run] : runs) {
+    std::sort(run.begin(), run.end(), [](const XlaThunk* a, const XlaThunk* b) { return a->start_ns < b->start_ns; });
+    int64_t first = run.front()->start_ns, last = run.front()->end_ns;
+    for (const XlaThunk* t : run) last = std::max(last, t->end_ns);
+    const OpSpan* parent = holder((first + last) / 2 - clock->offset_ns);
+    if (!parent) {
+      stats.runs_unlinked++;
+      continue;
+    }
+    if (parent->name.rfind("magneton::", 0) == 0) {
+      stats.runs_in_recorder_ops++;
+      continue;
+    }
+    stats.runs_linked++;
+    // The run inside its op: the clock mapping is good to tens of µs, the op
+    // (which waits for its outputs) holds the whole run; shift it in, keeping
+    // the thunks' durations.
+    int64_t shift = -clock->offset_ns;
+    if (last + shift > parent->end_ns) shift -= last + shift - parent->end_ns;
+    if (first + shift < parent->start_ns) shift += parent->start_ns - (first + shift);
+    int64_t prev_end = parent->start_ns;
+    for (const XlaThunk* t : run) {
+      OpEvent op;
+      op.id = rec.ReserveOpId();
+      auto n = name_ids.find(t->op);
+      if (n == name_ids.end()) n = name_ids.emplace(t->op, rec.InternString("xla::" + t->op)).first;
+      op.name_id = n->second;
+      op.thread_id = parent->thread_id;  // nested in its op: XLA's worker thread is in the args
+      // Thunks XLA ran side by side on several workers are laid one after
+      // the other on the op's thread, so that exclusive times add up.
+      op.start_ns = std::clamp(std::max(t->start_ns + shift, prev_end), parent->start_ns, parent->end_ns);
+      op.end_ns = std::clamp(std::max(t->end_ns + shift, op.start_ns), op.start_ns, parent->end_ns);
+      prev_end = op.end_ns;
+      op.parent_id = parent->op_id;
+      op.scope_id = parent->scope_id;
+      op.call_path_id = parent->call_path_id;
+      const HloOpInfo* info = info_of(*t);
+      std::string file, function;
+      int64_t line = 0;
+      if (info && !info->sources.empty() && SplitSource(info->sources.front(), &file, &line, &function)) {
+        auto f = frame_ids.find(info->sources.front());
+        if (f == frame_ids.end()) {
+          f = frame_ids.emplace(info->sources.front(),
+                                rec.InternFrame(rec.InternString(file), line, rec.InternString(function))).first;
+        }
+        op.call_path_id = rec.InternCallPath(parent->call_path_id, f->second);
+        stats.ops_with_source++;
+      }
+      WriteArgs(&op.args, *t, info);
+      rec.RecordCompletedOp(std::move(op), {});
+      stats.ops_written++;
+    }
+  }
+  auto set = [&](const char* key, int64_t v) { rec.SetMeta(std::string("xla.") + key, std::to_string(v)); };
+  set("host_calls", stats.host_calls);
+  set("thunks", stats.thunks);
+  set("runs", stats.runs);
+  set("runs_linked", stats.runs_linked);
+  set("runs_unlinked", stats.runs_unlinked);
+  set("runs_in_recorder_ops", stats.runs_in_recorder_ops);
+  set("ops", stats.ops_written);
+  set("ops_with_source", stats.ops_with_source);
+  set("clock_paired", stats.clock_paired);
+  set("clock_offset_ns", stats.clock_offset_ns);
+  rec.SetMeta("xla.clock_method", stats.clock_method);
+  return stats;
+}
+
+}  // namespace magneton

@@ -1,0 +1,107 @@
+// XLA's profiler events and the optimised HLO text of a JAX jit-mode
+// recording (src/record/xla_profile.cc, src/record/hlo_text.cc), on excerpts
+// of what JAX 0.10.2 / XLA:CPU wrote for a jitted 2-layer tanh MLP.
+#include <gtest/gtest.h>
+
+#include "record/hlo_text.h"
+#include "record/xla_profile.h"
+
+namespace magneton {
+namespace {
+
+constexpr const char* kHlo = R"hlo(HloModule jit_mlp, is_scheduled=true, entry_computation_layout={(f32[256,256]{1,0}, f32[32,256]{1,0})->f32[32,256]{1,0}}
+
+FileNames
+1 "/tmp/user.py"
+
+FunctionNames
+1 "<module>"
+2 "mlp"
+
+FileLocations
+1 {file_name_id=1 function_name_id=1 line=9 end_line=9 column=25 end_column=38}
+2 {file_name_id=1 function_name_id=2 line=4 end_line=4 column=21 end_column=26}
+3 {file_name_id=1 function_name_id=2 line=5 end_line=5 column=12 end_column=27}
+
+StackFrames
+1 {file_location_id=1 parent_frame_id=1}
+2 {file_location_id=2 parent_frame_id=2}
+3 {file_location_id=3 parent_frame_id=2}
+
+
+%fused_computation (param_0: f32[32,256], param_1: f32[256,256]) -> f32[32,256] {
+  %param_0 = f32[32,256]{1,0} parameter(0)
+  %param_1 = f32[256,256]{1,0} parameter(1)
+  ROOT %dot_general.0 = f32[32,256]{1,0} dot(%param_0, %param_1), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="jit(mlp)/dot_general" stack_frame_id=2}
+}
+
+%wrapped_tanh_computation (param_0.2: f32[32,256]) -> f32[32,256] {
+  %param_0.2 = f32[32,256]{1,0} parameter(0)
+  ROOT %tanh.0 = f32[32,256]{1,0} tanh(%param_0.2), metadata={op_name="jit(mlp)/tanh" stack_frame_id=3}
+}
+
+ENTRY %main.1 (ws_0_.1: f32[256,256], x.1: f32[32,256]) -> f32[32,256] {
+  %ws_0_.1 = f32[256,256]{1,0} parameter(0), metadata={op_name="ws[0]"}
+  %x.1 = f32[32,256]{1,0} parameter(1), metadata={op_name="x"}
+  %ynn_fusion = f32[32,256]{1,0} fusion(%x.1, %ws_0_.1), kind=kCustom, calls=%fused_computation, metadata={op_name="jit(mlp)/dot_general" stack_frame_id=2}, backend_config={"fusion_config":{"kind":"__ynn_fusion"}}
+  ROOT %wrapped_tanh = f32[32,256]{1,0} fusion(%ynn_fusion), kind=kLoop, calls=%wrapped_tanh_computation, metadata={op_name="jit(mlp)/tanh" source_file="/old/style.py" source_line=7}
+  %t = (f32[2]{0}, s32[]) tuple(%x.1, %x.1)
+}
+)hlo";
+
+TEST(HloText, FusionsWithTheirPrimitivesAndSourceLines) {
+  const HloModuleInfo m = ParseHloText(kHlo);
+  EXPECT_EQ(m.name, "jit_mlp");
+  ASSERT_TRUE(m.ops.count("ynn_fusion"));
+  const HloOpInfo& dot = m.ops.at("ynn_fusion");
+  EXPECT_EQ(dot.opcode, "fusion");
+  EXPECT_EQ(dot.fusion_kind, "kCustom");
+  EXPECT_EQ(dot.primitives, std::vector<std::string>{"dot_general"});
+  EXPECT_EQ(dot.sources, std::vector<std::string>{"/tmp/user.py:4:mlp"});
+  // The instruction's own metadata first (old-style source_file/line), then
+  // its fused computation's (stack frames).
+  const HloOpInfo& tanh = m.ops.at("wrapped_tanh");
+  EXPECT_EQ(tanh.fusion_kind, "kLoop");
+  EXPECT_EQ(tanh.primitives, std::vector<std::string>{"tanh"});
+  EXPECT_EQ(tanh.sources, (std::vector<std::string>{"/old/style.py:7:?", "/tmp/user.py:5:mlp"}));
+  EXPECT_EQ(m.ops.at("t").opcode, "tuple");  // a tuple type with a space in it
+  EXPECT_FALSE(m.ops.count("x.1"));          // parameters are no thunks
+}
+
+TEST(HloText, NotHloGivesNothing) {
+  const HloModuleInfo m = ParseHloText("{\"not\": \"hlo\"}\n%x = garbage\n}");
+  EXPECT_TRUE(m.name.empty());
+  EXPECT_TRUE(m.ops.empty());
+}
+
+TEST(XlaProfile, ThunksAndOutermostCalls) {
+  const char* json = R"json({"displayTimeUnit":"ns","traceEvents":[
+    {"ph":"M","pid":1,"tid":7,"name":"thread_name","args":{"name":"python3"}},
+    {"ph":"X","pid":1,"tid":7,"ts":88.118,"dur":205.482,"name":"PjitFunction(mlp)"},
+    {"ph":"X","pid":1,"tid":7,"ts":88.825,"dur":204.693,"name":"PjitFunction(mlp)"},
+    {"ph":"X","pid":1,"tid":7,"ts":173.0,"dur":109.2,"name":"CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice"},
+    {"ph":"X","pid":1,"tid":9,"ts":200.5,"dur":40.1,"name":"ynn_fusion","args":{"hlo_module":"jit_mlp","hlo_op":"ynn_fusion","run_id":"12"}},
+    {"ph":"X","pid":1,"tid":9,"ts":240.7,"dur":0.3,"name":"end: ynn_fusion","args":{"_src":"x"}},
+    {"ph":"X","pid":1,"tid":9,"ts":241.0,"dur":5.0,"name":"wrapped_tanh","args":{"hlo_module":"jit_mlp","hlo_op":"wrapped_tanh","run_id":"12"}},
+    {"ph":"X","pid":1,"tid":9,"name":"wrapped_tanh","args":{"hlo_module":"jit_mlp","hlo_op":"wrapped_tanh","run_id":"13"}}
+  ]})json";
+  auto p = ParseXlaProfile(json);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->calls.size(), 1u);  // the nested second stamp of the same call dropped
+  EXPECT_EQ(p->calls[0].function, "mlp");
+  EXPECT_EQ(p->calls[0].end_ns, 293600);
+  ASSERT_EQ(p->thunks.size(), 2u);
+  EXPECT_EQ(p->thunks[0].op, "ynn_fusion");
+  EXPECT_EQ(p->thunks[0].run_id, "12");
+  EXPECT_EQ(p->thunks[0].start_ns, 200500);
+  EXPECT_EQ(p->thunks[1].end_ns, 246000);
+  EXPECT_EQ(p->dropped.at("thunk.no_time"), 1);
+}
+
+TEST(XlaProfile, NotATraceIsAnError) {
+  EXPECT_FALSE(ParseXlaProfile("not json").ok());
+  EXPECT_FALSE(ParseXlaProfile("{\"other\": 1}").ok());
+}
+
+}  // namespace
+}  // namespace magneton
