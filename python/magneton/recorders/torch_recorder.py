@@ -13,6 +13,7 @@ from magneton import env_snapshot
 from magneton import overrides
 from magneton import window
 from magneton.recorders import gpu_activity
+from magneton.recorders import torch_compile_kernels
 from magneton.recorders import torch_module_origins
 
 
@@ -108,6 +109,7 @@ class TorchRecorder:
 
             torch_state_setters.uninstall()
             torch_dist_groups.uninstall()
+            torch_compile_kernels.uninstall()
             torch_module_origins.uninstall(torch)
             self._hook.set_enabled(True)
             torch_values.uninstall_graph_capture_bracket()
@@ -146,6 +148,7 @@ class TorchRecorder:
                 break
         _core.set_scope_namer(self._scope_name)
         torch_dist_groups.install(self._hook)
+        torch_compile_kernels.install(torch, self._hook)
         self._hook.install()
         hook = self._hook
         window.add_listener(lambda open_now: hook.set_enabled(open_now))

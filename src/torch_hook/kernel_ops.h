@@ -1,0 +1,26 @@
+// Ops begun outside the dispatcher: the kernels of a torch.compile'd program
+// (Inductor's generated C++ and Triton kernels), which the RecordFunction
+// callback never sees. Their tensors are converted exactly as an ATen op's
+// (shape, dtype, strides, storage identity, --values fingerprints).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <nanobind/nanobind.h>
+
+#include <cstdint>
+
+#include "pyhooks/python_stack.h"
+
+namespace magneton {
+class Recorder;
+
+// torch_hook.cc: one tensor of the current op, as the RecordFunction hook adds it.
+void AddTorchTensor(Recorder& rec, bool output, int32_t slot, const at::Tensor& t);
+// torch_hook.cc: what a top-level op takes from the thread (Python call path
+// and scope, the torch runtime state stamp), counted as a recorded op.
+PythonContext TopLevelContext(Recorder& rec);
+
+// begin_kernel_op / end_kernel_op on the `_torch_hook` module.
+void RegisterKernelOps(nanobind::module_& m);
+
+}  // namespace magneton
