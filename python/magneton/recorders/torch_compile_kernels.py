@@ -48,7 +48,7 @@ SCOPE_EVENTS = (
 )
 
 # Frames between the user's line and a kernel or compile: left out of call paths.
-_SKIPPED_PATHS = ("torch/_dynamo/", "torch/_inductor/", "torch/_functorch/", "torch/fx/", "torchinductor_")
+_SKIPPED_PATHS = ("magneton/recorders/torch_compile_kernels", "torch/_dynamo/", "torch/_inductor/", "torch/_functorch/", "torch/fx/", "torchinductor_")
 
 _KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.(cpp_pybinding|cpp|triton)\(", re.M)
 _CPP_SIGNATURE = re.compile(r'extern "C"[^(]*\bkernel\(([^)]*)\)')
@@ -81,24 +81,30 @@ def install(torch, hook) -> None:
     original = torch.compile
     if getattr(original, "__magneton_wrapped__", False):
         return
+    import inspect
+
+    signature = inspect.signature(original)
 
     def compile(*args, **kwargs):  # noqa: A001 - torch.compile's own name
         _install_runtime(torch)
         out = original(*args, **kwargs)
         try:
-            model = args[0] if args else kwargs.get("model")
-            options = {k: _option_text(kwargs.get(k)) for k in ("dynamic", "mode", "backend", "fullgraph", "options")}
-            options = {k: v for k, v in options.items() if v is not None}
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            given = bound.arguments
+            model = given.get("model")
+            options = {k: _option_text(given.get(k)) for k in ("dynamic", "mode", "backend", "fullgraph", "options")}
+            # Where torch.compile was called (the compile regions' call path: where the options were chosen).
+            options["_site"] = _call_site()
             _state.last_options = options
-            if model is not None:
-                _state.options_by_id[id(model)] = options
-            _state.options_by_id[id(out)] = options
-            if model is not None and hasattr(model, "__code__"):
-                _state.options_by_id[id(model.__code__)] = options
-            # Where torch.compile was called: the compile regions' call path.
-            _state.options_by_id[id(out)] = dict(options, _site=_call_site())
-            if model is not None:
-                _state.options_by_id[id(model)] = _state.options_by_id[id(out)]
+            if _core.is_recording():  # the options as call arguments too (config rows of kind call_arg)
+                from magneton import config_snapshot
+
+                config_snapshot.record_call_args(
+                    "torch.compile", {k: v for k, v in options.items() if k != "_site" and k != "options"})
+            for obj in (out, model, getattr(model, "__code__", None)):
+                if obj is not None:
+                    _state.options_by_id[id(obj)] = options
         except Exception:  # noqa: BLE001 - bookkeeping never breaks the user's compile
             pass
         return out
@@ -140,7 +146,7 @@ def kernel_ops_begun() -> int:
 
 def _option_text(v):
     if v is None:
-        return None
+        return "None"
     if isinstance(v, (bool, int, float, str)):
         return v
     if isinstance(v, dict):
@@ -200,7 +206,7 @@ def _install_compile_region() -> None:
     def on_start(args):
         local.reason = None
         options = _options_on_stack()
-        site = options.pop("_site", None) if options else None
+        site = options.get("_site") if options else None
         params = {"compile_id": str(getattr(args, "compile_id", "")),
                   "trigger": getattr(getattr(args, "callback_trigger", None), "name", "")}
         local.compile_params = (params, options or {})
@@ -214,6 +220,7 @@ def _install_compile_region() -> None:
         params = dict(params)
         for k, v in options.items():
             params[k] = v if not isinstance(v, dict) else repr(v)
+        params.pop("_site", None)
         if getattr(local, "reason", None):
             params["recompile_reason"] = local.reason
         hook.end_kernel_op((), params)
