@@ -142,7 +142,8 @@ bool BeginKernelOp(std::string_view name, nb::handle inputs, nb::handle params, 
 // on the same storage by that counter.
 // params: when given, the op's args are these (what is known only at the
 // end, a compile's recompilation reason), not begin's.
-void EndKernelOp(nb::handle outputs, nb::handle params) {
+// written: false for an op that makes a view (no buffer is written).
+void EndKernelOp(nb::handle outputs, nb::handle params, bool written) {
   if (t_pending.empty()) return;
   PendingKernelOp pending = std::move(t_pending.back());
   t_pending.pop_back();
@@ -157,7 +158,7 @@ void EndKernelOp(nb::handle outputs, nb::handle params) {
     if (!THPVariable_Check(item)) continue;
     const at::Tensor& t = THPVariable_Unpack(item);
     if (!t.defined()) continue;
-    if (!t.is_inference()) t.unsafeGetTensorImpl()->bump_version();
+    if (written && !t.is_inference()) t.unsafeGetTensorImpl()->bump_version();
     AddTorchTensor(*rec, /*output=*/true, slot++, t);
   }
   Py_DECREF(seq);
@@ -183,6 +184,7 @@ void RegisterKernelOps(nb::module_& m) {
         "op's input tensors, others its args), params a dict of scalars/strings/lists kept as its args. "
         "Returns whether an op was begun (then end_kernel_op must follow on this thread).");
   m.def("end_kernel_op", &EndKernelOp, nb::arg("outputs"), nb::arg("params").none() = nb::none(),
+        nb::arg("written") = true,
         "Ends this thread's innermost kernel op with the tensors the kernel wrote as its outputs.");
 }
 

@@ -344,6 +344,9 @@ def _wrap_module(mod) -> None:
         return
     with open(path, encoding="utf-8") as f:
         source = f.read()
+    view = getattr(mod, "reinterpret_tensor", None)
+    if view is not None:
+        mod.reinterpret_tensor = _wrap_view(view)
     for match in _KERNEL_DEF.finditer(source):
         name, kind = match.group(1), match.group(2)
         kernel = getattr(mod, name, None)
@@ -356,6 +359,32 @@ def _wrap_module(mod) -> None:
             wrapped = _wrap_cpp(name, kernel, body)
         if wrapped is not None:
             setattr(mod, name, wrapped)
+
+
+def _wrap_view(view):
+    """`reinterpret_tensor(buf, size, stride, offset)` in a wrapper is no
+    dispatcher op (a C++ guard helper), and its result has a version counter
+    of its own: unrecorded, the view (a transposed weight read by an extern
+    addmm) would be a value with no producer, cut off from the weight it
+    reads. Recorded as an op, `inductor::reinterpret_tensor`, it links them."""
+    hook = _state.hook
+    name = KERNEL_OP_PREFIX + "reinterpret_tensor"
+
+    def reinterpret_tensor(base, *args):
+        if not _core.is_recording():
+            return view(base, *args)
+        begun = hook.begin_kernel_op(name, [base, *args])
+        if not begun:
+            return view(base, *args)
+        out = None
+        try:
+            out = view(base, *args)
+            return out
+        finally:
+            hook.end_kernel_op([out] if out is not None else [], None, False)
+
+    reinterpret_tensor.__wrapped__ = view
+    return reinterpret_tensor
 
 
 def _roles(params: list[str], mutated: set[str] | None = None):
