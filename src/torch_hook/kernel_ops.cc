@@ -24,8 +24,11 @@ namespace {
 struct PendingKernelOp {
   uint64_t generation;
   std::string args;
+  bool opaque;
 };
 thread_local std::vector<PendingKernelOp> t_pending;
+// Open opaque ops on this thread (InOpaqueOp).
+thread_local int t_opaque_depth = 0;
 
 // Scalars, strings and lists of them; anything else by its type's name.
 void WriteParam(OpArgsWriter& w, PyObject* v, int depth) {
@@ -115,7 +118,12 @@ std::string KernelArgs(Recorder& rec, nb::handle inputs, nb::handle params) {
 // call_path: (generation, id) from call_path_here, used instead of the
 // stack's when it is of this session (a compile region takes the line that
 // called torch.compile, where its options were chosen).
-bool BeginKernelOp(std::string_view name, nb::handle inputs, nb::handle params, nb::handle call_path) {
+// opaque: the ops nested in this one are not recorded (a compile region:
+// Dynamo's and AOT's tracing runs thousands of ATen ops on fake tensors,
+// which are no values of the program and, as never-produced tensors, would
+// pass for its model inputs; their time stays the region's).
+bool BeginKernelOp(std::string_view name, nb::handle inputs, nb::handle params, nb::handle call_path, bool opaque) {
+  if (t_opaque_depth > 0) return false;
   Recorder::Ref rec;
   if (!rec || !rec->WindowOpen()) return false;
   PythonContext py{kNoId, kNoId};
@@ -132,7 +140,8 @@ bool BeginKernelOp(std::string_view name, nb::handle inputs, nb::handle params, 
     }
   }
   rec->BeginOp(rec->InternString(name), py.call_path_id, py.scope_id);
-  t_pending.push_back({rec->generation(), KernelArgs(*rec, inputs, params)});
+  t_pending.push_back({rec->generation(), KernelArgs(*rec, inputs, params), opaque});
+  if (opaque) ++t_opaque_depth;
   return true;
 }
 
@@ -147,6 +156,7 @@ void EndKernelOp(nb::handle outputs, nb::handle params, bool written) {
   if (t_pending.empty()) return;
   PendingKernelOp pending = std::move(t_pending.back());
   t_pending.pop_back();
+  if (pending.opaque) --t_opaque_depth;
   Recorder::Ref rec;
   if (!rec || rec->generation() != pending.generation || rec->OpDepth() == 0) return;
   PyObject* seq = PySequence_Fast(outputs.ptr(), "outputs must be a sequence");
@@ -168,6 +178,8 @@ void EndKernelOp(nb::handle outputs, nb::handle params, bool written) {
 
 }  // namespace
 
+bool InOpaqueOp() { return t_opaque_depth > 0; }
+
 void RegisterKernelOps(nb::module_& m) {
   m.def("call_path_here",
         []() -> nb::object {
@@ -179,7 +191,7 @@ void RegisterKernelOps(nb::module_& m) {
         "(session generation, call path id) of the calling Python stack, for begin_kernel_op's call_path; "
         "None when nothing records.");
   m.def("begin_kernel_op", &BeginKernelOp, nb::arg("name"), nb::arg("inputs"), nb::arg("params").none() = nb::none(),
-        nb::arg("call_path").none() = nb::none(),
+        nb::arg("call_path").none() = nb::none(), nb::arg("opaque") = false,
         "Begins an op around one compiled-kernel call: inputs are its positional arguments (tensors become the "
         "op's input tensors, others its args), params a dict of scalars/strings/lists kept as its args. "
         "Returns whether an op was begun (then end_kernel_op must follow on this thread).");

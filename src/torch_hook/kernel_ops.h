@@ -20,6 +20,10 @@ void AddTorchTensor(Recorder& rec, bool output, int32_t slot, const at::Tensor& 
 // and scope, the torch runtime state stamp), counted as a recorded op.
 PythonContext TopLevelContext(Recorder& rec);
 
+// Whether this thread is inside an opaque op (a compile region): the ops
+// nested in it are not recorded, only its time (kernel_ops.cc).
+bool InOpaqueOp();
+
 // begin_kernel_op / end_kernel_op on the `_torch_hook` module.
 void RegisterKernelOps(nanobind::module_& m);
 

@@ -437,7 +437,7 @@ std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
   Recorder::Ref rec;
   // Outside the recording window (set_enabled also switches this callback
   // off; the check covers an op that starts while that is under way).
-  if (!rec || !rec->WindowOpen()) return nullptr;
+  if (!rec || !rec->WindowOpen() || InOpaqueOp()) return nullptr;
   OpFacts& facts = OpFactsOf(fn);
   if (facts.scope_event) return nullptr;  // its nested ops are recorded as if it were not there
   int64_t name_id = OpNameId(*rec, fn, facts);

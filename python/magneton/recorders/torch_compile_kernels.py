@@ -210,7 +210,8 @@ def _install_compile_region() -> None:
         params = {"compile_id": str(getattr(args, "compile_id", "")),
                   "trigger": getattr(getattr(args, "callback_trigger", None), "name", "")}
         local.compile_params = (params, options or {})
-        local.compile_open = hook.begin_kernel_op(COMPILE_OP, (), None, site)
+        # Opaque: the fake-tensor ops of tracing are not the program's dataflow.
+        local.compile_open = hook.begin_kernel_op(COMPILE_OP, (), None, site, True)
 
     def on_end(args):
         if not getattr(local, "compile_open", False):
