@@ -275,6 +275,13 @@ def _install_kernel_wrapping() -> None:
 
     _state.patches.append((cache, "load_by_key_path", original))
     cache.load_by_key_path = classmethod(load_by_key_path)
+    # Programs compiled before the recording started (a warm-up outside it).
+    loaded = list(getattr(cache, "modules", []) or []) + list((getattr(cache, "modules_no_attr", {}) or {}).values())
+    for mod in loaded:
+        try:
+            _wrap_module(mod)
+        except Exception:  # noqa: BLE001
+            pass
     _install_provenance()
 
 
