@@ -204,7 +204,6 @@ def _install_compile_region() -> None:
     _patch(convert_frame, "get_and_maybe_log_recompilation_reasons", get_reasons)
 
     def on_start(args):
-        local.reason = None
         options = _options_on_stack()
         site = options.get("_site") if options else None
         params = {"compile_id": str(getattr(args, "compile_id", "")),
@@ -224,6 +223,7 @@ def _install_compile_region() -> None:
         params.pop("_site", None)
         if getattr(local, "reason", None):
             params["recompile_reason"] = local.reason
+        local.reason = None  # Dynamo asks for the reasons before or after the start callback: cleared here
         hook.end_kernel_op((), params)
 
     callback_handler.register_start_callback(on_start)
