@@ -151,7 +151,10 @@ bool BeginKernelOp(std::string_view name, nb::handle inputs, nb::handle params, 
 // on the same storage by that counter.
 // params: when given, the op's args are these (what is known only at the
 // end, a compile's recompilation reason), not begin's.
-// written: false for an op that makes a view (no buffer is written).
+// written: false for an op that makes views of its inputs (no buffer is
+// written): its outputs are recorded as views, so --values reuses the viewed
+// value's fingerprint for the same view instead of reading it again (a
+// transposed 50257 x 768 lm_head weight on every decode step).
 void EndKernelOp(nb::handle outputs, nb::handle params, bool written) {
   if (t_pending.empty()) return;
   PendingKernelOp pending = std::move(t_pending.back());
@@ -169,7 +172,7 @@ void EndKernelOp(nb::handle outputs, nb::handle params, bool written) {
     const at::Tensor& t = THPVariable_Unpack(item);
     if (!t.defined()) continue;
     if (written && !t.is_inference()) t.unsafeGetTensorImpl()->bump_version();
-    AddTorchTensor(*rec, /*output=*/true, slot++, t);
+    AddTorchTensor(*rec, /*output=*/true, slot++, t, /*is_view=*/!written);
   }
   Py_DECREF(seq);
   if (params.is_valid() && PyDict_Check(params.ptr())) pending.args = KernelArgs(*rec, nb::tuple(), params);

@@ -15,7 +15,8 @@ namespace magneton {
 class Recorder;
 
 // torch_hook.cc: one tensor of the current op, as the RecordFunction hook adds it.
-void AddTorchTensor(Recorder& rec, bool output, int32_t slot, const at::Tensor& t);
+// is_view: an output that aliases an input without writing it (a view op's).
+void AddTorchTensor(Recorder& rec, bool output, int32_t slot, const at::Tensor& t, bool is_view = false);
 // torch_hook.cc: what a top-level op takes from the thread (Python call path
 // and scope, the torch runtime state stamp), counted as a recorded op.
 PythonContext TopLevelContext(Recorder& rec);

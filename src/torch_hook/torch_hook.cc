@@ -483,8 +483,8 @@ std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
 
 // kernel_ops.h: the same conversion for the tensors of an op begun outside
 // the dispatcher (an Inductor kernel), and the same top-level context.
-void AddTorchTensor(Recorder& rec, bool output, int32_t slot, const at::Tensor& t) {
-  AddTensor(rec, output, slot, t);
+void AddTorchTensor(Recorder& rec, bool output, int32_t slot, const at::Tensor& t, bool is_view) {
+  AddTensor(rec, output, slot, t, is_view);
 }
 
 PythonContext TopLevelContext(Recorder& rec) {
