@@ -63,7 +63,8 @@ class _State:
         self.installed = False
         self.patches: list[tuple[object, str, object]] = []
         self.provenance: dict[str, dict] = {}  # kernel name -> what it fuses, from define_kernel
-        self.options_by_id: dict[int, dict] = {}  # id(fn or module) -> its torch.compile options
+        # id(fn, module or code) -> (it, its torch.compile options), until the recording stops
+        self.options_by_id: dict[int, tuple[object, dict]] = {}
         self.last_options: dict | None = None
         self.local = threading.local()
         self.callbacks: list = []
@@ -103,8 +104,8 @@ def install(torch, hook) -> None:
                 config_snapshot.record_call_args(
                     "torch.compile", {k: v for k, v in options.items() if k != "_site" and k != "options"})
             for obj in (out, model, getattr(model, "__code__", None)):
-                if obj is not None:
-                    _state.options_by_id[id(obj)] = options
+                if obj is not None:  # the object kept with its id: an id is only unique while it lives
+                    _state.options_by_id[id(obj)] = (obj, options)
         except Exception:  # noqa: BLE001 - bookkeeping never breaks the user's compile
             pass
         return out
@@ -248,11 +249,10 @@ def _options_on_stack() -> dict | None:
             v = loc.get(key)
             if v is None:
                 continue
-            if id(v) in table:
-                return dict(table[id(v)])
-            orig = getattr(v, "_orig_mod", None) if key == "self" else None
-            if orig is not None and id(orig) in table:
-                return dict(table[id(orig)])
+            for obj in (v, getattr(v, "_orig_mod", None) if key == "self" else None):
+                entry = table.get(id(obj)) if obj is not None else None
+                if entry is not None and entry[0] is obj:
+                    return dict(entry[1])
         frame = frame.f_back
     return dict(_state.last_options) if _state.last_options else None
 
