@@ -427,6 +427,19 @@ std::vector<Diagnosis> Diagnose(const Trace& a, const Trace& b, const detect::De
           const std::vector<SourceSite> others = SitesOf(cheap, cheap_paths, same_ops, 1);
           if (!others.empty() && others.front().user_frame != site.user_frame) contrast(site, others.front());
         }
+      } else if (!d.sites_costly.empty() && cheap_ops.empty()) {
+        // Extra work the cheap side runs none of here (A recompiles on every
+        // step where B compiled once, elsewhere in its run): the lines that
+        // issue the same ops anywhere on the cheap side are the ones to
+        // contrast, since the same call there chose to do less of them.
+        std::vector<int64_t> same_ops;
+        const std::vector<std::string>& names = d.sites_costly.front().op_names;
+        for (const OpEvent& op : cheap.ops) {
+          if (op.parent_id != kNoId) continue;
+          if (std::find(names.begin(), names.end(), cheap.str(op.name_id)) != names.end()) same_ops.push_back(op.id);
+        }
+        const std::vector<SourceSite> others = SitesOf(cheap, cheap_paths, same_ops, 1);
+        if (!others.empty()) contrast(d.sites_costly.front(), others.front());
       }
     }
     d.candidates = RankCandidates(config_diff, d.deviation, roots, options.window_lines);

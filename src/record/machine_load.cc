@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "record/descendants_cpu.h"
 #include "energy/sysfs.h"
 #include <fmt/format.h>
 
@@ -75,7 +76,9 @@ LoadSampler::~LoadSampler() {
 
 Status LoadSampler::SampleNow() {
   MAGNETON_ASSIGN_OR_RETURN(CpuTicks ticks, ReadCpuTicks());
-  LoadSample s{MonotonicNowNs(), ticks.busy, ticks.steal, ticks.total, ProcessCpuNowNs()};
+  // The job's CPU includes the processes it started (compile workers and the
+  // compilers they run under torch.compile): not "other processes".
+  LoadSample s{MonotonicNowNs(), ticks.busy, ticks.steal, ticks.total, ProcessCpuNowNs() + DescendantsCpuNs()};
   std::lock_guard<std::mutex> lock(mu_);
   series_.samples.push_back(s);
   if (series_.samples.size() > kMaxLoadSamples) ThinLoadSeries(series_, kMaxLoadSamples / 2);

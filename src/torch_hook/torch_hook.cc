@@ -34,6 +34,7 @@
 #include "torch_hook/c10d_args.h"
 #include "torch_hook/torch_names.h"
 #include "torch_hook/torch_state.h"
+#include "torch_hook/kernel_ops.h"
 #include "trace/op_args.h"
 
 #include <nanobind/stl/map.h>
@@ -178,8 +179,35 @@ struct OpFacts {
   // there (resize_ of an out= argument allocates before the kernel writes it).
   bool initializes_outputs = true;
   bool collective = false;  // c10d::*
+  // A wrapper event named in the scope-event list (SetScopeEvents): not an
+  // op, its nested ops are recorded as if it were not there.
+  bool scope_event = false;
+  uint64_t scope_events_version = 0;
   ArgSchema schema;
 };
+
+// Wrapper RecordFunctions that carry no tensors and only bracket other ops
+// (torch.compile's "Torch-Compiled Region: 0/0", "TorchDynamo Cache
+// Lookup"): name prefixes, set by the recorder that knows them
+// (python/magneton/recorders/torch_compile_kernels.py). Only events
+// without a schema qualify, so no ATen op can be hidden by a prefix.
+std::mutex g_scope_events_mu;
+std::vector<std::string> g_scope_events;
+std::atomic<uint64_t> g_scope_events_version{1};
+
+bool IsScopeEventName(std::string_view name) {
+  std::lock_guard<std::mutex> lock(g_scope_events_mu);
+  for (const std::string& prefix : g_scope_events) {
+    if (name.starts_with(prefix)) return true;
+  }
+  return false;
+}
+
+void SetScopeEvents(std::vector<std::string> prefixes) {
+  std::lock_guard<std::mutex> lock(g_scope_events_mu);
+  g_scope_events = std::move(prefixes);
+  g_scope_events_version.fetch_add(1, std::memory_order_relaxed);
+}
 
 OpFacts MakeOpFacts(const at::RecordFunction& fn) {
   static const std::unordered_set<std::string_view> kOverwrite = {
@@ -192,6 +220,8 @@ OpFacts MakeOpFacts(const at::RecordFunction& fn) {
   facts.initializes_outputs =
       !name.starts_with("aten::empty") && !name.starts_with("aten::new_empty") && !name.starts_with("aten::resize_");
   facts.collective = IsCollectiveOpName(name);
+  facts.scope_events_version = g_scope_events_version.load(std::memory_order_relaxed);
+  facts.scope_event = !fn.operator_name() && IsScopeEventName(name);
   if (auto op = fn.operator_name()) {
     if (auto handle = c10::Dispatcher::singleton().findSchema(*op)) {
       const auto& returns = handle->schema().returns();
@@ -218,7 +248,10 @@ OpFacts& OpFactsOf(const at::RecordFunction& fn) {
   thread_local std::unordered_map<const char*, OpFacts> cache;
   const char* name = fn.name();
   auto it = cache.find(name);
-  if (it != cache.end() && it->second.text == name) return it->second;
+  if (it != cache.end() && it->second.text == name &&
+      it->second.scope_events_version == g_scope_events_version.load(std::memory_order_relaxed)) {
+    return it->second;
+  }
   OpFacts& facts = cache[name];
   facts = MakeOpFacts(fn);
   return facts;
@@ -404,8 +437,9 @@ std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
   Recorder::Ref rec;
   // Outside the recording window (set_enabled also switches this callback
   // off; the check covers an op that starts while that is under way).
-  if (!rec || !rec->WindowOpen()) return nullptr;
+  if (!rec || !rec->WindowOpen() || InOpaqueOp()) return nullptr;
   OpFacts& facts = OpFactsOf(fn);
+  if (facts.scope_event) return nullptr;  // its nested ops are recorded as if it were not there
   int64_t name_id = OpNameId(*rec, fn, facts);
   // Only the outermost op of a thread walks Python; nested ops inherit.
   PythonContext py{kNoId, kNoId};
@@ -444,6 +478,23 @@ std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
   }
   return ctx;
 }
+
+}  // namespace
+
+// kernel_ops.h: the same conversion for the tensors of an op begun outside
+// the dispatcher (an Inductor kernel), and the same top-level context.
+void AddTorchTensor(Recorder& rec, bool output, int32_t slot, const at::Tensor& t, bool is_view) {
+  AddTensor(rec, output, slot, t, is_view);
+}
+
+PythonContext TopLevelContext(Recorder& rec) {
+  PythonContext py = CurrentPythonContext(rec);
+  if (g_record_state.load(std::memory_order_relaxed)) StampTorchState(rec);
+  g_ops_recorded.fetch_add(1, std::memory_order_relaxed);
+  return py;
+}
+
+namespace {
 
 void OnOpEnd(const at::RecordFunction& fn, at::ObserverContext* raw) {
   auto* ctx = static_cast<OpContext*>(raw);
@@ -527,6 +578,9 @@ NB_MODULE(_torch_hook, m) {
   m.def("note_process_group", &magneton::NoteProcessGroupRanks, nb::arg("group_name"), nb::arg("global_ranks"),
         "Notes a process group's global ranks: collectives in it record them as `group_ranks`.");
   m.def("clear_process_groups", &magneton::ClearProcessGroupRanks);
+  m.def("set_scope_events", &magneton::SetScopeEvents, nb::arg("prefixes"),
+        "Names (prefixes) of schema-less RecordFunction events recorded as scopes, not ops.");
+  magneton::RegisterKernelOps(m);
   m.def("ops_recorded", [] { return magneton::g_ops_recorded.load(std::memory_order_relaxed); },
         "Top-level ops this hook recorded since install.");
   magneton::DefineValueFunctions(m);

@@ -12,7 +12,11 @@
 #include "magneton/recorder.h"
 #include "magneton/trace_reader.h"
 #include "base/clock.h"
+#include "record/descendants_cpu.h"
 #include "record/machine_load.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
 #include "test_util.h"
 
 namespace magneton::record {
@@ -132,6 +136,39 @@ TEST(MachineLoad, AnUnreadableProcStatIsSaidInTheTrace) {
   ASSERT_EQ(trace->meta.extra.count("machine.load_error"), 1u);
   EXPECT_NE(trace->meta.extra.at("machine.load_error").find("/proc/stat"), std::string::npos);
   EXPECT_EQ(trace->meta.extra.count("machine.others_cpu_share"), 0u);
+}
+
+}  // namespace
+}  // namespace magneton::record
+
+// The job's descendants (record/descendants_cpu.h): torch.compile's compile
+// workers count as the job's CPU, not as other processes' load.
+namespace magneton::record {
+namespace {
+
+TEST(DescendantsCpu, ReadsTheFourTimesAfterTheCommand) {
+  // pid (comm with ") (" inside) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
+  // utime stime cutime cstime ...
+  const std::string line = "4242 (cc1plus (x) y) R 1 2 3 4 5 6 7 8 9 10 11 12 13 14 20 0 1\n";
+  EXPECT_EQ(ProcStatTreeTicks(line), 11 + 12 + 13 + 14);
+  EXPECT_EQ(ProcStatTreeTicks("4242 (short) R 1 2"), -1);
+  EXPECT_EQ(ProcStatTreeTicks("no parenthesis"), -1);
+}
+
+TEST(DescendantsCpu, CountsAChildThatBurnsCpu) {
+  const int64_t before = DescendantsCpuNs();
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+    volatile uint64_t x = 0;
+    while (std::chrono::steady_clock::now() < end) x = x + 1;
+    _exit(0);
+  }
+  // While it runs it is a live descendant; once waited for, RUSAGE_CHILDREN has it.
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_GE(DescendantsCpuNs() - before, 100'000'000);  // at least 0.1 s of the 0.3 s it spun
 }
 
 }  // namespace

@@ -11,6 +11,7 @@ from magneton import env_snapshot
 from magneton import overrides
 from magneton import window
 from magneton.recorders import gpu_activity
+from magneton.recorders import torch_compile_kernels
 from magneton.recorders.base import Availability, Capabilities, Recorder, RecordOptions, AfterImport, module_present
 from magneton.recorders import torch_module_origins
 
@@ -59,6 +60,8 @@ class TorchRecorder(Recorder):
             values="fingerprints of every tensor with --values",
             runtime_state="torch.backends.* and torch get/set flags, by introspection",
             device_activity="GPU kernels, copies and fills through Kineto (CUDA builds with a GPU)",
+            compiled="torch.compile: each Inductor kernel an op (inductor::<kernel>) with its buffers and the FX "
+                     "nodes / ATen ops it fuses; each Dynamo compile a torch.compile::compile region with its options",
             integration="C++ module built against torch (magneton._torch_hook)")
 
     def __init__(self, options: RecordOptions | None = None):
@@ -103,6 +106,7 @@ class TorchRecorder(Recorder):
 
             torch_state_setters.uninstall()
             torch_dist_groups.uninstall()
+            torch_compile_kernels.uninstall()
             torch_module_origins.uninstall(torch)
             self._hook.set_enabled(True)
             torch_values.uninstall_graph_capture_bracket()
@@ -141,6 +145,7 @@ class TorchRecorder(Recorder):
                 break
         _core.set_scope_namer(self._scope_name)
         torch_dist_groups.install(self._hook)
+        torch_compile_kernels.install(torch, self._hook)
         self._hook.install()
         hook = self._hook
         window.add_listener(lambda open_now: hook.set_enabled(open_now))
