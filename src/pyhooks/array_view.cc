@@ -1,6 +1,7 @@
 #include "pyhooks/array_view.h"
 
 #include <cstring>
+#include <string_view>
 
 namespace magneton {
 namespace {
@@ -148,6 +149,62 @@ bool NumpyToView(PyObject* obj, bool with_host_data, ArrayView* out) {
   return true;
 }
 
+// A TensorFlow EagerTensor: `_numpy()` of a host tensor is a NumPy array over
+// the tensor's own buffer (no copy; TF keeps the buffer alive while the
+// tensor lives), read as any NumPy array. Tensors on another device would be
+// copied to host by `_numpy()`, so only their shape and dtype are read;
+// resource handles and strings (object arrays) are not arrays of values.
+bool TfEagerTensorToView(PyObject* obj, bool with_host_data, ArrayView* out) {
+  PyObject* device = Attr(obj, "device");
+  const char* d = device && PyUnicode_Check(device) ? PyUnicode_AsUTF8(device) : nullptr;
+  const bool host = d != nullptr && std::strstr(d, "device:CPU:") != nullptr;
+  std::string other = d && !host ? std::string(d) : std::string();
+  Py_XDECREF(device);
+  if (PyErr_Occurred()) PyErr_Clear();
+  if (!d) return false;
+  if (host) {
+    PyObject* array = PyObject_CallMethod(obj, "_numpy", nullptr);
+    if (!array) {  // a resource or variant handle
+      PyErr_Clear();
+      return false;
+    }
+    bool ok = NumpyToView(array, with_host_data, out) && out->dtype != "object";
+    Py_DECREF(array);
+    return ok;
+  }
+  PyObject* shape = Attr(obj, "shape");  // a TensorShape: its dims as a tuple
+  PyObject* dims = shape ? PyObject_CallMethod(shape, "as_list", nullptr) : nullptr;
+  PyObject* tuple = dims ? PySequence_Tuple(dims) : nullptr;
+  bool ok = ReadShape(tuple, &out->sizes);
+  Py_XDECREF(tuple);
+  Py_XDECREF(dims);
+  Py_XDECREF(shape);
+  if (PyErr_Occurred()) PyErr_Clear();
+  PyObject* np_dtype = nullptr;
+  PyObject* dtype = ok ? Attr(obj, "dtype") : nullptr;
+  if (dtype) np_dtype = Attr(dtype, "as_numpy_dtype");
+  PyObject* np_dtype_obj = np_dtype ? PyObject_CallNoArgs(np_dtype) : nullptr;  // a NumPy scalar: .dtype
+  int64_t itemsize = 0;
+  ok = ok && np_dtype_obj && ReadDType(np_dtype_obj, &out->dtype, &itemsize);
+  Py_XDECREF(np_dtype_obj);
+  Py_XDECREF(np_dtype);
+  Py_XDECREF(dtype);
+  if (PyErr_Occurred()) PyErr_Clear();
+  if (!ok) return false;
+  ContiguousStrides(out->sizes, &out->strides);
+  out->device = other;
+  out->view.storage_addr = 0;
+  out->view.host_data = nullptr;
+  out->view.version_tracked = false;
+  return true;
+}
+
+// TF makes its EagerTensor type at run time, named by its module path.
+bool IsTfEagerTensor(PyObject* obj) {
+  std::string_view name = Py_TYPE(obj)->tp_name;
+  return name == "EagerTensor" || name == "tensorflow.python.framework.ops.EagerTensor";
+}
+
 // numpy.ndarray or a subclass (JAX wraps literals in one), found by name so
 // that magneton needs no NumPy headers.
 bool IsNumpyArray(PyObject* obj) {
@@ -178,7 +235,9 @@ bool ArrayToView(PyObject* obj, bool with_host_data, bool block, ArrayView* out)
     Py_DECREF(base);
     return ok;
   }
-  if (PyObject_HasAttrString(obj, "unsafe_buffer_pointer")) {
+  if (IsTfEagerTensor(obj)) {
+    ok = TfEagerTensorToView(obj, with_host_data, out);
+  } else if (PyObject_HasAttrString(obj, "unsafe_buffer_pointer")) {
     ok = JaxArrayToView(obj, with_host_data, block, out);
   } else if (IsNumpyArray(obj)) {
     // Not NumPy scalars: their __array_interface__ points into a temporary.

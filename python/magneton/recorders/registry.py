@@ -49,6 +49,7 @@ def _register_builtin() -> None:
     for cls in (torch_recorder.TorchRecorder, ort_recorder.OrtRecorder, jax_recorder.JaxRecorder,
                 llama_recorder.LlamaRecorder):
         register(cls, replace=True)
+    from magneton.recorders import tf_recorder; register(tf_recorder.TfRecorder, replace=True)  # noqa: E702
 
 
 def _load_entry_points() -> None:
