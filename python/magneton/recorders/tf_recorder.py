@@ -24,12 +24,14 @@ that is each op's module scope."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import sys
 import threading
 
 from magneton import _core
+from magneton import env_snapshot
 from magneton.recorders.base import AfterImport, Capabilities, Recorder, RecordOptions
 from magneton.recorders import tf_state
 
@@ -106,6 +108,17 @@ class TfRecorder(Recorder):
                      "python" + os.sep + "ops" + os.sep + "dispatch.py"):
             _core.add_skipped_code_path(tf_dir + part)
         _core.add_skipped_code_path(os.path.abspath(__file__))
+        # Keras 3's call machinery (traceback filtering, Layer.__call__,
+        # Operation.__call__, the TF backend's op shims): call paths keep the
+        # layer's own call (keras/src/layers/core/dense.py:Dense.call).
+        keras_spec = importlib.util.find_spec("keras")
+        if keras_spec is not None and keras_spec.origin:
+            keras_src = os.path.join(os.path.dirname(os.path.abspath(keras_spec.origin)), "src") + os.sep
+            for part in ("utils" + os.sep + "traceback_utils.py", "layers" + os.sep + "layer.py",
+                         "ops" + os.sep + "operation.py", "backend" + os.sep, "models" + os.sep + "functional.py",
+                         "ops" + os.sep + "function.py", "utils" + os.sep + "tracking.py"):
+                _core.add_skipped_code_path(keras_src + part)
+        env_snapshot.snapshot("import:tensorflow")  # what TF's native libraries read as they loaded (TF_ENABLE_ONEDNN_OPTS)
         self._state = tf_state.TfState(tf)
         self._state.install()
         hooks = _Hooks(context, core, op_def_registry, self._state.stamp)
