@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <string_view>
+#include <unordered_map>
 
 namespace magneton {
 namespace {
@@ -28,23 +29,52 @@ bool ReadShape(PyObject* shape, std::vector<int64_t>* sizes) {
   return true;
 }
 
-// dtype.name and dtype.itemsize of an array's dtype.
+// dtype.name and dtype.itemsize of an array's dtype. NumPy computes `name` in
+// Python (numpy/_core/_dtype.py, ~15 µs a call: most of a small TF op's
+// recording cost), so names are cached per dtype class and item size, which
+// determine the name (NumPy 2 gives each dtype kind, ml_dtypes' bfloat16
+// included, a class of its own; flexible kinds name their size). The cache is
+// read and written with the GIL held. Dtype classes live as long as their module.
+struct DTypeKey {
+  PyTypeObject* type;
+  int64_t itemsize;
+  bool operator==(const DTypeKey& o) const { return type == o.type && itemsize == o.itemsize; }
+};
+struct DTypeKeyHash {
+  size_t operator()(const DTypeKey& k) const {
+    return std::hash<const void*>()(k.type) ^ (std::hash<int64_t>()(k.itemsize) << 1);
+  }
+};
+
 bool ReadDType(PyObject* obj, std::string* name, int64_t* itemsize) {
+  static auto* names = new std::unordered_map<DTypeKey, std::string, DTypeKeyHash>();
   PyObject* dtype = Attr(obj, "dtype");
   if (!dtype) return false;
-  PyObject* n = Attr(dtype, "name");
   PyObject* size = Attr(dtype, "itemsize");
-  Py_DECREF(dtype);
-  bool ok = n && PyUnicode_Check(n) && size && PyLong_Check(size);
-  if (ok) {
-    const char* text = PyUnicode_AsUTF8(n);
-    ok = text != nullptr;
-    if (ok) *name = text;
-    *itemsize = PyLong_AsLongLong(size);
-  }
-  Py_XDECREF(n);
+  bool ok = size && PyLong_Check(size);
+  if (ok) *itemsize = PyLong_AsLongLong(size);
   Py_XDECREF(size);
-  if (PyErr_Occurred()) PyErr_Clear();
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    ok = false;
+  }
+  const DTypeKey key{Py_TYPE(dtype), ok ? *itemsize : -1};
+  auto it = ok ? names->find(key) : names->end();
+  if (it != names->end()) {
+    *name = it->second;
+  } else if (ok) {
+    PyObject* n = Attr(dtype, "name");
+    const char* text = n && PyUnicode_Check(n) ? PyUnicode_AsUTF8(n) : nullptr;
+    ok = text != nullptr;
+    if (ok) {
+      *name = text;
+      // Not for the generic np.dtype class (a NumPy 1 dtype): its name varies within it.
+      if (std::string_view(Py_TYPE(dtype)->tp_name) != "numpy.dtype") names->emplace(key, *name);
+    }
+    Py_XDECREF(n);
+    if (PyErr_Occurred()) PyErr_Clear();
+  }
+  Py_DECREF(dtype);
   return ok;
 }
 

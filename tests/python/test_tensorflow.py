@@ -102,7 +102,7 @@ def test_fast_path_fallback_is_one_op(small):
     for op_id, *_ in adds:
         assert shapes(db, op_id, 1) in (["2,3"], ["2,2"])
         nested = db.query("SELECT s.value FROM ops o JOIN strings s ON s.id = o.name_id WHERE o.parent_id = ?", op_id)
-        assert [n for (n,) in nested] == ["tf::ReadVariableOp"]
+        assert [n for (n,) in nested if not n.startswith("magneton::")] == ["tf::ReadVariableOp"]
 
 
 def test_tf_function_call_is_one_op(small):
@@ -129,6 +129,7 @@ def test_runtime_state_and_setters(small):
     after = db.ops("tf::function:twice")[0][0]
     assert state(first)["tf.config.optimizer.jit"] == ""
     assert state(after)["tf.config.optimizer.jit"] == "autoclustering"
+    assert state(after)["keras.config.dtype_policy"] == "float32"
     recorders = json.loads(dict(db.query("SELECT key, value FROM meta"))["recorders"])
     assert any(r["name"] == "tensorflow" and r["available"] for r in recorders)
 
@@ -150,7 +151,8 @@ def test_keras_mlp_matches_torch_layer_by_layer(tmp_path):
         if len(a_scopes) == 1 and len(b_scopes) == 1:
             kind = "dense" if any(op["name"] == "tf::BiasAdd" for op in region["ops_a"]) else "relu"
             pairs.add((kind, a_scopes.pop(), b_scopes.pop()))
-    assert pairs == {("dense", "sequential/fc0", "Sequential/0"), ("relu", "sequential/fc0", "Sequential/1"),
+    expected = {("dense", "sequential/fc0", "Sequential/0"), ("relu", "sequential/fc0", "Sequential/1"),
                      ("dense", "sequential/fc1", "Sequential/2"), ("relu", "sequential/fc1", "Sequential/3"),
                      ("dense", "sequential/fc2", "Sequential/4"), ("relu", "sequential/fc2", "Sequential/5"),
                      ("dense", "sequential/fc3", "Sequential/6")}
+    assert pairs == expected, (sorted(pairs - expected), sorted(expected - pairs))

@@ -152,6 +152,9 @@ class TfState:
             tf_dir = os.path.dirname(os.path.abspath(self.tf.__file__)) + os.sep
             if self._wrap_keras_policy(call_site.library_dirs(tf_dir)):
                 self.changes[0] += 1  # the policy is state from now on
+                policy = self.read().get("keras.config.dtype_policy")
+                if policy is not None:
+                    config_snapshot._set("keras.config.dtype_policy", policy, "global_flag")
         key = self.changes[0]
         if getattr(local, "key", None) != key:
             local.key = key
