@@ -7,6 +7,7 @@ Keras-vs-torch MLP (tf_scripts/keras_torch_mlp) matched layer by layer."""
 
 import json
 import os
+import subprocess
 import sys
 import textwrap
 
@@ -156,3 +157,34 @@ def test_keras_mlp_matches_torch_layer_by_layer(tmp_path):
                      ("dense", "sequential/fc2", "Sequential/4"), ("relu", "sequential/fc2", "Sequential/5"),
                      ("dense", "sequential/fc3", "Sequential/6")}
     assert pairs == expected, (sorted(pairs - expected), sorted(expected - pairs))
+
+
+IN_PROCESS = textwrap.dedent("""\
+    import sys
+    import tensorflow as tf
+    from tensorflow.python import pywrap_tfe
+    from tensorflow.python.eager import execute
+    import magneton
+
+    before = (pywrap_tfe.TFE_Py_FastPathExecute, execute.execute, execute.quick_execute,
+              tf.config.optimizer.set_jit)
+    with magneton.record(sys.argv[1]):
+        assert pywrap_tfe.TFE_Py_FastPathExecute is not before[0]
+        tf.matmul(tf.ones((2, 2)), tf.ones((2, 2)))
+    after = (pywrap_tfe.TFE_Py_FastPathExecute, execute.execute, execute.quick_execute,
+             tf.config.optimizer.set_jit)
+    assert after == before, (before, after)
+    print("restored")
+""")
+
+
+def test_in_process_recording_restores_tensorflow(tmp_path):
+    """magneton.record() in a program that imported TF first: hooks now, and
+    every wrapped function is TF's own again after the block."""
+    script = tmp_path / "in_process.py"
+    script.write_text(IN_PROCESS)
+    trace = tmp_path / "in_process.mtrace"
+    r = subprocess.run([sys.executable, str(script), str(trace)], capture_output=True, text=True,
+                       env=dict(os.environ, **ENV))
+    assert r.returncode == 0 and "restored" in r.stdout, r.stderr[-3000:]
+    assert TraceDB(str(trace)).count("tf::MatMul") == 1

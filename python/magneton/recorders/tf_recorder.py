@@ -49,7 +49,7 @@ class TfRecorder(Recorder):
             ops="every eager op (fast and slow path); a tf.function call as one op",
             tensors="op inputs and outputs (EagerTensors, read without a copy)",
             values="fingerprints of every host tensor with --values",
-            runtime_state="tf.config getters (threading, optimizer/jit, determinism, devices), Keras dtype policy",
+            runtime_state="tf.config getters (threading, optimizer/jit, devices, TF32) and setters, Keras dtype policy",
             compiled="tf.function graphs recorded as one op per call (tf::function:<name>)",
             integration="Python wrappers of TFE_Py_FastPathExecute and execute.execute + magneton._core array ops")
 
