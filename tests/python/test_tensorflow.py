@@ -73,10 +73,14 @@ def test_eager_ops_with_tensors_values_and_call_paths(small):
     matmuls = db.ops("tf::MatMul")
     first, _, path_id, *_ = matmuls[0]
     assert shapes(db, first, 0) == ["2,4", "4,3"] and shapes(db, first, 1) == ["2,3"]
-    # The Fill that tf.ones ran produced the MatMul's second input (dataflow).
-    (producer,), = db.query("SELECT producer_op_id FROM tensors WHERE id = ?", db.tensors(first, 0)[1])
-    assert db.query("SELECT s.value FROM ops o JOIN strings s ON s.id = o.name_id WHERE o.id = ?",
-                    producer)[0][0] == "tf::Fill"
+    # Dataflow: tf.constant of a NumPy array is a tf::Const op producing the
+    # first input (a value of its own, whatever address TF reuses), the Fill
+    # that tf.ones ran the second.
+    def producer(tensor_id):
+        (op_id,), = db.query("SELECT producer_op_id FROM tensors WHERE id = ?", tensor_id)
+        return db.query("SELECT s.value FROM ops o JOIN strings s ON s.id = o.name_id WHERE o.id = ?", op_id)[0][0]
+
+    assert [producer(t) for t in db.tensors(first, 0)] == ["tf::Const", "tf::Fill"]
     # --values: the output's values are fingerprinted.
     assert db.query("SELECT count(*) FROM fingerprints WHERE tensor_id = ?", db.tensors(first, 1)[0])[0][0] == 1
     frames = db.call_path(path_id)

@@ -123,6 +123,9 @@ class TfRecorder(Recorder):
         self._state.install()
         hooks = _Hooks(context, core, op_def_registry, self._state.stamp)
         self._patch(pywrap_tfe, "TFE_Py_FastPathExecute", hooks.fast_path(pywrap_tfe.TFE_Py_FastPathExecute))
+        from tensorflow.python.framework import constant_op
+
+        self._patch(constant_op, "convert_to_eager_tensor", hooks.host_constant(constant_op.convert_to_eager_tensor))
         slow = hooks.slow_path(execute.quick_execute)
         self._patch(execute, "quick_execute", slow)
         self._patch(execute, "execute", slow)
@@ -143,6 +146,35 @@ def _flat_outputs(result) -> tuple:
                 out.append(r)
         return tuple(out)
     return (result,)
+
+
+def _is_caller(frame, start, depth: int = 4) -> bool:
+    """Whether ``frame`` is ``start`` or one of its next callers (the
+    generated op function that called its ``*_eager_fallback``)."""
+    f = start
+    for _ in range(depth):
+        if f is None:
+            return False
+        if f is frame:
+            return True
+        f = f.f_back
+    return False
+
+
+def _close_stale(pending: list) -> None:
+    """Ends the fast-path ops left open for a slow path that never came: the
+    generated op function returned without running it (a type dispatcher, e.g.
+    for ragged tensors, ran other ops instead). Its frame is then no longer
+    on the stack; every op begun inside it has ended, so the open op is the
+    innermost one."""
+    live = set()
+    f = sys._getframe(2)
+    while f is not None:
+        live.add(id(f))
+        f = f.f_back
+    while pending and id(pending[-1][1]) not in live:
+        pending.pop()
+        _core.end_array_op((), {"fast_path_fallback": "not run by the slow path"})
 
 
 class _Hooks:
@@ -181,9 +213,11 @@ class _Hooks:
 
     def fast_path(self, orig):
         begin, end, recording = _core.begin_array_op, _core.end_array_op, _core.recording_open
-        local, fallback = self.local, self.fallback
+        local, fallback, close_stale = self.local, self.fallback, _close_stale
 
         def TFE_Py_FastPathExecute(*args):
+            if getattr(local, "pending", None):
+                close_stale(local.pending)
             if not recording() or len(args) < 3:
                 return orig(*args)
             ctx, op_type = args[0], args[1]
@@ -203,11 +237,12 @@ class _Hooks:
             except fallback:
                 # Left open: the generated wrapper converts the arguments in
                 # Python and runs the same op through execute.execute, which
-                # ends it (the conversions' own ops nest inside it).
+                # ends it (the conversions' own ops nest inside it). The
+                # wrapper's frame says which call is waiting.
                 pending = getattr(local, "pending", None)
                 if pending is None:
                     local.pending = pending = []
-                pending.append(str(op_type))
+                pending.append((str(op_type), sys._getframe(1)))
                 raise
             except BaseException:
                 end((), params)
@@ -217,17 +252,50 @@ class _Hooks:
 
         return TFE_Py_FastPathExecute
 
+    def host_constant(self, orig):
+        """``tf.constant`` / ``tf.convert_to_tensor`` of host data (NumPy,
+        lists) makes an EagerTensor without running an op. Recorded as
+        ``tf::Const`` producing it, so each new value is a tensor of its own:
+        TF frees and reuses host buffers at once, and a tensor that no op
+        produced is known by its address, so a later constant at the same
+        address would read as the earlier one (a batch per step)."""
+        begin, end, recording = _core.begin_array_op, _core.end_array_op, _core.recording_open
+        eager_tensor = None
+
+        def convert_to_eager_tensor(value, ctx, dtype=None):
+            nonlocal eager_tensor
+            if eager_tensor is None:
+                from tensorflow.python.framework import ops
+
+                eager_tensor = ops.EagerTensor
+            if isinstance(value, eager_tensor) or not recording():
+                return orig(value, ctx, dtype)
+            begin("tf::Const", (), self.scope(ctx))
+            try:
+                t = orig(value, ctx, dtype)
+            except BaseException:
+                end((), None)
+                raise
+            end((t,), None)
+            return t
+
+        return convert_to_eager_tensor
+
     def slow_path(self, orig):
         begin, end, recording = _core.begin_array_op, _core.end_array_op, _core.recording_open
         local = self.local
 
         def quick_execute(op_name, num_outputs, inputs, attrs, ctx, name=None):
             pending = getattr(local, "pending", None)
-            text = op_name.decode() if isinstance(op_name, bytes) else str(op_name)
-            resumed = bool(pending) and pending[-1] == text
-            if resumed:
-                pending.pop()
-            elif not recording():
+            resumed = False
+            if pending:
+                text = op_name.decode() if isinstance(op_name, bytes) else str(op_name)
+                resumed = pending[-1][0] == text and _is_caller(pending[-1][1], sys._getframe(1))
+                if resumed:
+                    pending.pop()
+                else:
+                    _close_stale(pending)
+            if not resumed and not recording():
                 return orig(op_name, num_outputs, inputs, attrs, ctx, name)
             attrs = attrs or ()
             params = {attrs[i]: attrs[i + 1] for i in range(0, len(attrs) - 1, 2) if isinstance(attrs[i], str)}
