@@ -25,7 +25,8 @@ from magneton import _core
 
 # The fallback without the interposer: names that change how ML frameworks execute.
 _ENV_PREFIXES = ("OMP_", "MKL_", "KMP_", "CUDA_", "PYTORCH_", "TORCH_", "CUBLAS_", "NCCL_", "HF_",
-                 "TRANSFORMERS_", "ORT_", "XLA_", "JAX_", "GGML_", "LLAMA_", "OPENBLAS_", "ONEDNN_", "DNNL_")
+                 "TRANSFORMERS_", "ORT_", "XLA_", "JAX_", "GGML_", "LLAMA_", "OPENBLAS_", "ONEDNN_", "DNNL_",
+                 "TF_")
 # Magneton's own control variables and what it sets for the child.
 _OWN = ("MAGNETON_",)
 _OWN_NAMES = {"LD_PRELOAD"}

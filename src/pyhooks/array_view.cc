@@ -1,6 +1,8 @@
 #include "pyhooks/array_view.h"
 
 #include <cstring>
+#include <string_view>
+#include <unordered_map>
 
 namespace magneton {
 namespace {
@@ -27,7 +29,7 @@ bool ReadShape(PyObject* shape, std::vector<int64_t>* sizes) {
   return true;
 }
 
-// dtype.name and dtype.itemsize of an array's dtype.
+// dtype.name and dtype.itemsize of an array's dtype, last read for this dtype object.
 struct DTypeInfo {
   PyObject* dtype = nullptr;  // held: a cached pointer cannot come back as another object
   std::string name;
@@ -40,7 +42,25 @@ struct DTypeInfo {
 DTypeInfo g_dtypes[8];
 size_t g_next_dtype = 0;
 
+// On a miss of the ring above: dtype.name by dtype class and item size. NumPy computes `name` in
+// Python (numpy/_core/_dtype.py, ~15 µs a call: most of a small TF op's
+// recording cost), so names are cached per dtype class and item size, which
+// determine the name (NumPy 2 gives each dtype kind, ml_dtypes' bfloat16
+// included, a class of its own; flexible kinds name their size). The cache is
+// read and written with the GIL held. Dtype classes live as long as their module.
+struct DTypeKey {
+  PyTypeObject* type;
+  int64_t itemsize;
+  bool operator==(const DTypeKey& o) const { return type == o.type && itemsize == o.itemsize; }
+};
+struct DTypeKeyHash {
+  size_t operator()(const DTypeKey& k) const {
+    return std::hash<const void*>()(k.type) ^ (std::hash<int64_t>()(k.itemsize) << 1);
+  }
+};
+
 bool ReadDType(PyObject* obj, std::string* name, int64_t* itemsize) {
+  static auto* names = new std::unordered_map<DTypeKey, std::string, DTypeKeyHash>();
   PyObject* dtype = Attr(obj, "dtype");
   if (!dtype) return false;
   for (const DTypeInfo& c : g_dtypes) {
@@ -51,18 +71,30 @@ bool ReadDType(PyObject* obj, std::string* name, int64_t* itemsize) {
       return true;
     }
   }
-  PyObject* n = Attr(dtype, "name");
   PyObject* size = Attr(dtype, "itemsize");
-  bool ok = n && PyUnicode_Check(n) && size && PyLong_Check(size);
-  if (ok) {
-    const char* text = PyUnicode_AsUTF8(n);
-    ok = text != nullptr;
-    if (ok) *name = text;
-    *itemsize = PyLong_AsLongLong(size);
-  }
-  Py_XDECREF(n);
+  bool ok = size && PyLong_Check(size);
+  if (ok) *itemsize = PyLong_AsLongLong(size);
   Py_XDECREF(size);
-  if (PyErr_Occurred()) PyErr_Clear();
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    ok = false;
+  }
+  const DTypeKey key{Py_TYPE(dtype), ok ? *itemsize : -1};
+  auto it = ok ? names->find(key) : names->end();
+  if (it != names->end()) {
+    *name = it->second;
+  } else if (ok) {
+    PyObject* n = Attr(dtype, "name");
+    const char* text = n && PyUnicode_Check(n) ? PyUnicode_AsUTF8(n) : nullptr;
+    ok = text != nullptr;
+    if (ok) {
+      *name = text;
+      // Not for the generic np.dtype class (a NumPy 1 dtype): its name varies within it.
+      if (std::string_view(Py_TYPE(dtype)->tp_name) != "numpy.dtype") names->emplace(key, *name);
+    }
+    Py_XDECREF(n);
+    if (PyErr_Occurred()) PyErr_Clear();
+  }
   if (ok) {
     DTypeInfo& slot = g_dtypes[g_next_dtype++ % 8];
     Py_XDECREF(slot.dtype);
@@ -197,6 +229,62 @@ bool NumpyToView(PyObject* obj, bool with_host_data, ArrayView* out) {
   return true;
 }
 
+// A TensorFlow EagerTensor: `_numpy()` of a host tensor is a NumPy array over
+// the tensor's own buffer (no copy; TF keeps the buffer alive while the
+// tensor lives), read as any NumPy array. Tensors on another device would be
+// copied to host by `_numpy()`, so only their shape and dtype are read;
+// resource handles and strings (object arrays) are not arrays of values.
+bool TfEagerTensorToView(PyObject* obj, bool with_host_data, ArrayView* out) {
+  PyObject* device = Attr(obj, "device");
+  const char* d = device && PyUnicode_Check(device) ? PyUnicode_AsUTF8(device) : nullptr;
+  const bool host = d != nullptr && std::strstr(d, "device:CPU:") != nullptr;
+  std::string other = d && !host ? std::string(d) : std::string();
+  Py_XDECREF(device);
+  if (PyErr_Occurred()) PyErr_Clear();
+  if (!d) return false;
+  if (host) {
+    PyObject* array = PyObject_CallMethod(obj, "_numpy", nullptr);
+    if (!array) {  // a resource or variant handle
+      PyErr_Clear();
+      return false;
+    }
+    bool ok = NumpyToView(array, with_host_data, out) && out->dtype != "object";
+    Py_DECREF(array);
+    return ok;
+  }
+  PyObject* shape = Attr(obj, "shape");  // a TensorShape: its dims as a tuple
+  PyObject* dims = shape ? PyObject_CallMethod(shape, "as_list", nullptr) : nullptr;
+  PyObject* tuple = dims ? PySequence_Tuple(dims) : nullptr;
+  bool ok = ReadShape(tuple, &out->sizes);
+  Py_XDECREF(tuple);
+  Py_XDECREF(dims);
+  Py_XDECREF(shape);
+  if (PyErr_Occurred()) PyErr_Clear();
+  PyObject* np_dtype = nullptr;
+  PyObject* dtype = ok ? Attr(obj, "dtype") : nullptr;
+  if (dtype) np_dtype = Attr(dtype, "as_numpy_dtype");
+  PyObject* np_dtype_obj = np_dtype ? PyObject_CallNoArgs(np_dtype) : nullptr;  // a NumPy scalar: .dtype
+  int64_t itemsize = 0;
+  ok = ok && np_dtype_obj && ReadDType(np_dtype_obj, &out->dtype, &itemsize);
+  Py_XDECREF(np_dtype_obj);
+  Py_XDECREF(np_dtype);
+  Py_XDECREF(dtype);
+  if (PyErr_Occurred()) PyErr_Clear();
+  if (!ok) return false;
+  ContiguousStrides(out->sizes, &out->strides);
+  out->device = other;
+  out->view.storage_addr = 0;
+  out->view.host_data = nullptr;
+  out->view.version_tracked = false;
+  return true;
+}
+
+// TF makes its EagerTensor type at run time, named by its module path.
+bool IsTfEagerTensor(PyObject* obj) {
+  std::string_view name = Py_TYPE(obj)->tp_name;
+  return name == "EagerTensor" || name == "tensorflow.python.framework.ops.EagerTensor";
+}
+
 // numpy.ndarray or a subclass (JAX wraps literals in one), found by name so
 // that magneton needs no NumPy headers.
 bool IsNumpyArray(PyObject* obj) {
@@ -227,7 +315,9 @@ bool ArrayToView(PyObject* obj, bool with_host_data, bool block, ArrayView* out)
     Py_DECREF(base);
     return ok;
   }
-  if (PyObject_HasAttrString(obj, "unsafe_buffer_pointer")) {
+  if (IsTfEagerTensor(obj)) {
+    ok = TfEagerTensorToView(obj, with_host_data, out);
+  } else if (PyObject_HasAttrString(obj, "unsafe_buffer_pointer")) {
     ok = JaxArrayToView(obj, with_host_data, block, out);
   } else if (IsNumpyArray(obj)) {
     // Not NumPy scalars: their __array_interface__ points into a temporary.

@@ -52,6 +52,7 @@ class JitRecording:
         self._orig_impl = None
         self._trace_dir = None
         self._hlo_texts: list[str] = []
+        self.call_names: dict[str, str] = {}
 
     def install(self, jax) -> None:
         from jax._src import pjit
@@ -117,7 +118,7 @@ class JitRecording:
         begin, end, recording = _core.begin_array_op, _core.end_array_op, _core.recording_open
         busy, stamp_state = self._busy, self._stamp_state
         seen: dict = {}  # (jaxpr, argument types) -> the op's args (hlo_module)
-        names: dict[str, str] = {}
+        names = self.call_names = {}  # function name -> op name; non-empty once a call was recorded
         convert = pjit.convert_to_metaty
         hlo_texts = self._hlo_texts
 

@@ -73,10 +73,13 @@ class JaxRecorder(Recorder):
         self._orig_update = None
         self._orig_context = None  # StateContextManager's (__enter__, __exit__)
         self._jit = None  # jit mode's hooks (jax_jit_recorder.JitRecording)
+        self._primitive_names: dict[str, str] = {}  # the eager primitives recorded
         self.hooked = False
 
     def engines(self) -> list[str]:
-        return ["jax"] if self.hooked else []
+        # Hooked is not enough: Keras and others import jax without running it.
+        ran = self._primitive_names or (self._jit is not None and self._jit.call_names)
+        return ["jax"] if self.hooked and ran else []
 
     def install(self) -> None:
         if "jax" in sys.modules:
@@ -140,7 +143,7 @@ class JaxRecorder(Recorder):
         self._trace_cls = core.EvalTrace
         self._orig_process = core.EvalTrace.process_primitive
         self._trace_cls.process_primitive = _make_process_primitive(self._orig_process, core, source_info_util,
-                                                                     jax_config, jit_mode)
+                                                                     jax_config, jit_mode, self._primitive_names)
         if jit_mode:
             self._jit = jax_jit_recorder.JitRecording(_busy, _make_state_stamper(jax_config))
             self._jit.install(jax)
@@ -272,9 +275,9 @@ def _make_state_stamper(jax_config):
     return stamp
 
 
-def _make_process_primitive(orig, core, source_info_util, jax_config, jit_mode=False):
+def _make_process_primitive(orig, core, source_info_util, jax_config, jit_mode=False, names=None):
     local = _busy
-    names: dict[str, str] = {}
+    names = {} if names is None else names  # primitive -> op name: non-empty once one was recorded
     # recording_open: a recording is active and its window (magneton.window) open.
     begin, end, recording = _core.begin_array_op, _core.end_array_op, _core.recording_open
     current_name_stack = source_info_util.current_name_stack

@@ -44,10 +44,10 @@ def unregister(name: str) -> None:
 
 
 def _register_builtin() -> None:
-    from magneton.recorders import jax_recorder, llama_recorder, ort_recorder, torch_recorder
+    from magneton.recorders import jax_recorder, llama_recorder, ort_recorder, tf_recorder, torch_recorder
 
     for cls in (torch_recorder.TorchRecorder, ort_recorder.OrtRecorder, jax_recorder.JaxRecorder,
-                llama_recorder.LlamaRecorder):
+                llama_recorder.LlamaRecorder, tf_recorder.TfRecorder):
         register(cls, replace=True)
 
 
