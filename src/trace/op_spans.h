@@ -21,6 +21,10 @@ struct OpSpan {
   int64_t end_ns = 0;
   int64_t parent_id = kNoId;
   uint64_t correlation_id = 0;
+  // The op's args (ops.args), kept for the recorder's own ops only
+  // (IsRecorderOp: "magneton::cuda_graph_capture" names its graph there);
+  // "" for every other op, whose arguments linking never reads.
+  std::string recorder_args;
 };
 
 // Every op of the trace file at `path`, by id.
