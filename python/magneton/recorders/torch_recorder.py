@@ -12,7 +12,7 @@ from magneton import config_snapshot
 from magneton import env_snapshot
 from magneton import overrides
 from magneton import window
-from magneton.recorders import gpu_activity
+from magneton.recorders import gpu_activity, torch_cuda_graphs
 from magneton.recorders import torch_module_origins
 
 
@@ -110,6 +110,7 @@ class TorchRecorder:
             torch_dist_groups.uninstall()
             torch_module_origins.uninstall(torch)
             self._hook.set_enabled(True)
+            torch_cuda_graphs.uninstall()
             torch_values.uninstall_graph_capture_bracket()
             self._hook.uninstall()
             self._hook = None
@@ -157,6 +158,8 @@ class TorchRecorder:
         if register_optimizer_step_post_hook is not None:
             self._optimizer_hook = register_optimizer_step_post_hook(lambda _opt, _a, _kw: window.auto_step())
         self._gpu.start(torch)
+        if self._gpu.active:  # CUDA graph captures and replays as ops, for the device activity's link
+            torch_cuda_graphs.install(torch)
 
     # -- module scopes ---------------------------------------------------------
     # The C++ frame walk finds module calls (frames of Module._wrapped_call_impl)
