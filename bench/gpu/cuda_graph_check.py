@@ -61,7 +61,7 @@ def main():
         def count(name):
             return q("SELECT count(*) FROM ops o JOIN strings s ON s.id = o.name_id WHERE s.value = ?", name)[0][0]
 
-        captures, replays = count("magneton::cuda_graph_capture"), count("magneton::cuda_graph_replay")
+        captures, replays = count("magneton::cuda_graph_capture"), count("cuda_graph::replay")
         captured_ops = q("""WITH RECURSIVE under(id) AS (
                               SELECT o.id FROM ops o JOIN strings s ON s.id = o.name_id
                               WHERE s.value = 'magneton::cuda_graph_capture'
@@ -69,7 +69,7 @@ def main():
                             SELECT count(*) - (SELECT count(*) FROM ops o JOIN strings s ON s.id = o.name_id
                                                WHERE s.value = 'magneton::cuda_graph_capture') FROM under""")[0][0]
         on_replay = q("""SELECT count(*) FROM device_activities d JOIN ops o ON o.id = d.op_id
-                         JOIN strings s ON s.id = o.name_id WHERE s.value = 'magneton::cuda_graph_replay'""")[0][0]
+                         JOIN strings s ON s.id = o.name_id WHERE s.value = 'cuda_graph::replay'""")[0][0]
         with_graph = q("SELECT count(*) FROM device_activities WHERE graph_id IS NOT NULL")[0][0]
         with_node = q("SELECT count(*) FROM device_activities WHERE graph_node_id IS NOT NULL")[0][0]
         linked = q("""SELECT s.value, count(*) FROM device_activities d JOIN ops o ON o.id = d.captured_op_id

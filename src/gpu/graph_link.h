@@ -33,7 +33,7 @@
 namespace magneton::gpu {
 
 inline constexpr char kGraphCaptureOp[] = "magneton::cuda_graph_capture";
-inline constexpr char kGraphReplayOp[] = "magneton::cuda_graph_replay";
+inline constexpr char kGraphReplayOp[] = "cuda_graph::replay";
 
 struct GraphLinkStats {
   size_t graph_launches = 0;     // launches whose device work carries a graph id

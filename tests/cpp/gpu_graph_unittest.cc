@@ -59,10 +59,10 @@ const Op kOps[] = {
     {"aten::addmm", 1015, 1038, 1, "", -400},                                    // 2
     {"aten::relu", 1050, 1080, 0, "", 900},                                      // 3
     {"aten::clamp_min", 1052, 1078, 3, "", -300},                                // 4
-    {"magneton::cuda_graph_replay", 2000, 2020, kNoId, R"({"graph":1})", 0},     // 5
+    {"cuda_graph::replay", 2000, 2020, kNoId, R"({"graph":1})", 0},     // 5
     {"CompiledFunction", 2990, 3100, kNoId, "", 500},                            // 6
-    {"magneton::cuda_graph_replay", 3000, 3020, 6, R"({"graph":1})", 0},         // 7
-    {"magneton::cuda_graph_replay", 4000, 4020, kNoId, R"({"graph":1})", 0},     // 8
+    {"cuda_graph::replay", 3000, 3020, 6, R"({"graph":1})", 0},         // 7
+    {"cuda_graph::replay", 4000, 4020, kNoId, R"({"graph":1})", 0},     // 8
     {"aten::mul", 7000, 7020, kNoId, "", -600},                                  // 9
 };
 
@@ -274,7 +274,7 @@ TEST(GraphIngest, WritesGraphColumnsAndMeta) {
       EXPECT_EQ(a.graph_node_id, kGemmNode);
       ASSERT_NE(a.captured_op_id, kNoId);
       EXPECT_EQ(trace->str(trace->ops[static_cast<size_t>(a.captured_op_id)].name_id), "aten::addmm");
-      EXPECT_EQ(trace->str(trace->ops[static_cast<size_t>(a.op_id)].name_id), "magneton::cuda_graph_replay");
+      EXPECT_EQ(trace->str(trace->ops[static_cast<size_t>(a.op_id)].name_id), "cuda_graph::replay");
     }
     if (a.captured_op_id != kNoId) ++captured;
     if (name.find("mul_kernel") != std::string::npos) {

@@ -85,9 +85,9 @@ def test_captured_graph_replays_are_linked(tmp_path):
     assert r.returncode == 0, r.stderr
     db = TraceDB(out)
     assert db.count("magneton::cuda_graph_capture") == 1
-    assert db.count("magneton::cuda_graph_replay") == 3
+    assert db.count("cuda_graph::replay") == 3
     on_replay = db.query("""SELECT count(*) FROM device_activities d JOIN ops o ON o.id = d.op_id
-                            JOIN strings s ON s.id = o.name_id WHERE s.value = 'magneton::cuda_graph_replay'""")[0][0]
+                            JOIN strings s ON s.id = o.name_id WHERE s.value = 'cuda_graph::replay'""")[0][0]
     assert on_replay > 0, "the replays' kernels are charged to the replay ops"
     graph_kernels = db.query("SELECT count(*) FROM device_activities WHERE graph_node_id IS NOT NULL")[0][0]
     if graph_kernels:  # Kineto writes graph node ids only with CUPTI kernel records of version 5+

@@ -11,9 +11,10 @@ So, in a CUDA build of torch with a GPU (where torch.profiler collects device ac
 ``capture_end`` / ``replay`` calls (vLLM, SGLang) are all seen:
 
 * ``capture_begin`` .. ``capture_end`` becomes the recorder op ``magneton::cuda_graph_capture``;
-  the ops captured are recorded inside it, so they are not top-level work;
-* each ``replay()`` becomes the recorder op ``magneton::cuda_graph_replay``, which holds the
-  ``cudaGraphLaunch`` and so is charged the kernels it ran.
+  the ops captured are recorded inside it, so their time and energy are the recorder's, not the
+  job's (they queued nothing), and they are not top-level work;
+* each ``replay()`` becomes the op ``cuda_graph::replay`` — the program's work, not the
+  recorder's — which holds the ``cudaGraphLaunch`` and so is charged the kernels it ran.
 
 Both name their graph in their args (``{"graph": N}``, N numbered per process as graphs are
 first captured). The C++ ingest (``src/gpu/graph_link.cc``) links each replayed kernel to the
@@ -29,7 +30,7 @@ import weakref
 from magneton import _core
 
 CAPTURE_OP = "magneton::cuda_graph_capture"
-REPLAY_OP = "magneton::cuda_graph_replay"
+REPLAY_OP = "cuda_graph::replay"
 
 _patches: list[tuple[object, str, object]] = []
 _keys: "weakref.WeakKeyDictionary[object, int]" = weakref.WeakKeyDictionary()
