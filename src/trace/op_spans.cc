@@ -48,7 +48,7 @@ StatusOr<std::vector<OpSpan>> ReadOpSpans(const std::string& path) {
         op.end_ns = s.ColumnInt(4);
         op.parent_id = s.ColumnNullableId(5);
         op.correlation_id = static_cast<uint64_t>(s.ColumnInt(8));
-        if (IsRecorderOp(op.name)) op.recorder_args = s.ColumnText(9);
+        if (KeepsLinkArgs(op.name)) op.recorder_args = s.ColumnText(9);
         out.push_back(std::move(op));
       }));
   return out;
