@@ -51,11 +51,18 @@ std::vector<int64_t> LinkGraphCaptures(const ActivityBatch& batch, const std::ve
     if (ops[i].name == kGraphCaptureOp) captures.push_back({i, GraphKey(ops[i]), {}, 0});
   }
   st->captures = captures.size();
-  for (size_t i = 0; i < ops.size(); ++i) {
-    for (const Capture& c : captures) {
-      if (open.Descends(i, c.op)) {
-        ++st->captured_ops;
-        break;
+  if (!captures.empty()) {
+    // One walk up from each op (cudagraph trees capture hundreds of graphs).
+    std::vector<bool> is_capture(ops.size(), false);
+    for (const Capture& c : captures) is_capture[c.op] = true;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      int64_t p = open.ParentIndex(i);
+      for (int depth = 0; depth < 1024 && p >= 0; ++depth) {
+        if (is_capture[static_cast<size_t>(p)]) {
+          ++st->captured_ops;
+          break;
+        }
+        p = open.ParentIndex(static_cast<size_t>(p));
       }
     }
   }
@@ -64,9 +71,12 @@ std::vector<int64_t> LinkGraphCaptures(const ActivityBatch& batch, const std::ve
   std::stable_sort(by_time.begin(), by_time.end(), [](const Launch* x, const Launch* y) { return x->start_ns < y->start_ns; });
   for (Capture& c : captures) {
     const OpSpan& cap = ops[c.op];
-    for (const Launch* l : by_time) {
-      if (l->thread_id != cap.thread_id || l->start_ns - offset_ns < cap.start_ns || l->end_ns - offset_ns > cap.end_ns)
-        continue;
+    // The launches from the capture's start on, by time.
+    auto first = std::lower_bound(by_time.begin(), by_time.end(), cap.start_ns + offset_ns,
+                                  [](const Launch* l, int64_t t) { return l->start_ns < t; });
+    for (auto it = first; it != by_time.end() && (*it)->start_ns - offset_ns <= cap.end_ns; ++it) {
+      const Launch* l = *it;
+      if (l->thread_id != cap.thread_id || l->end_ns - offset_ns > cap.end_ns) continue;
       if (work_of.count(l->correlation)) continue;  // it ran: not captured
       if (!batch.flow_starts.empty() && !batch.flow_starts.count(l->correlation)) continue;  // queues no work
       const int64_t by = OpOf(op_of_launch, l->correlation);
