@@ -66,21 +66,34 @@ def install(torch) -> bool:
     graph_cls = torch.cuda.CUDAGraph
     begin, end, replay = graph_cls.capture_begin, graph_cls.capture_end, graph_cls.replay
 
+    # Only while the window is open (docs/ARCHITECTURE.md "Windowed recording"): like every hook, an op is
+    # begun only then, and ended only if it was begun (a capture may straddle the window's edge).
+    open_captures: set[int] = set()
+
     def capture_begin(self, *args, **kwargs):
-        _core.begin_array_op(CAPTURE_OP, ())
+        recording = _core.recording_open()
+        if recording:
+            _core.begin_array_op(CAPTURE_OP, ())
+            open_captures.add(id(self))
         try:
             return begin(self, *args, **kwargs)
         except BaseException:
-            _core.end_array_op((), {"graph": _key(self), "failed": True})
+            if recording:
+                open_captures.discard(id(self))
+                _core.end_array_op((), {"graph": _key(self), "failed": True})
             raise
 
     def capture_end(self, *args, **kwargs):
         try:
             return end(self, *args, **kwargs)
         finally:
-            _core.end_array_op((), {"graph": _key(self)})
+            if id(self) in open_captures:
+                open_captures.discard(id(self))
+                _core.end_array_op((), {"graph": _key(self)})
 
     def graph_replay(self, *args, **kwargs):
+        if not _core.recording_open():
+            return replay(self, *args, **kwargs)
         _core.begin_array_op(REPLAY_OP, ())
         try:
             return replay(self, *args, **kwargs)
