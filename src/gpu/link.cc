@@ -28,7 +28,9 @@ StatusOr<LinkResult> LinkActivities(const ActivityBatch& batch, const std::vecto
   // External id -> the recorded op its host op pairs with.
   const std::vector<int64_t> paired = PairHostOps(batch, ops, offset, options.pair_tolerance_ns);
   std::unordered_map<uint64_t, int64_t> op_of_external;
+  std::vector<bool> source_saw(ops.size(), false);  // recorded ops the source has a host op of
   for (size_t i = 0; i < batch.host_ops.size(); ++i) {
+    if (paired[i] >= 0) source_saw[static_cast<size_t>(paired[i])] = true;
     if (batch.host_ops[i].external_id != 0 && paired[i] >= 0) op_of_external[batch.host_ops[i].external_id] = paired[i];
   }
   std::unordered_map<uint64_t, const Launch*> launch_of;
@@ -36,10 +38,10 @@ StatusOr<LinkResult> LinkActivities(const ActivityBatch& batch, const std::vecto
   const OpenOps open(ops);
 
   // Each launch's recorded op: through its external id's host op, made more
-  // precise by a recorded op inside that one which holds the whole call (the
-  // source's innermost op can enclose ops only the recorder saw: the
-  // recorder's own graph replay op around a cudaGraphLaunch); else by the
-  // launch's time on its thread.
+  // precise by a recorded op inside that one which holds the whole call and
+  // which the source never saw (the recorder's own ops, not RecordFunctions:
+  // the CUDA graph replay op around a cudaGraphLaunch); else by the launch's
+  // time on its thread.
   enum class How { kNone, kHostOp, kTime };
   struct Resolved {
     int64_t op = -1;
@@ -50,7 +52,8 @@ StatusOr<LinkResult> LinkActivities(const ActivityBatch& batch, const std::vecto
     if (auto e = op_of_external.find(external); external != 0 && e != op_of_external.end()) {
       r = {e->second, How::kHostOp};
       const int64_t inner = open.At(l.thread_id, l.start_ns - offset);
-      if (inner >= 0 && inner != r.op && ops[static_cast<size_t>(inner)].end_ns >= l.end_ns - offset &&
+      if (inner >= 0 && inner != r.op && !source_saw[static_cast<size_t>(inner)] &&
+          ops[static_cast<size_t>(inner)].end_ns >= l.end_ns - offset &&
           open.Descends(static_cast<size_t>(inner), static_cast<size_t>(r.op)))
         r.op = inner;
       return r;

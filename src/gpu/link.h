@@ -9,8 +9,8 @@
 // op open at the launch. When the source's innermost op is not one the
 // recorder kept, or the launch has no external id, the launch's own time on
 // its thread decides: the innermost recorded op open then. A recorded op
-// nested in the source's innermost one that holds the whole launch call is
-// charged instead (the recorder's CUDA graph replay op around a
+// the source never saw, nested in the source's innermost one and holding the
+// whole launch call, is charged instead (the recorder's CUDA graph replay op around a
 // cudaGraphLaunch: Kineto does not see it). Device work a CUDA graph ran
 // also gets the captured op that created its node (gpu/graph_link.h).
 #pragma once
