@@ -154,6 +154,14 @@ struct DeviceActivity {
   // meta gpu.unlinked).
   int64_t op_id = kNoId;
   std::string kind = "kernel";  // "kernel", "memcpy" or "memset"
+  // Run by a CUDA graph launch: the graph and its node that ran it (kNoId:
+  // not a graph's, or the source did not say).
+  int64_t graph_id = kNoId;
+  int64_t graph_node_id = kNoId;
+  // The recorded op whose launch, while the graph was being captured,
+  // created the node that ran this (docs/TRACE_FORMAT.md "CUDA graphs").
+  // kNoId: not a graph's, or its capture was not recorded or not matched.
+  int64_t captured_op_id = kNoId;
 };
 
 struct EnergySample {

@@ -49,7 +49,10 @@ class Trace:
     ``"estimated"`` -- an estimate is never a measurement. ``device_activities``
     holds one row per GPU kernel, copy or fill with the op that launched it and
     its energy in its GPU's domain (NaN without samples of that GPU;
-    docs/ENERGY.md, "GPU attribution").
+    docs/ENERGY.md, "GPU attribution"); a kernel a CUDA graph ran also has its
+    ``graph_id`` and ``graph_node_id`` and the captured op that created its node
+    (``captured_op_id``, ``captured_op_name``; -1 and "" otherwise;
+    docs/TRACE_FORMAT.md, "CUDA graphs").
     """
 
     def __init__(self, tables: dict, pandas):

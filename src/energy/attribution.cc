@@ -10,9 +10,38 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <unordered_map>
 
 namespace magneton::energy {
 namespace {
+
+// The recorder's work: its own ops (IsRecorderOp) and every op nested in one.
+// An op run inside a recorder op is not the job's either: the ops run while a
+// CUDA graph is captured (inside magneton::cuda_graph_capture) queued no
+// work, they only added nodes to the graph its replays run
+// (docs/TRACE_FORMAT.md "CUDA graphs").
+std::vector<bool> RecorderWork(const Trace& trace) {
+  std::vector<bool> out(trace.ops.size(), false);
+  std::unordered_map<int64_t, size_t> index_of;
+  bool any = false;
+  for (size_t i = 0; i < trace.ops.size(); ++i) {
+    index_of[trace.ops[i].id] = i;
+    out[i] = IsRecorderOp(trace, trace.ops[i]);
+    any = any || out[i];
+  }
+  if (!any) return out;
+  for (size_t i = 0; i < trace.ops.size(); ++i) {
+    // Bounded walk: a parent loop in a file from someone else must end.
+    int64_t p = trace.ops[i].parent_id;
+    for (int depth = 0; depth < 256 && !out[i] && p != kNoId; ++depth) {
+      auto it = index_of.find(p);
+      if (it == index_of.end() || it->second == i) break;
+      out[i] = IsRecorderOp(trace, trace.ops[it->second]);
+      p = trace.ops[it->second].parent_id;
+    }
+  }
+  return out;
+}
 
 // Op indices with every op before the op that encloses it: by descending start,
 // then ascending end (a child starts no earlier than its parent and ends no
@@ -101,8 +130,7 @@ StatusOr<Attribution> AttributeHostWork(const Trace& trace, const std::vector<En
   out.total_uj = curve.total();
 
   // The recorder's own ops (IsRecorderOp): their energy is not the job's.
-  std::vector<bool> recorder_op(trace.ops.size(), false);
-  for (size_t i = 0; i < trace.ops.size(); ++i) recorder_op[i] = IsRecorderOp(trace, trace.ops[i]);
+  const std::vector<bool> recorder_op = RecorderWork(trace);
   std::vector<Piece> pieces, issue_pieces;
   std::vector<int64_t> parent(trace.ops.size(), -1);
   ExclusivePieces(trace, recorder_op, &pieces, &issue_pieces, &parent);
@@ -267,8 +295,9 @@ StatusOr<Attribution> AttributeDeviceWork(const Trace& trace, const std::vector<
     op.inclusive_device_ns = op.device_ns;
   }
   const std::vector<size_t> order = ChildrenFirst(trace);
+  const std::vector<bool> recorder_work = RecorderWork(trace);
   for (size_t i : order) {
-    const bool recorder = IsRecorderOp(trace, trace.ops[i]);
+    const bool recorder = recorder_work[i];
     if (recorder) out.recorder_uj += out.ops[i].exclusive_uj;
     auto p = trace.ops[i].parent_id == kNoId ? index_of.end() : index_of.find(trace.ops[i].parent_id);
     if (p == index_of.end()) continue;

@@ -50,8 +50,9 @@ struct Attribution {
   int64_t ops_start_ns = 0;
   int64_t ops_end_ns = 0;
   double job_uj = 0;               // energy over [ops_start_ns, ops_end_ns], less recorder_uj
-  // The recorder's own ops (IsRecorderOp, e.g. JAX warm-up runs): their
-  // exclusive energy and time, inside the job but not part of it.
+  // The recorder's own ops (IsRecorderOp, e.g. JAX warm-up runs) and the
+  // ops nested in them (those captured into a CUDA graph): their exclusive
+  // energy and time, inside the job but not part of it.
   double recorder_uj = 0;
   int64_t recorder_ns = 0;
   double idle_in_job_uj = 0;       // unattributed energy inside the job (issue time included)

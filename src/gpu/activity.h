@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,11 @@ struct RawActivity {
   int64_t end_ns = 0;
   uint64_t correlation = 0;  // of the runtime/driver call that launched it
   uint64_t external_id = 0;  // the host op open at the launch, as the source numbers it (0: unknown)
+  // Work a CUDA graph launch ran (CUPTI's graphId / graphNodeId, Kineto's
+  // args "graph id" / "graph node id"): the graph and the node of it that
+  // ran. 0: not run by a graph, or a source that does not say.
+  int64_t graph_id = 0;
+  int64_t graph_node_id = 0;
 };
 
 // A runtime or driver API call that launched device work (cudaLaunchKernel,
@@ -65,6 +71,10 @@ struct ActivityBatch {
   // with three decimals, read through a double.
   int64_t timestamp_resolution_ns = 1;
   std::map<std::string, std::string> device_names;  // "cuda:0" -> "NVIDIA H200", where the source says
+  // Correlation ids of the launches the source drew a launch-to-device flow
+  // from (Kineto's "ac2g" flow starts): the calls it classes as queueing
+  // device work. Empty when the source writes no flows.
+  std::set<uint64_t> flow_starts;
 };
 
 // Where device activity comes from. Collect() returns everything gathered

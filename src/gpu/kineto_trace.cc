@@ -3,7 +3,9 @@
 // args.device, args.stream and args.correlation (the launching API call's
 // CUPTI correlation id), launches carry args.correlation and, when the
 // profiler had a host op open, args["External id"], which is also the host
-// op's own "External id".
+// op's own "External id". Kernels a CUDA graph ran carry the correlation
+// id of the cudaGraphLaunch that ran them, and (Kineto since its kernel
+// records became CUpti_ActivityKernel5+) args "graph id" / "graph node id".
 #include "gpu/kineto_trace.h"
 
 #include <cmath>
@@ -115,10 +117,23 @@ class Parser {
     return true;
   }
 
+  // A flow start ("ph": "s", "cat": "ac2g"): Kineto draws one from each
+  // launch call whose callback id it classes as queueing device work, its
+  // "id" the launch's correlation id.
+  void FlowStart(const json& e) {
+    int64_t id = 0;
+    if (IntOf(e.value("id", json()), &id) && id > 0) out_->flow_starts.insert(static_cast<uint64_t>(id));
+  }
+
   void Event(const json& e) {
     if (!e.is_object()) return;
     auto cat_it = e.find("cat");
     if (cat_it == e.end() || !cat_it->is_string()) return;
+    if (cat_it->get<std::string>() == "ac2g") {
+      auto ph = e.find("ph");
+      if (ph != e.end() && ph->is_string() && ph->get<std::string>() == "s") FlowStart(e);
+      return;
+    }
     ActivityKind kind = ActivityKind::kKernel;
     const std::string cat = cat_it->get<std::string>();
     const Category c = CategoryOf(cat, &kind);
@@ -156,6 +171,10 @@ class Parser {
       // on the device: kept, and counted as unlinked later.
       if (IntArg(args, "correlation", &correlation) && correlation > 0) a.correlation = static_cast<uint64_t>(correlation);
       a.external_id = static_cast<uint64_t>(external);
+      // Kineto writes these for kernels where CUPTI's record has them
+      // (CUpti_ActivityKernel5 and later); 0 or absent: not a graph's.
+      if (!IntArg(args, "graph id", &a.graph_id) || a.graph_id < 0) a.graph_id = 0;
+      if (!IntArg(args, "graph node id", &a.graph_node_id) || a.graph_node_id < 0) a.graph_node_id = 0;
       out_->activities.push_back(std::move(a));
       return;
     }

@@ -3,44 +3,10 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "gpu/graph_link.h"
+#include "gpu/open_ops.h"
+
 namespace magneton::gpu {
-namespace {
-
-// The innermost recorded op open at time t on a thread. The latest op to
-// start at or before t is nested in every op open then (ops nest on a
-// thread), so the answer is it or one of its ancestors.
-class OpenOps {
- public:
-  explicit OpenOps(const std::vector<OpSpan>& ops) : ops_(ops) {
-    for (size_t i = 0; i < ops.size(); ++i) {
-      by_thread_[ops[i].thread_id].emplace_back(ops[i].start_ns, i);
-      index_of_[ops[i].op_id] = i;
-    }
-    for (auto& [_, v] : by_thread_) std::sort(v.begin(), v.end());
-  }
-  int64_t At(int64_t thread, int64_t t) const {
-    auto it = by_thread_.find(thread);
-    if (it == by_thread_.end()) return -1;
-    const auto& v = it->second;
-    auto after = std::upper_bound(v.begin(), v.end(), std::make_pair(t, SIZE_MAX));
-    if (after == v.begin()) return -1;
-    size_t i = std::prev(after)->second;
-    for (int depth = 0; depth < 1024; ++depth) {
-      if (ops_[i].end_ns >= t) return static_cast<int64_t>(i);
-      auto p = index_of_.find(ops_[i].parent_id);
-      if (ops_[i].parent_id == kNoId || p == index_of_.end()) return -1;
-      i = p->second;
-    }
-    return -1;
-  }
-
- private:
-  const std::vector<OpSpan>& ops_;
-  std::unordered_map<int64_t, std::vector<std::pair<int64_t, size_t>>> by_thread_;
-  std::unordered_map<int64_t, size_t> index_of_;
-};
-
-}  // namespace
 
 StatusOr<LinkResult> LinkActivities(const ActivityBatch& batch, const std::vector<OpSpan>& ops,
                                     const AlignOptions& options) {
@@ -62,14 +28,47 @@ StatusOr<LinkResult> LinkActivities(const ActivityBatch& batch, const std::vecto
   // External id -> the recorded op its host op pairs with.
   const std::vector<int64_t> paired = PairHostOps(batch, ops, offset, options.pair_tolerance_ns);
   std::unordered_map<uint64_t, int64_t> op_of_external;
+  std::vector<bool> source_saw(ops.size(), false);  // recorded ops the source has a host op of
   for (size_t i = 0; i < batch.host_ops.size(); ++i) {
+    if (paired[i] >= 0) source_saw[static_cast<size_t>(paired[i])] = true;
     if (batch.host_ops[i].external_id != 0 && paired[i] >= 0) op_of_external[batch.host_ops[i].external_id] = paired[i];
   }
   std::unordered_map<uint64_t, const Launch*> launch_of;
   for (const Launch& l : batch.launches) launch_of.emplace(l.correlation, &l);
   const OpenOps open(ops);
 
-  for (const RawActivity& a : batch.activities) {
+  // Each launch's recorded op: through its external id's host op, made more
+  // precise by a recorded op inside that one which holds the whole call and
+  // which the source never saw (the recorder's own ops, not RecordFunctions:
+  // the CUDA graph replay op around a cudaGraphLaunch); else by the launch's
+  // time on its thread.
+  enum class How { kNone, kHostOp, kTime };
+  struct Resolved {
+    int64_t op = -1;
+    How how = How::kNone;
+  };
+  auto resolve = [&](const Launch& l, uint64_t external) {
+    Resolved r;
+    if (auto e = op_of_external.find(external); external != 0 && e != op_of_external.end()) {
+      r = {e->second, How::kHostOp};
+      const int64_t inner = open.At(l.thread_id, l.start_ns - offset);
+      if (inner >= 0 && inner != r.op && !source_saw[static_cast<size_t>(inner)] &&
+          ops[static_cast<size_t>(inner)].end_ns >= l.end_ns - offset &&
+          open.Descends(static_cast<size_t>(inner), static_cast<size_t>(r.op)))
+        r.op = inner;
+      return r;
+    }
+    const int64_t at = open.At(l.thread_id, l.start_ns - offset);
+    if (at >= 0) r = {at, How::kTime};
+    return r;
+  };
+  std::unordered_map<uint64_t, int64_t> op_of_launch;
+  for (const Launch& l : batch.launches) op_of_launch.emplace(l.correlation, resolve(l, l.external_id).op);
+  const std::vector<int64_t> captured_by =
+      LinkGraphCaptures(batch, ops, open, offset, op_of_launch, &st.graphs);
+
+  for (size_t i = 0; i < batch.activities.size(); ++i) {
+    const RawActivity& a = batch.activities[i];
     LinkedActivity la;
     la.name = a.name;
     la.row.device = "cuda:" + std::to_string(a.device);
@@ -77,20 +76,26 @@ StatusOr<LinkResult> LinkActivities(const ActivityBatch& batch, const std::vecto
     la.row.start_ns = a.start_ns - offset;
     la.row.end_ns = a.end_ns - offset;
     la.row.kind = ActivityKindName(a.kind);
+    if (a.graph_id != 0) la.row.graph_id = a.graph_id;
+    if (a.graph_node_id != 0) la.row.graph_node_id = a.graph_node_id;
+    if (captured_by[i] >= 0) la.row.captured_op_id = ops[static_cast<size_t>(captured_by[i])].op_id;
     auto lit = a.correlation ? launch_of.find(a.correlation) : launch_of.end();
     const Launch* launch = lit == launch_of.end() ? nullptr : lit->second;
     const uint64_t external = a.external_id ? a.external_id : (launch ? launch->external_id : 0);
     int64_t op = -1;
-    if (auto e = op_of_external.find(external); external != 0 && e != op_of_external.end()) {
-      op = e->second;
-      ++st.by_host_op;
-    } else if (launch) {
-      op = open.At(launch->thread_id, launch->start_ns - offset);
-      if (op >= 0) {
+    if (launch) {
+      const Resolved r = resolve(*launch, external);
+      op = r.op;
+      if (r.how == How::kHostOp) {
+        ++st.by_host_op;
+      } else if (r.how == How::kTime) {
         ++st.by_launch_time;
       } else {
         ++st.launch_outside_ops;
       }
+    } else if (auto e = op_of_external.find(external); external != 0 && e != op_of_external.end()) {
+      op = e->second;
+      ++st.by_host_op;
     } else {
       ++st.no_launch;
     }

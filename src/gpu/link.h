@@ -8,7 +8,11 @@
 // (gpu/clock_align.h), so the activity is charged to the innermost recorded
 // op open at the launch. When the source's innermost op is not one the
 // recorder kept, or the launch has no external id, the launch's own time on
-// its thread decides: the innermost recorded op open then.
+// its thread decides: the innermost recorded op open then. A recorded op
+// the source never saw, nested in the source's innermost one and holding the
+// whole launch call, is charged instead (the recorder's CUDA graph replay op around a
+// cudaGraphLaunch: Kineto does not see it). Device work a CUDA graph ran
+// also gets the captured op that created its node (gpu/graph_link.h).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +22,7 @@
 
 #include "gpu/activity.h"
 #include "gpu/clock_align.h"
+#include "gpu/graph_link.h"
 #include "magneton/status.h"
 #include "magneton/trace.h"
 #include "trace/op_spans.h"
@@ -39,6 +44,7 @@ struct LinkStats {
   size_t launch_outside_ops = 0;  // the launch ran while no recorded op was open on its thread
   std::map<std::string, int64_t> dropped;  // the batch's malformed events
   ClockMapping clock;
+  GraphLinkStats graphs;  // CUDA graphs (gpu/graph_link.h)
 };
 
 struct LinkResult {

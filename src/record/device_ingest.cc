@@ -22,6 +22,19 @@ void WriteStats(Recorder& rec, const gpu::LinkStats& st) {
     dropped += n;
   }
   set("dropped", dropped);
+  // CUDA graphs (docs/TRACE_FORMAT.md "CUDA graphs"): written only where a
+  // graph ran or a capture was recorded, so a trace without any says nothing.
+  const gpu::GraphLinkStats& g = st.graphs;
+  if (g.graph_activities != 0 || g.captures != 0) {
+    set("graph.launches", static_cast<int64_t>(g.graph_launches));
+    set("graph.activities", static_cast<int64_t>(g.graph_activities));
+    set("graph.captures", static_cast<int64_t>(g.captures));
+    set("graph.captured_ops", static_cast<int64_t>(g.captured_ops));
+    set("graph.captured_launches", static_cast<int64_t>(g.captured_launches));
+    set("graph.replays_matched", static_cast<int64_t>(g.replays_matched));
+    set("graph.replays_unmatched", static_cast<int64_t>(g.replays_unmatched));
+    set("graph.linked_to_captured_op", static_cast<int64_t>(g.linked_to_captured_op));
+  }
   if (st.clock.method.empty()) return;  // no activity to place and no clock found
   rec.SetMeta("gpu.clock_method", st.clock.method);
   if (!st.clock.prior_used.empty()) rec.SetMeta("gpu.clock_prior", st.clock.prior_used);

@@ -195,8 +195,18 @@ Table DeviceActivitiesTable(const Trace& trace) {
   auto& shared = Add<int64_t>(t, "shared_ns", n);
   auto& domain = Add<std::string>(t, "domain", n);
   auto& provenance = Add<std::string>(t, "provenance", n);
+  // CUDA graphs (docs/TRACE_FORMAT.md): -1 / "" where no graph ran it.
+  auto& graph_id = Add<int64_t>(t, "graph_id", n);
+  auto& graph_node_id = Add<int64_t>(t, "graph_node_id", n);
+  auto& captured_op_id = Add<int64_t>(t, "captured_op_id", n);
+  auto& captured_op_name = Add<std::string>(t, "captured_op_name", n);
   for (size_t i = 0; i < n; ++i) {
     const DeviceActivity& a = trace.device_activities[i];
+    auto captured = a.captured_op_id == kNoId ? index_of.end() : index_of.find(a.captured_op_id);
+    graph_id.push_back(a.graph_id);
+    graph_node_id.push_back(a.graph_node_id);
+    captured_op_id.push_back(captured == index_of.end() ? -1 : a.captured_op_id);
+    captured_op_name.push_back(captured == index_of.end() ? "" : trace.str(trace.ops[captured->second].name_id));
     auto op = a.op_id == kNoId ? index_of.end() : index_of.find(a.op_id);
     op_id.push_back(op == index_of.end() ? -1 : a.op_id);
     op_name.push_back(op == index_of.end() ? "" : trace.str(trace.ops[op->second].name_id));

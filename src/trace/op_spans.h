@@ -23,7 +23,17 @@ struct OpSpan {
   int64_t scope_id = kNoId;
   int64_t call_path_id = kNoId;
   uint64_t correlation_id = 0;
+  // The op's args (ops.args), kept only for the ops the recorder writes
+  // around CUDA graphs (KeepsLinkArgs: "magneton::cuda_graph_capture" and
+  // "cuda_graph::replay" name their graph there); "" for every other op,
+  // whose arguments linking never reads.
+  std::string recorder_args;
 };
+
+// The recorder's own ops (IsRecorderOp) and "cuda_graph::…" ops.
+inline bool KeepsLinkArgs(const std::string& name) {
+  return IsRecorderOp(name) || name.rfind("cuda_graph::", 0) == 0;
+}
 
 // Every op of the trace file at `path`, by id.
 StatusOr<std::vector<OpSpan>> ReadOpSpans(const std::string& path);

@@ -93,7 +93,12 @@ constexpr Column kDeviceActivitiesColumns[] = {{"correlation_id", "INTEGER NOT N
                                                // Added with GPU ingestion (docs/TRACE_FORMAT.md): the op
                                                // charged with the activity, and what it was.
                                                {"op_id", "INTEGER", "NULL"},
-                                               {"kind", "TEXT", "'kernel'"}};
+                                               {"kind", "TEXT", "'kernel'"},
+                                               // Added with CUDA graphs: the graph and node that ran
+                                               // it, the op whose captured launch made the node.
+                                               {"graph_id", "INTEGER", "NULL"},
+                                               {"graph_node_id", "INTEGER", "NULL"},
+                                               {"captured_op_id", "INTEGER", "NULL"}};
 constexpr Column kEnergySamplesColumns[] = {{"domain", "TEXT NOT NULL"}, {"t_ns", "INTEGER NOT NULL"},
                                             {"energy_uj", "REAL"},       {"power_mw", "REAL"},
                                             {"provenance", "TEXT NOT NULL"}, {"meter", "TEXT NOT NULL"}};

@@ -445,9 +445,10 @@ Status LoadTables(sqlite3* db, Trace* t) {
       db, schema::SelectSql(schema::TableId::kDeviceActivities, " ORDER BY rowid", &activity_columns).c_str(),
       [&](Statement& s) {
         DeviceActivity a{static_cast<uint64_t>(s.ColumnInt(0)), s.ColumnText(1), s.ColumnInt(2), s.ColumnInt(3),
-                         s.ColumnInt(4), s.ColumnInt(5), s.ColumnNullableId(6), s.ColumnText(7)};
+                         s.ColumnInt(4), s.ColumnInt(5), s.ColumnNullableId(6), s.ColumnText(7),
+                         s.ColumnNullableId(8), s.ColumnNullableId(9), s.ColumnNullableId(10)};
         if (!InRange(a.name_id, n_strings, false)) return Corrupt("device activity names a missing string");
-        if (a.op_id < kNoId) return Corrupt("device activity names a negative op id");
+        if (a.op_id < kNoId || a.captured_op_id < kNoId) return Corrupt("device activity names a negative op id");
         if (a.end_ns < a.start_ns) return Corrupt("device activity ends before it starts");
         t->device_activities.push_back(std::move(a));
         return Status::Ok();
@@ -495,6 +496,7 @@ Status LoadTables(sqlite3* db, Trace* t) {
   std::erase_if(t->op_tensors, [&](const OpTensor& l) { return !has_op(l.op_id); });
   for (auto& a : t->device_activities) {
     if (a.op_id != kNoId && !has_op(a.op_id)) a.op_id = kNoId;
+    if (a.captured_op_id != kNoId && !has_op(a.captured_op_id)) a.captured_op_id = kNoId;
   }
   // The rows checked above give every invariant of ValidateTraceStructure
   // (trace/trace_validate.h): a second pass over the whole trace would cost

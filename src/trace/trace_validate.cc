@@ -171,6 +171,8 @@ Status ValidateTraceStructure(const Trace& t) {
     };
     if (!InRange(a.name_id, n_strings)) return bad("name_id " + std::to_string(a.name_id) + " names no string");
     if (a.op_id != kNoId && !op_ids.Has(a.op_id)) return bad("op_id " + std::to_string(a.op_id) + " names no op");
+    if (a.captured_op_id != kNoId && !op_ids.Has(a.captured_op_id))
+      return bad("captured_op_id " + std::to_string(a.captured_op_id) + " names no op");
     if (a.end_ns < a.start_ns) return bad("it ends before it starts");
   }
   return Status::Ok();

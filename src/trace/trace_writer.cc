@@ -673,6 +673,9 @@ Status TraceWriter::WriteBatchRows(Batch& b) {
         s.BindInt(6, a.end_ns);
         s.BindNullableId(7, a.op_id);
         s.BindText(8, a.kind);
+        s.BindNullableId(9, a.graph_id);
+        s.BindNullableId(10, a.graph_node_id);
+        s.BindNullableId(11, a.captured_op_id);
         MAGNETON_RETURN_IF_ERROR(s.Run(db_));
       }
     }

@@ -177,6 +177,32 @@ TEST(AttributionTest, FingerprintingInsideAnOpIsNeitherItsEnergyNorItsTime) {
   EXPECT_DOUBLE_EQ(a->job_uj, 30);
 }
 
+TEST(AttributionTest, OpsCapturedIntoACudaGraphAreTheRecordersNotTheJobs) {
+  // [10,50) a CUDA graph capture holding addmm [20,40): addmm's launch only
+  // added a node to the graph, so neither its time nor its energy is work.
+  // The replay [60,70) is (docs/TRACE_FORMAT.md "CUDA graphs").
+  Trace trace;
+  trace.strings = {"magneton::cuda_graph_capture", "aten::addmm", "cuda_graph::replay", "aten::linear"};
+  trace.ops = {Op(0, 1, 10, 50), Op(1, 1, 20, 40, 0), Op(2, 1, 60, 70)};
+  trace.ops[0].name_id = 0;
+  trace.ops[1].name_id = 1;
+  trace.ops[2].name_id = 2;
+  const auto samples = Samples(0, 80, 5, [](int64_t) { return 1.0; });
+  auto a = AttributeEnergy(trace, samples, "cpu-package-0");
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_DOUBLE_EQ(a->recorder_uj, 40);  // the capture's own 20 and addmm's 20
+  EXPECT_EQ(a->recorder_ns, 40);
+  EXPECT_DOUBLE_EQ(a->ops[0].recorder_uj, 20);
+  EXPECT_DOUBLE_EQ(a->job_uj, 20);  // [10,70) less the capture: the replay and the gap before it
+  EXPECT_DOUBLE_EQ(a->ops[2].exclusive_uj, 10);
+  // The twin: the same ops under a real op are the job's.
+  trace.ops[0].name_id = 3;
+  auto eager = AttributeEnergy(trace, samples, "cpu-package-0");
+  ASSERT_TRUE(eager.ok());
+  EXPECT_DOUBLE_EQ(eager->recorder_uj, 0);
+  EXPECT_DOUBLE_EQ(eager->job_uj, 60);
+}
+
 TEST(AttributionTest, InterpolatesBetweenCoarseSamples) {
   // Power 2 µJ/ns before t=50, 0 after; samples only every 25 ns: the op
   // [0,25) gets exactly the first segment.

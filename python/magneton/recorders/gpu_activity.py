@@ -64,6 +64,11 @@ class GpuActivity:
             return
         self._prof = prof
 
+    @property
+    def active(self) -> bool:
+        """Whether the profiler is running (device activity will be ingested at stop)."""
+        return self._prof is not None
+
     def stop(self) -> None:
         prof, self._prof = self._prof, None
         if prof is None:

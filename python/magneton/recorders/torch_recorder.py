@@ -10,7 +10,7 @@ from magneton import config_snapshot
 from magneton import env_snapshot
 from magneton import overrides
 from magneton import window
-from magneton.recorders import gpu_activity
+from magneton.recorders import gpu_activity, torch_cuda_graphs
 from magneton.recorders import torch_compile_kernels
 from magneton.recorders.base import Availability, Capabilities, Recorder, RecordOptions, AfterImport, module_present
 from magneton.recorders import torch_module_origins
@@ -59,7 +59,8 @@ class TorchRecorder(Recorder):
             tensors="inputs and outputs: shape, dtype, strides, storage",
             values="fingerprints of every tensor with --values",
             runtime_state="torch.backends.* and torch get/set flags, by introspection",
-            device_activity="GPU kernels, copies and fills through Kineto (CUDA builds with a GPU)",
+            device_activity="GPU kernels, copies and fills through Kineto (CUDA builds with a GPU); CUDA graph "
+                            "replays with their kernels, linked to the captured ops",
             compiled="torch.compile: each Inductor kernel an op (inductor::<kernel>) with its buffers and the FX "
                      "nodes / ATen ops it fuses; each Dynamo compile a torch.compile::compile region with its options",
             integration="C++ module built against torch (magneton._torch_hook)")
@@ -109,6 +110,7 @@ class TorchRecorder(Recorder):
             torch_compile_kernels.uninstall()
             torch_module_origins.uninstall(torch)
             self._hook.set_enabled(True)
+            torch_cuda_graphs.uninstall()
             torch_values.uninstall_graph_capture_bracket()
             self._hook.uninstall()
             self._hook = None
@@ -157,6 +159,8 @@ class TorchRecorder(Recorder):
         if register_optimizer_step_post_hook is not None:
             self._optimizer_hook = register_optimizer_step_post_hook(lambda _opt, _a, _kw: window.auto_step())
         self._gpu.start(torch)
+        if self._gpu.active:  # CUDA graph captures and replays as ops, for the device activity's link
+            torch_cuda_graphs.install(torch)
 
     # -- module scopes ---------------------------------------------------------
     # The C++ frame walk finds module calls (frames of Module._wrapped_call_impl)
