@@ -64,6 +64,24 @@ int64_t ScopeId(Recorder& rec, std::string_view path) {
   return id;
 }
 
+// The call path `parent` with the frame (file, line, function) of `callee`
+// appended; a malformed callee leaves the path as it is.
+int64_t WithCallee(Recorder& rec, int64_t parent, nb::handle callee) {
+  PyObject* t = callee.ptr();
+  if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 3) return parent;
+  PyObject *file = PyTuple_GET_ITEM(t, 0), *line = PyTuple_GET_ITEM(t, 1), *fn = PyTuple_GET_ITEM(t, 2);
+  if (!PyUnicode_Check(file) || !PyLong_Check(line) || !PyUnicode_Check(fn)) return parent;
+  const char* file_text = PyUnicode_AsUTF8(file);
+  const char* fn_text = PyUnicode_AsUTF8(fn);
+  const long long line_no = PyLong_AsLongLong(line);
+  if (!file_text || !fn_text || PyErr_Occurred()) {
+    PyErr_Clear();
+    return parent;
+  }
+  const int64_t frame = rec.InternFrame(rec.InternString(file_text), line_no, rec.InternString(fn_text));
+  return rec.InternCallPath(parent, frame);
+}
+
 void AddArrays(Recorder& rec, nb::handle arrays, bool output) {
   if (!arrays.is_valid() || arrays.is_none()) return;
   PyObject* seq = PySequence_Fast(arrays.ptr(), "arrays must be a sequence");
@@ -186,21 +204,26 @@ std::string ParamsJson(nb::handle params) {
 
 void RegisterArrayOps(nb::module_& m) {
   m.def("begin_array_op",
-        [](std::string_view name, nb::handle inputs, std::string_view scope) {
+        [](std::string_view name, nb::handle inputs, std::string_view scope, nb::handle callee) {
           // Held for this call only: a stop before end_array_op drops the op.
           Recorder::Ref rec;
           if (!rec) return;
           // Ops nested in a recorded op inherit its call path, as in torch.
           PythonContext py{kNoId, kNoId};
-          if (rec->OpDepth() == 0) py = CurrentPythonContext(*rec);
+          if (rec->OpDepth() == 0) {
+            py = CurrentPythonContext(*rec);
+            if (callee.is_valid() && !callee.is_none()) py.call_path_id = WithCallee(*rec, py.call_path_id, callee);
+          }
           int64_t scope_id = scope.empty() ? py.scope_id : ScopeId(*rec, scope);
           rec->BeginOp(NameId(*rec, name), py.call_path_id, scope_id);
           AddArrays(*rec, inputs, /*output=*/false);
         },
-        "name"_a, "inputs"_a, "scope"_a = "",
+        "name"_a, "inputs"_a, "scope"_a = "", "callee"_a = nb::none(),
         "Begins op `name` on this thread: call path from the Python stack, scope "
         "'outer/inner' (or none), inputs a sequence of arrays (other items are skipped "
-        "but keep their slot).");
+        "but keep their slot). callee: (file, line, function) of the library function "
+        "the op runs, whose frame the Python stack does not hold (a compiled call): "
+        "appended as the call path's innermost frame.");
   m.def("end_array_op",
         [](nb::handle outputs, nb::handle params) {
           // A session started since begin_array_op has no pending op here.

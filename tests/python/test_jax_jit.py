@@ -32,7 +32,8 @@ PROGRAM = textwrap.dedent("""\
     x = jnp.arange(8, dtype=jnp.float32).reshape(2, 4)
     for _ in range(3):
         y = layer(w, x)  # CALL
-    print("disable_jit", jax.config.jax_disable_jit, float(y.sum()))
+    n = jnp.linalg.norm(x)  # LIBRARY
+    print("disable_jit", jax.config.jax_disable_jit, float(y.sum()) + float(n))
 """)
 
 
@@ -116,6 +117,21 @@ def test_compilation_is_its_own_op_before_the_first_call(jit_run):
     assert json.loads(args)["hlo_module"] == "jit_layer" and parent is None
     first_call = min(times(db, op)[0] for op, *_ in db.ops("jax::jit(layer)"))
     assert c_end <= first_call
+
+
+def test_a_jitted_library_function_names_itself_in_the_call_path(jit_run):
+    """jnp.linalg.norm is jitted inside JAX: no Python frame of it runs, so the
+    call's path gets the function's own frame (from its jaxpr's debug info)
+    after the user's line; the diagnosis names the API from it
+    (jax.numpy.linalg.norm). The program's own jitted function gets none."""
+    script, db, _ = jit_run
+    (op_id, _, path_id, *_), = db.ops("jax::jit(norm)")
+    frames = db.call_path(path_id)
+    assert frames[-2][0] == script and frames[-2][1] == line_of("# LIBRARY"), frames
+    file, _, fn = frames[-1]
+    assert file.endswith("jax/_src/numpy/linalg.py") and fn == "norm", frames
+    for _, _, layer_path, *_ in db.ops("jax::jit(layer)"):
+        assert db.call_path(layer_path)[-1][:2] == (script, line_of("# CALL"))
 
 
 def test_eager_mode_when_asked(tmp_path):

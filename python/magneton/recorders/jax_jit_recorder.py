@@ -119,6 +119,7 @@ class JitRecording:
         busy, stamp_state = self._busy, self._stamp_state
         seen: dict = {}  # (jaxpr, argument types) -> the op's args (hlo_module)
         names = self.call_names = {}  # function name -> op name; non-empty once a call was recorded
+        callee_of = _make_callee_of()
         convert = pjit.convert_to_metaty
         hlo_texts = self._hlo_texts
 
@@ -173,7 +174,7 @@ class JitRecording:
                 name = names.get(fname)
                 if name is None:
                     name = names.setdefault(fname, "jax::jit(" + fname + ")")
-                begin(name, args)
+                begin(name, args, "", callee_of(params["jaxpr"]))
                 try:
                     result = orig(*args, **params)
                 except BaseException:
@@ -186,6 +187,42 @@ class JitRecording:
 
         impl.__wrapped__ = orig
         return impl
+
+
+def _make_callee_of():
+    """The frame of the library function a jitted call runs (jax.scipy.linalg's
+    expm, jnp.add), from its jaxpr's debug info, as (file, line, function); None
+    for the program's own functions and for JAX's dispatch machinery. A
+    compiled call runs no Python frame of the function, so without it the call
+    path would end at the user's line with nothing naming the API called; in
+    eager mode the function's own frames name it (diagnose/api_names.cc)."""
+    import jax
+
+    from magneton import call_site
+    from magneton.recorders import jax_recorder
+
+    jax_src = os.path.join(os.path.dirname(os.path.abspath(jax.__file__)), "_src") + os.sep
+    dispatch = tuple(jax_src + part for part in jax_recorder._JAX_DISPATCH_PATHS)
+    libraries = call_site.library_dirs(os.path.dirname(os.path.abspath(jax.__file__)) + os.sep)
+    cache: dict = {}
+
+    def callee_of(closed_jaxpr):
+        info = getattr(getattr(closed_jaxpr, "jaxpr", None), "debug_info", None)
+        text = getattr(info, "func_src_info", None)
+        if not isinstance(text, str):
+            return None
+        found = cache.get(text, False)
+        if found is not False:
+            return found
+        callee = None
+        fn, sep, where = text.rpartition(" at ")
+        file, colon, line = where.rpartition(":")
+        if sep and colon and line.isdigit() and file.startswith(libraries) and not file.startswith(dispatch):
+            callee = (file, int(line), fn)
+        cache[text] = callee
+        return callee
+
+    return callee_of
 
 
 def _no_fastpath(*args, **kwargs):
