@@ -169,7 +169,11 @@ def test_diff_gives_the_report_magneton_diff_json_writes(runs):
     assert [(f.rank, f.name, f.verdict, f.kind) for f in d.findings] == \
            [(f["rank"], f["name"], f["verdict"], f["kind"]) for f in cli["findings"]]
     top = d.findings[0]
-    assert top.verdict == "waste" and top.costlier_side == "A"
+    # Waste; on a machine other work keeps busy (a build beside the tests) the
+    # busy-machine rule leaves it open and says so (docs/DIFF.md "A busy machine").
+    assert top.verdict == "waste" or (top.verdict == "inconclusive"
+                                      and "of the machine's CPU time" in top.to_dict()["uncertainty"]["note"]), top.to_dict()
+    assert top.costlier_side == "A"
     assert top.root_cause.name == cli["findings"][0]["root_cause"]["name"]
     # The matmuls run inside a Redo constructed with redo=4 on A and 1 on B: the argument, where it is given
     # (docs/DIFF.md "Root cause" 1b); the matmul's line is where the ops were issued.

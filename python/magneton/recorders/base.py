@@ -18,7 +18,7 @@ Contract:
   starts before the user's program imports anything): it says whether the
   recorder could hook here and, when not, why.
 - ``install()`` hooks now when the framework is already imported, else right
-  after the program imports it; it must never break the program's own import
+  after the program imports it (``when_imported``); it must never break the program's own import
   (a hook that cannot load says why in the trace's meta and on stderr).
 - ``uninstall()`` restores everything ``install`` changed and writes what it
   still holds (an engine that reports its ops at the end writes them here).
@@ -119,6 +119,26 @@ class Recorder(abc.ABC):
 
     def __init__(self, options: RecordOptions | None = None):
         self.options = options or RecordOptions()
+        self._import_hooks: list[AfterImport] = []
+
+    def when_imported(self, module: str, callback, ready=None) -> None:
+        """Runs ``callback(module object)`` now when ``module`` is imported (and
+        ``ready(module object)`` holds, for a package still running its own
+        ``__init__``), else right after the program imports it."""
+        found = sys.modules.get(module)
+        if found is not None and (ready is None or ready(found)):
+            callback(found)
+            return
+        hook = AfterImport(module, callback)
+        self._import_hooks.append(hook)
+        sys.meta_path.insert(0, hook)
+
+    def remove_import_hooks(self) -> None:
+        """Takes back the ``when_imported`` hooks that have not fired."""
+        for hook in self._import_hooks:
+            if hook in sys.meta_path:
+                sys.meta_path.remove(hook)
+        self._import_hooks.clear()
 
     @classmethod
     def availability(cls) -> Availability:

@@ -23,7 +23,6 @@ from magneton import _core
 from magneton import call_site
 from magneton import config_snapshot
 from magneton.recorders import jax_jit_recorder
-from magneton.recorders.base import AfterImport as _PostImportFinder
 from magneton.recorders.base import Capabilities, Recorder, RecordOptions
 
 # Call-like primitives whose eval rule re-binds the primitives of their body:
@@ -66,7 +65,6 @@ class JaxRecorder(Recorder):
 
     def __init__(self, options: RecordOptions | None = None):
         super().__init__(options)
-        self._finder = None
         self._trace_cls = None
         self._orig_process = None
         self._prev_disable_jit = None
@@ -82,16 +80,10 @@ class JaxRecorder(Recorder):
         return ["jax"] if self.hooked and ran else []
 
     def install(self) -> None:
-        if "jax" in sys.modules:
-            self._install_jax()
-        else:
-            self._finder = _PostImportFinder("jax", lambda _m: self._install_jax())
-            sys.meta_path.insert(0, self._finder)
+        self.when_imported("jax", lambda _m: self._install_jax())
 
     def uninstall(self) -> None:
-        if self._finder is not None and self._finder in sys.meta_path:
-            sys.meta_path.remove(self._finder)
-        self._finder = None
+        self.remove_import_hooks()
         if self._jit is not None:
             self._jit.uninstall()  # before the recording stops: XLA's profile is ingested into it
             self._jit = None

@@ -24,7 +24,6 @@ import sys
 
 from magneton import _core
 from magneton import call_site
-from magneton.recorders.base import AfterImport as _PostImportFinder
 from magneton.recorders.base import Availability, Capabilities, Recorder, RecordOptions, module_present
 
 _HOOK_LIBRARY = "libmagneton_ggml.so"
@@ -145,7 +144,6 @@ class LlamaRecorder(Recorder):
 
     def __init__(self, options: RecordOptions | None = None):
         super().__init__(options)
-        self._finder = None
         self._patched: list[tuple[object, str, object]] = []
         self._contexts_at_start = _contexts_recorded
 
@@ -153,16 +151,10 @@ class LlamaRecorder(Recorder):
         return ["llama.cpp"] if _contexts_recorded > self._contexts_at_start else []
 
     def install(self) -> None:
-        if "llama_cpp" in sys.modules:
-            self._install()
-        else:
-            self._finder = _PostImportFinder("llama_cpp", lambda _m: self._install())
-            sys.meta_path.insert(0, self._finder)
+        self.when_imported("llama_cpp", lambda _m: self._install())
 
     def uninstall(self) -> None:
-        if self._finder is not None and self._finder in sys.meta_path:
-            sys.meta_path.remove(self._finder)
-        self._finder = None
+        self.remove_import_hooks()
         for owner, name, original in reversed(self._patched):
             setattr(owner, name, original)
         self._patched.clear()

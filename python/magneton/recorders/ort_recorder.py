@@ -20,7 +20,6 @@ import weakref
 from magneton import _core
 from magneton import config_snapshot
 from magneton.recorders import ort_node_names
-from magneton.recorders.base import AfterImport as _PostImportFinder
 from magneton.recorders.base import Capabilities, Recorder, RecordOptions
 
 _ONNX_MISSING = ("magneton needs the `onnx` package to record ONNX Runtime sessions: "
@@ -80,7 +79,6 @@ class OrtRecorder(Recorder):
         super().__init__(options)
         self._values = self.options.values
         self._ingested = 0
-        self._finders = []
         self._sessions: list[_Session] = []
         self._config_entries: dict[int, tuple[object, dict]] = {}  # id(options) -> (options, entries)
         self._run_entries: dict[int, tuple[object, dict]] = {}  # id(run options) -> (run options, entries)
@@ -94,18 +92,10 @@ class OrtRecorder(Recorder):
         return ["onnxruntime"] if self._ingested else []
 
     def install(self) -> None:
-        if "onnxruntime" in sys.modules:
-            self._patch(sys.modules["onnxruntime"])
-        else:
-            finder = _PostImportFinder("onnxruntime", self._patch)
-            self._finders.append(finder)
-            sys.meta_path.insert(0, finder)
+        self.when_imported("onnxruntime", self._patch)
 
     def uninstall(self) -> None:
-        for finder in self._finders:
-            if finder in sys.meta_path:
-                sys.meta_path.remove(finder)
-        self._finders.clear()
+        self.remove_import_hooks()
         for owner, attr, original in reversed(self._originals):
             setattr(owner, attr, original)
         self._originals.clear()

@@ -32,7 +32,7 @@ import threading
 
 from magneton import _core
 from magneton import env_snapshot
-from magneton.recorders.base import AfterImport, Capabilities, Recorder, RecordOptions
+from magneton.recorders.base import Capabilities, Recorder, RecordOptions
 from magneton.recorders import tf_state
 
 # "__inference_step_123" (a tf.function's graph, run as one op) -> "step".
@@ -55,7 +55,6 @@ class TfRecorder(Recorder):
 
     def __init__(self, options: RecordOptions | None = None):
         super().__init__(options)
-        self._finder = None
         self._patched: list[tuple[object, str, object]] = []
         self._state = None
         self.hooked = False
@@ -66,16 +65,10 @@ class TfRecorder(Recorder):
     def install(self) -> None:
         # tensorflow's own __init__ imports the modules hooked here: hook
         # when the package finished importing.
-        if "tensorflow" in sys.modules and hasattr(sys.modules["tensorflow"], "config"):
-            self._install_tf()
-        else:
-            self._finder = AfterImport("tensorflow", lambda _m: self._install_tf())
-            sys.meta_path.insert(0, self._finder)
+        self.when_imported("tensorflow", lambda _m: self._install_tf(), ready=lambda m: hasattr(m, "config"))
 
     def uninstall(self) -> None:
-        if self._finder is not None and self._finder in sys.meta_path:
-            sys.meta_path.remove(self._finder)
-        self._finder = None
+        self.remove_import_hooks()
         for owner, attr, original in reversed(self._patched):
             setattr(owner, attr, original)
         self._patched.clear()

@@ -12,7 +12,7 @@ from magneton import overrides
 from magneton import window
 from magneton.recorders import gpu_activity, torch_cuda_graphs
 from magneton.recorders import torch_compile_kernels
-from magneton.recorders.base import Availability, Capabilities, Recorder, RecordOptions, AfterImport, module_present
+from magneton.recorders.base import Availability, Capabilities, Recorder, RecordOptions, module_present
 from magneton.recorders import torch_module_origins
 
 
@@ -34,9 +34,6 @@ def _load_hook():
             "is installed: reinstall magneton with `pip install --no-build-isolation .`"
         )
     return _torch_hook
-
-
-_PostImportFinder = AfterImport  # its former name, still imported elsewhere
 
 
 class TorchRecorder(Recorder):
@@ -68,7 +65,6 @@ class TorchRecorder(Recorder):
     def __init__(self, options: RecordOptions | None = None):
         super().__init__(options)
         self._hook = None
-        self._finders = []
         self._names: dict[int, dict[int, str]] = {}  # id(parent) -> {id(child): attr name}
         self._roots_seen: set[int] = set()
         self._orig_generate = None
@@ -78,14 +74,8 @@ class TorchRecorder(Recorder):
 
     # -- lifecycle -----------------------------------------------------------
     def install(self) -> None:
-        if "torch" in sys.modules:
-            self._install_torch()
-        else:
-            self._add_finder("torch", lambda _m: self._install_torch())
-        if "transformers" in sys.modules:
-            self._wrap_generate()
-        else:
-            self._add_finder("transformers", lambda _m: self._wrap_generate())
+        self.when_imported("torch", lambda _m: self._install_torch())
+        self.when_imported("transformers", lambda _m: self._wrap_generate())
 
     def engines(self) -> list[str]:
         return ["pytorch"] if self._ops_recorded else []
@@ -93,10 +83,7 @@ class TorchRecorder(Recorder):
     def uninstall(self) -> None:
         if self._hook is not None:
             self._ops_recorded = self._hook.ops_recorded()
-        for finder in self._finders:
-            if finder in sys.meta_path:
-                sys.meta_path.remove(finder)
-        self._finders.clear()
+        self.remove_import_hooks()
         if self._optimizer_hook is not None:
             self._optimizer_hook.remove()
             self._optimizer_hook = None
@@ -122,11 +109,6 @@ class TorchRecorder(Recorder):
 
             GenerationMixin.generate = self._orig_generate
             self._orig_generate = None
-
-    def _add_finder(self, name, callback):
-        finder = _PostImportFinder(name, callback)
-        self._finders.append(finder)
-        sys.meta_path.insert(0, finder)
 
     def _install_torch(self) -> None:
         import torch
