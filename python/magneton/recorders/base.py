@@ -120,6 +120,7 @@ class Recorder(abc.ABC):
     def __init__(self, options: RecordOptions | None = None):
         self.options = options or RecordOptions()
         self._import_hooks: list[AfterImport] = []
+        self._patches: list[tuple[object, str, object]] = []  # (owner, attribute, original), in patch order
 
     def when_imported(self, module: str, callback, ready=None) -> None:
         """Runs ``callback(module object)`` now when ``module`` is imported (and
@@ -132,6 +133,17 @@ class Recorder(abc.ABC):
         hook = AfterImport(module, callback)
         self._import_hooks.append(hook)
         sys.meta_path.insert(0, hook)
+
+    def patch(self, owner, attr: str, replacement) -> None:
+        """Sets ``owner.attr`` to ``replacement`` until ``restore_patches``."""
+        self._patches.append((owner, attr, getattr(owner, attr)))
+        setattr(owner, attr, replacement)
+
+    def restore_patches(self) -> None:
+        """Puts back every attribute ``patch`` replaced, last first."""
+        for owner, attr, original in reversed(self._patches):
+            setattr(owner, attr, original)
+        self._patches.clear()
 
     def remove_import_hooks(self) -> None:
         """Takes back the ``when_imported`` hooks that have not fired."""

@@ -144,7 +144,6 @@ class LlamaRecorder(Recorder):
 
     def __init__(self, options: RecordOptions | None = None):
         super().__init__(options)
-        self._patched: list[tuple[object, str, object]] = []
         self._contexts_at_start = _contexts_recorded
 
     def engines(self) -> list[str]:
@@ -155,9 +154,7 @@ class LlamaRecorder(Recorder):
 
     def uninstall(self) -> None:
         self.remove_import_hooks()
-        for owner, name, original in reversed(self._patched):
-            setattr(owner, name, original)
-        self._patched.clear()
+        self.restore_patches()
 
     def _install(self) -> None:
         try:
@@ -192,8 +189,7 @@ class LlamaRecorder(Recorder):
         # API through the package (`from .llama_cpp import *`).
         for owner in (low, llama_cpp):
             if getattr(owner, fn_name, None) is original:
-                self._patched.append((owner, fn_name, original))
-                setattr(owner, fn_name, wrapped)
+                self.patch(owner, fn_name, wrapped)
 
     def _wrap_context_factory(self, original, low, hook, callback):
         def create_context(model, params):

@@ -84,7 +84,6 @@ class OrtRecorder(Recorder):
         self._run_entries: dict[int, tuple[object, dict]] = {}  # id(run options) -> (run options, entries)
         self._default_run = None  # {key: value} of a default RunOptions
         self._dir = None
-        self._originals = []  # (owner, attribute, original)
         self._internal = threading.local()  # set while magneton builds its own sessions
 
     # -- lifecycle -----------------------------------------------------------
@@ -96,9 +95,7 @@ class OrtRecorder(Recorder):
 
     def uninstall(self) -> None:
         self.remove_import_hooks()
-        for owner, attr, original in reversed(self._originals):
-            setattr(owner, attr, original)
-        self._originals.clear()
+        self.restore_patches()
         failed = False
         if self._sessions and _core.is_recording():
             for s in self._sessions:
@@ -159,8 +156,7 @@ class OrtRecorder(Recorder):
         for owner, attr, fn in ((cls, "__init__", __init__), (cls, "run", run_),
                                 (ort.SessionOptions, "add_session_config_entry", add_session_config_entry),
                                 (ort.RunOptions, "add_run_config_entry", add_run_config_entry)):
-            self._originals.append((owner, attr, getattr(owner, attr)))
-            setattr(owner, attr, fn)
+            self.patch(owner, attr, fn)
 
     # -- sessions ------------------------------------------------------------
     def _create(self, init, ort, session, path_or_bytes, sess_options, providers, provider_options, kwargs):

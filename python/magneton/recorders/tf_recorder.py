@@ -55,7 +55,6 @@ class TfRecorder(Recorder):
 
     def __init__(self, options: RecordOptions | None = None):
         super().__init__(options)
-        self._patched: list[tuple[object, str, object]] = []
         self._state = None
         self.hooked = False
 
@@ -69,16 +68,10 @@ class TfRecorder(Recorder):
 
     def uninstall(self) -> None:
         self.remove_import_hooks()
-        for owner, attr, original in reversed(self._patched):
-            setattr(owner, attr, original)
-        self._patched.clear()
+        self.restore_patches()
         if self._state is not None:
             self._state.uninstall()
             self._state = None
-
-    def _patch(self, owner, attr: str, replacement) -> None:
-        self._patched.append((owner, attr, getattr(owner, attr)))
-        setattr(owner, attr, replacement)
 
     def _install_tf(self) -> None:
         if not _core.is_recording():
@@ -115,13 +108,13 @@ class TfRecorder(Recorder):
         self._state = tf_state.TfState(tf)
         self._state.install()
         hooks = _Hooks(context, core, op_def_registry, self._state.stamp)
-        self._patch(pywrap_tfe, "TFE_Py_FastPathExecute", hooks.fast_path(pywrap_tfe.TFE_Py_FastPathExecute))
+        self.patch(pywrap_tfe, "TFE_Py_FastPathExecute", hooks.fast_path(pywrap_tfe.TFE_Py_FastPathExecute))
         from tensorflow.python.framework import constant_op
 
-        self._patch(constant_op, "convert_to_eager_tensor", hooks.host_constant(constant_op.convert_to_eager_tensor))
+        self.patch(constant_op, "convert_to_eager_tensor", hooks.host_constant(constant_op.convert_to_eager_tensor))
         slow = hooks.slow_path(execute.quick_execute)
-        self._patch(execute, "quick_execute", slow)
-        self._patch(execute, "execute", slow)
+        self.patch(execute, "quick_execute", slow)
+        self.patch(execute, "execute", slow)
         self.hooked = True
 
 
