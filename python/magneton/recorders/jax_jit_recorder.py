@@ -122,6 +122,7 @@ class JitRecording:
         callee_of = _make_callee_of()
         convert = pjit.convert_to_metaty
         hlo_texts = self._hlo_texts
+        compiled_names: set = set()
 
         def compile_ahead(args, params):
             """JAX's own lowering and compilation for this call, which it caches
@@ -133,7 +134,12 @@ class JitRecording:
             if config.enable_pgle.value:
                 return {}
             begin("jax::compile", ())
-            op_args = {"function": str(params.get("name", "?"))}
+            fname = str(params.get("name", "?"))
+            # A function compiled again (other shapes or dtypes) is a
+            # recompilation, paid again as the job runs; the first is paid
+            # once (docs/DIFF.md, "One-time compilation").
+            op_args = {"function": fname, "compile_kind": "recompile" if fname in compiled_names else "first"}
+            compiled_names.add(fname)
             try:
                 computation = pjit._resolve_and_lower(
                     [convert(a) for a in args], jaxpr=params["jaxpr"], in_shardings=params["in_shardings"],

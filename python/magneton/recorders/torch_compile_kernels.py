@@ -224,6 +224,10 @@ def _install_compile_region() -> None:
         params.pop("_site", None)
         if getattr(local, "reason", None):
             params["recompile_reason"] = local.reason
+        # Dynamo gives a reason only when it compiles a frame again (a guard
+        # failed); the first compile of a frame is paid once (docs/DIFF.md,
+        # "One-time compilation").
+        params["compile_kind"] = "recompile" if params.get("recompile_reason") else "first"
         local.reason = None  # Dynamo asks for the reasons before or after the start callback: cleared here
         hook.end_kernel_op((), params)
 
