@@ -53,7 +53,7 @@ class ValueReplays:
         samples, self._samples = self._samples, []
         if not samples:
             return []
-        out, failed = [], 0
+        out, failed, per_call = [], 0, []
         busy = self._busy
         was = getattr(busy, "busy", False)
         busy.busy = True
@@ -62,11 +62,14 @@ class ValueReplays:
         try:
             for op_id, module, closed, name, args in samples:
                 values: list = []
+                began = time.perf_counter()
                 try:
                     _evaluate(closed.jaxpr, closed.consts, args, f"jit({name})", values)
                 except Exception:  # a primitive that cannot run eagerly: that call has no values
                     failed += 1
                     continue
+                finally:
+                    per_call.append(f"{name}={(time.perf_counter() - began) * 1e3:.1f}")
                 out.append((op_id, module, values))
         finally:
             elapsed_ms = (time.perf_counter() - start) * 1e3
@@ -75,6 +78,7 @@ class ValueReplays:
         _core.set_meta("xla.values_replay_calls", str(len(samples)))
         _core.set_meta("xla.values_replay_failed", str(failed))
         _core.set_meta("xla.values_replay_ms", f"{elapsed_ms:.3f}")
+        _core.set_meta("xla.values_replay_ms_by_call", ",".join(per_call))  # "mlp=120.5,_normal=80.1"
         return out
 
 
