@@ -310,7 +310,9 @@ StatusOr<XlaIngestStats> IngestXlaProfile(Recorder& rec, std::string_view json_t
     for (const XlaThunk* t : run) op_ids.push_back(rec.ReserveOpId()), thunk_names.push_back(t->op);
     std::vector<std::vector<OpTensor>> links(run.size());
     auto replay = replay_of.find(parent->op_id);
-    const HloModuleInfo* module = replay != replay_of.end() ? module_named(replay->second->module) : nullptr;
+    const HloModuleInfo* module = replay != replay_of.end() && replay->second->module == run.front()->module
+                                      ? module_named(replay->second->module)
+                                      : nullptr;
     if (module) {
       links = XlaValueLinks(rec, *replay->second, *module, (*call_tensors)[parent->op_id], thunk_names, op_ids,
                             &stats.values);
