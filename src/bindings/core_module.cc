@@ -87,6 +87,10 @@ NB_MODULE(_core, m) {
     magneton::Recorder::Ref rec;
     return rec && rec->WindowOpen();
   }, "Whether a recording is active and its window open.");
+  m.def("record_values", [] {
+    magneton::Recorder::Ref rec;
+    return rec && rec->record_values();
+  }, "Whether the active recording fingerprints values (record --values).");
   m.def("flush", [] { ThrowIfError(WithActive([](magneton::Recorder& r) { return r.Flush(); })); },
         nb::call_guard<nb::gil_scoped_release>());
   m.def("ops_recorded", [] { return WithActive([](magneton::Recorder& r) { return r.ops_recorded(); }); });

@@ -130,7 +130,8 @@ StatusOr<XlaProfile> ParseXlaProfile(std::string_view json_text) {
 }
 
 StatusOr<XlaIngestStats> IngestXlaProfile(Recorder& rec, std::string_view json_text,
-                                          const std::vector<std::string>& hlo_texts) {
+                                          const std::vector<std::string>& hlo_texts,
+                                          const std::vector<XlaReplay>& replays) {
   auto profile = ParseXlaProfile(json_text);
   if (!profile.ok()) return profile.status();
   XlaIngestStats stats;
@@ -262,6 +263,21 @@ StatusOr<XlaIngestStats> IngestXlaProfile(Recorder& rec, std::string_view json_t
     return best;
   };
 
+  // --values: the replayed calls, by their op; the tensors those ops hold.
+  std::map<int64_t, const XlaReplay*> replay_of;
+  std::vector<int64_t> replay_ops;
+  for (const XlaReplay& r : replays) {
+    if (replay_of.emplace(r.op_id, &r).second) replay_ops.push_back(r.op_id);
+  }
+  auto call_tensors = ReadCallTensors(rec.writer()->path(), replay_ops);
+  if (!call_tensors.ok()) return call_tensors.status();
+  auto module_named = [&](const std::string& name) -> const HloModuleInfo* {
+    for (const HloModuleInfo& m : modules) {
+      if (m.name == name) return &m;
+    }
+    return nullptr;
+  };
+
   std::map<std::string, std::vector<const XlaThunk*>> runs;
   for (const XlaThunk& t : profile->thunks) runs[t.module + "#" + t.run_id].push_back(&t);
   stats.runs = static_cast<int64_t>(runs.size());
@@ -287,9 +303,25 @@ StatusOr<XlaIngestStats> IngestXlaProfile(Recorder& rec, std::string_view json_t
     if (last + shift > parent->end_ns) shift -= last + shift - parent->end_ns;
     if (first + shift < parent->start_ns) shift += parent->start_ns - (first + shift);
     int64_t prev_end = parent->start_ns;
-    for (const XlaThunk* t : run) {
+    // Ids in start order, reserved first: the replayed call's values name
+    // their producers.
+    std::vector<int64_t> op_ids;
+    std::vector<std::string> thunk_names;
+    for (const XlaThunk* t : run) op_ids.push_back(rec.ReserveOpId()), thunk_names.push_back(t->op);
+    std::vector<std::vector<OpTensor>> links(run.size());
+    auto replay = replay_of.find(parent->op_id);
+    const HloModuleInfo* module = replay != replay_of.end() && replay->second->module == run.front()->module
+                                      ? module_named(replay->second->module)
+                                      : nullptr;
+    if (module) {
+      links = XlaValueLinks(rec, *replay->second, *module, (*call_tensors)[parent->op_id], thunk_names, op_ids,
+                            &stats.values);
+      replay_of.erase(replay);  // the first run under the op (a call runs its executable once)
+    }
+    for (size_t i = 0; i < run.size(); ++i) {
+      const XlaThunk* t = run[i];
       OpEvent op;
-      op.id = rec.ReserveOpId();
+      op.id = op_ids[i];
       auto n = name_ids.find(t->op);
       if (n == name_ids.end()) n = name_ids.emplace(t->op, rec.InternString("xla::" + t->op)).first;
       op.name_id = n->second;
@@ -315,7 +347,7 @@ StatusOr<XlaIngestStats> IngestXlaProfile(Recorder& rec, std::string_view json_t
         stats.ops_with_source++;
       }
       WriteArgs(&op.args, *t, info);
-      rec.RecordCompletedOp(std::move(op), {});
+      rec.RecordCompletedOp(std::move(op), std::move(links[i]));
       stats.ops_written++;
     }
   }
@@ -331,6 +363,12 @@ StatusOr<XlaIngestStats> IngestXlaProfile(Recorder& rec, std::string_view json_t
   set("clock_paired", stats.clock_paired);
   set("clock_offset_ns", stats.clock_offset_ns);
   rec.SetMeta("xla.clock_method", stats.clock_method);
+  if (!replays.empty()) {
+    set("values_calls", stats.values.calls);
+    set("values_ops", stats.values.ops_with_values);
+    set("values_ops_without", stats.values.ops_without);
+    set("values_inputs_linked", stats.values.inputs_linked);
+  }
   return stats;
 }
 

@@ -68,6 +68,32 @@ TEST(HloText, FusionsWithTheirPrimitivesAndSourceLines) {
   EXPECT_FALSE(m.ops.count("x.1"));          // parameters are no thunks
 }
 
+// The entry computation's dataflow, for per-fusion values
+// (record/xla_values.h): operands by name, parameter numbers, and each
+// instruction's value as its root's op_name, "file:line" and shape.
+TEST(HloText, EntryDataflowWithRootValues) {
+  const HloModuleInfo m = ParseHloText(kHlo);
+  ASSERT_EQ(m.entry.size(), 5u);
+  EXPECT_EQ(m.entry[0].name, "ws_0_.1");
+  EXPECT_EQ(m.entry[0].parameter_number, 0);
+  EXPECT_EQ(m.entry[1].parameter_number, 1);
+  const HloEntryInstruction& dot = m.entry[2];
+  EXPECT_EQ(dot.name, "ynn_fusion");
+  EXPECT_EQ(dot.operands, (std::vector<std::string>{"x.1", "ws_0_.1"}));
+  EXPECT_FALSE(dot.root);
+  ASSERT_EQ(dot.results.size(), 1u);
+  EXPECT_EQ(dot.results[0].op_name, "jit(mlp)/dot_general");  // the fused computation's root
+  EXPECT_EQ(dot.results[0].source, "/tmp/user.py:4");
+  EXPECT_EQ(dot.results[0].dims, (std::vector<int64_t>{32, 256}));
+  const HloEntryInstruction& tanh = m.entry[3];
+  EXPECT_TRUE(tanh.root);
+  EXPECT_EQ(tanh.operands, std::vector<std::string>{"ynn_fusion"});
+  ASSERT_EQ(tanh.results.size(), 1u);
+  EXPECT_EQ(tanh.results[0].source, "/tmp/user.py:5");  // the root's own line, not the fusion's metadata
+  EXPECT_EQ(m.entry[4].opcode, "tuple");
+  EXPECT_TRUE(m.entry[4].results.empty());
+}
+
 TEST(HloText, NotHloGivesNothing) {
   const HloModuleInfo m = ParseHloText("{\"not\": \"hlo\"}\n%x = garbage\n}");
   EXPECT_TRUE(m.name.empty());

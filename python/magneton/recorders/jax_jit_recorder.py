@@ -33,6 +33,7 @@ import shutil
 import tempfile
 
 from magneton import _core
+from magneton.recorders import jax_jit_values
 
 MODE_ENV = "MAGNETON_JAX_MODE"
 
@@ -53,6 +54,7 @@ class JitRecording:
         self._trace_dir = None
         self._hlo_texts: list[str] = []
         self.call_names: dict[str, str] = {}
+        self._values = jax_jit_values.ValueReplays(busy)  # --values: per-thunk values, replayed at stop
 
     def install(self, jax) -> None:
         from jax._src import pjit
@@ -103,6 +105,7 @@ class JitRecording:
         except Exception as exc:
             _core.set_meta("xla.error", f"jax.profiler.stop_trace: {exc}")
             return
+        replays = self._values.replay()  # the profiler stopped: its runs are no thunks of the program
         found = sorted(glob.glob(os.path.join(self._trace_dir, "**", "perfetto_trace.json.gz"), recursive=True))
         if not found:
             _core.set_meta("xla.error", "jax.profiler wrote no perfetto_trace.json.gz")
@@ -110,7 +113,7 @@ class JitRecording:
         with gzip.open(found[-1], "rb") as f:
             text = f.read()
         try:
-            _core.ingest_xla_profile(text, self._hlo_texts)
+            _core.ingest_xla_profile(text, self._hlo_texts, replays)
         except Exception:
             pass  # xla.error is in the trace's meta
 
@@ -123,6 +126,7 @@ class JitRecording:
         convert = pjit.convert_to_metaty
         hlo_texts = self._hlo_texts
         compiled_names: set = set()
+        note_values = self._values.note
 
         def compile_ahead(args, params):
             """JAX's own lowering and compilation for this call, which it caches
@@ -180,13 +184,14 @@ class JitRecording:
                 name = names.get(fname)
                 if name is None:
                     name = names.setdefault(fname, "jax::jit(" + fname + ")")
-                begin(name, args, "", callee_of(params["jaxpr"]))
+                op_id = begin(name, args, "", callee_of(params["jaxpr"]))
                 try:
                     result = orig(*args, **params)
                 except BaseException:
                     end((), None)
                     raise
                 end(result[0], op_args)
+                note_values(key, op_id, params, args, op_args.get("hlo_module"))
                 return result
             finally:
                 busy.busy = False
