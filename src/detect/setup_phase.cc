@@ -9,17 +9,22 @@
 // a JAX named scope, an ONNX node scope). A program without module scopes has
 // no set-up.
 //
-// One-time compilation: the first compilation of each compiled function
-// (torch.compile's Dynamo + Inductor, a JAX jit executable), which a recorder
-// marks with the op argument "compile_kind": "first" (docs/TRACE_FORMAT.md,
-// "Op arguments"). It is paid once per program however long the job runs, so
-// it is not the steady-state work a short recording stands for; a
-// recompilation ("compile_kind": "recompile": the same function compiled again
-// for other shapes or guards) is paid again as the job runs and stays job.
-//
+// One-time compilation: a compilation whose result the job reuses — paid
+// once however long the job runs, so not the steady-state work a short
+// recording stands for. A recorder marks compilation ops (docs/TRACE_FORMAT.md,
+// "Op arguments"): "compile_kind" ("first": the first compilation of a
+// function; "recompile": the same function compiled again) and, where it
+// knows it, "executable": a key its runs carry too (JAX jit: each call). With
+// an executable, its runs decide: run twice or more, it is reused (a
+// recompilation for each step's new shapes runs once, and is the job's);
+// without one, "first" is one-time and "recompile" (torch.compile: Dynamo's
+// guard failed, so this frame compiles again as the job goes on) is the job's.
 // Each phase is still matched and diffed, as regions of its own.
 #include <algorithm>
 #include <limits>
+#include <string>
+#include <unordered_map>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -28,13 +33,39 @@
 namespace magneton::detect {
 namespace {
 
-bool MarkedFirstCompile(const OpEvent& op) {
-  // Most ops' args never name it: the substring test keeps parsing off them.
-  if (op.args.find("\"compile_kind\"") == std::string::npos) return false;
-  const nlohmann::json args = nlohmann::json::parse(op.args, nullptr, /*allow_exceptions=*/false);
-  if (!args.is_object()) return false;
-  auto it = args.find("compile_kind");
-  return it != args.end() && it->is_string() && it->get<std::string>() == "first";
+// The parsed args of an op naming `key`, or null (most ops' args never name
+// it: the substring test keeps parsing off them).
+nlohmann::json ArgsNaming(const OpEvent& op, const char* key) {
+  if (op.args.find(key) == std::string::npos) return nullptr;
+  nlohmann::json args = nlohmann::json::parse(op.args, nullptr, /*allow_exceptions=*/false);
+  return args.is_object() ? args : nlohmann::json(nullptr);
+}
+
+// One-time compilations among the ops, before nesting is applied.
+std::vector<char> OneTimeCompilations(const Trace& trace) {
+  std::vector<char> out(trace.ops.size(), 0);
+  std::unordered_map<std::string, int> runs_of;  // executable -> ops that ran it
+  std::vector<std::pair<size_t, nlohmann::json>> compiles;
+  for (size_t i = 0; i < trace.ops.size(); ++i) {
+    nlohmann::json args = ArgsNaming(trace.ops[i], "\"compile_kind\"");
+    if (args.is_object() && args.contains("compile_kind")) {
+      compiles.emplace_back(i, std::move(args));
+      continue;
+    }
+    nlohmann::json run = ArgsNaming(trace.ops[i], "\"executable\"");
+    if (run.is_object() && run.contains("executable")) ++runs_of[run["executable"].dump()];
+  }
+  for (const auto& [i, args] : compiles) {
+    auto exe = args.find("executable");
+    if (exe != args.end()) {
+      auto it = runs_of.find(exe->dump());
+      out[i] = it != runs_of.end() && it->second >= 2;
+    } else {
+      const auto& kind = args["compile_kind"];
+      out[i] = kind.is_string() && kind.get<std::string>() == "first";
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -56,13 +87,13 @@ PhaseBounds PhasesOf(const Trace& trace) {
   // An op nested in a first compilation is part of it. Parents begin first,
   // so a parent's flag is known before its children's; a parent id out of
   // that order (a damaged trace, even a loop) is judged by its own args only.
+  const std::vector<char> compiled_once = OneTimeCompilations(trace);
   p.one_time.assign(trace.ops.size(), 0);
   for (size_t i = 0; i < trace.ops.size(); ++i) {
-    const OpEvent& op = trace.ops[i];
-    bool mark = MarkedFirstCompile(op);
-    const int64_t parent = op.parent_id;
+    bool mark = compiled_once[i] != 0;
+    const int64_t parent = trace.ops[i].parent_id;
     if (!mark && parent >= 0 && static_cast<size_t>(parent) < trace.ops.size()) {
-      mark = static_cast<size_t>(parent) < i ? p.one_time[parent] != 0 : MarkedFirstCompile(trace.ops[parent]);
+      mark = static_cast<size_t>(parent) < i ? p.one_time[parent] != 0 : compiled_once[parent] != 0;
     }
     p.one_time[i] = mark ? 1 : 0;
   }

@@ -386,6 +386,23 @@ TEST_F(DetectOneTime, FirstCompilationIsItsOwnPhaseRankedAfterSteadyStateWaste) 
   EXPECT_TRUE(recompile_in_job);
 }
 
+TEST_F(DetectOneTime, AnExecutableRunOnceIsTheJobsAndOneRunTwiceIsOneTime) {
+  // JAX jit: each compile and each call name their executable; the runs decide.
+  a_ = MakeSide({"jax::compile", "jax::jit(f)", "jax::jit(f)", "jax::compile", "jax::jit(g)"}, {1000, 150, 150, 200, 100},
+                10);
+  a_.trace.ops[0].args = R"({"function":"f","compile_kind":"first","executable":0})";
+  a_.trace.ops[1].args = a_.trace.ops[2].args = R"({"hlo_module":"jit_f","executable":0})";
+  a_.trace.ops[3].args = R"({"function":"g","compile_kind":"first","executable":1})";
+  a_.trace.ops[4].args = R"({"hlo_module":"jit_g","executable":1})";
+  const PhaseBounds phases = PhasesOf(a_.trace);
+  EXPECT_EQ(PhaseOf(a_.trace, phases, 0), Phase::kOneTime);  // f's executable ran twice: reused
+  EXPECT_EQ(PhaseOf(a_.trace, phases, 1), Phase::kJob);
+  EXPECT_EQ(PhaseOf(a_.trace, phases, 3), Phase::kJob);  // g's ran once: a compile per run, the job's
+  // A "recompile" whose executable is reused is one-time too (JAX: a library function on a second shape).
+  a_.trace.ops[0].args = R"({"function":"f","compile_kind":"recompile","executable":0})";
+  EXPECT_EQ(PhaseOf(a_.trace, PhasesOf(a_.trace), 0), Phase::kOneTime);
+}
+
 TEST_F(DetectOneTime, UnmarkedCompilationCompetesAsJobWork) {
   a_.trace.ops[0].args = R"({"function":"f"})";  // an older trace: no marker
   auto r = DetectFromMatch(a_.trace, fa_, a_.energy, b_.trace, fb_, b_.energy, match_, {});

@@ -140,9 +140,11 @@ class JitRecording:
             begin("jax::compile", ())
             fname = str(params.get("name", "?"))
             # A function compiled again (other shapes or dtypes) is a
-            # recompilation, paid again as the job runs; the first is paid
-            # once (docs/DIFF.md, "One-time compilation").
-            op_args = {"function": fname, "compile_kind": "recompile" if fname in compiled_names else "first"}
+            # recompilation. Whether it is paid once or as the job runs is
+            # what its executable's calls say: each call carries the same
+            # "executable" (docs/DIFF.md, "One-time compilation").
+            op_args = {"function": fname, "compile_kind": "recompile" if fname in compiled_names else "first",
+                       "executable": len(seen)}
             compiled_names.add(fname)
             try:
                 computation = pjit._resolve_and_lower(
@@ -162,7 +164,7 @@ class JitRecording:
                 pass  # the call compiles as it would unrecorded
             finally:
                 end((), op_args)
-            return {k: v for k, v in op_args.items() if k == "hlo_module"}
+            return {k: v for k, v in op_args.items() if k in ("hlo_module", "executable")}
 
         def impl(*args, **params):
             if getattr(busy, "busy", False) or not recording():
