@@ -26,6 +26,8 @@ _NAMESPACES = ("config", "config.threading", "config.optimizer", "config.experim
 _GETTER_PREFIXES = ("get_", "is_")
 _GETTER_SUFFIXES = ("_enabled", "functions_run_eagerly")
 _SETTER_PREFIXES = ("set_", "enable_", "disable_", "run_functions_eagerly", "experimental_run_functions_eagerly")
+# A tf.function call's own jit_compile= (not a tf.config getter).
+FUNCTION_JIT_COMPILE = "tf.function.jit_compile"
 # Getters that are not options: counters of memory in use (they change with
 # every allocation, not with anything the program chose).
 _NOT_STATE = frozenset({"get_memory_usage", "get_memory_info"})
@@ -159,4 +161,18 @@ class TfState:
         if getattr(local, "key", None) != key:
             local.key = key
             local.state_id = _core.intern_runtime_state(self.read())
+            local.function_ids = {}
         _core.set_thread_state_id(local.state_id)
+
+    def stamp_function(self, jit_compile: str) -> None:
+        """For a tf.function call's op (and the graph nodes nested in it): the
+        state in effect plus ``tf.function.jit_compile`` (True / False /
+        None), so that a diff names a function compiled with XLA on one side."""
+        self.stamp()
+        local = self.local
+        state_id = local.function_ids.get(jit_compile)
+        if state_id is None:
+            values = self.read()
+            values[FUNCTION_JIT_COMPILE] = jit_compile
+            state_id = local.function_ids[jit_compile] = _core.intern_runtime_state(values)
+        _core.set_thread_state_id(state_id)

@@ -1,0 +1,265 @@
+#include "record/tf_profile.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "record/profile_clock.h"
+#include "trace/op_args.h"
+#include "trace/op_spans.h"
+
+namespace magneton {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kCall = "EagerLocalExecute: ";
+constexpr std::string_view kInference = "__inference_";
+constexpr std::string_view kFunctionOp = "tf::function:";
+// The recorded op ends after the profiler's call by TF's return to Python
+// and the recorder's end of the op: tens of µs, more on a loaded machine.
+constexpr int64_t kToleranceNs = 200'000;
+
+bool Integer(const json& args, const char* key, int64_t* out) {
+  auto it = args.find(key);
+  if (it == args.end()) return false;
+  if (it->is_number_integer()) {
+    *out = it->get<int64_t>();
+    return true;
+  }
+  if (it->is_string()) {  // some converters write ids as strings
+    const std::string& s = it->get_ref<const std::string&>();
+    char* end = nullptr;
+    *out = std::strtoll(s.c_str(), &end, 10);
+    return !s.empty() && end && *end == '\0';
+  }
+  return false;
+}
+
+void WriteArgs(std::string* out, const TfNode& n, const TfCall& call) {
+  OpArgsWriter w(out);
+  w.BeginParams();
+  w.Key("node");
+  w.String(n.node);
+  w.Key("graph");
+  w.String(call.graph);
+  // What TF's profiler gives of a graph node is its name, type and time:
+  // said here, so that an op without tensors is not read as one that had none.
+  w.Key("tensors");
+  w.String("not recorded (graph node)");
+  w.EndParams();
+}
+
+}  // namespace
+
+std::string TfFunctionName(std::string_view graph) {
+  if (graph.substr(0, kInference.size()) != kInference) return {};
+  std::string_view rest = graph.substr(kInference.size());
+  const size_t u = rest.rfind('_');
+  if (u == std::string_view::npos || u == 0 || u + 1 == rest.size()) return {};
+  for (char c : rest.substr(u + 1)) {
+    if (c < '0' || c > '9') return {};
+  }
+  return std::string(rest.substr(0, u));
+}
+
+StatusOr<TfProfile> ParseTfProfile(std::string_view json_text) {
+  json root = json::parse(json_text.begin(), json_text.end(), nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded()) return InvalidArgument("the TensorFlow profile is not JSON");
+  const json* events = TraceEventsOf(root);
+  if (!events) return InvalidArgument("the TensorFlow profile has no traceEvents");
+  // The converter moves some events' long_name into a shared stackFrames
+  // table ("sf": id -> {"name": "MatMul:_MklMatMul"}).
+  std::unordered_map<std::string, std::string> frames;
+  if (root.is_object()) {
+    auto sf = root.find("stackFrames");
+    if (sf != root.end() && sf->is_object()) {
+      for (auto it = sf->begin(); it != sf->end(); ++it) {
+        if (it->is_object()) frames[it.key()] = TraceEventText(*it, "name");
+      }
+    }
+  }
+  TfProfile out;
+  for (const json& e : *events) {
+    if (!e.is_object()) continue;
+    auto ph = e.find("ph");
+    auto name = e.find("name");
+    if (ph == e.end() || *ph != "X" || name == e.end() || !name->is_string()) continue;
+    const std::string& n = name->get_ref<const std::string&>();
+    auto args_it = e.find("args");
+    static const json kEmpty = json::object();
+    const json& args = args_it != e.end() && args_it->is_object() ? *args_it : kEmpty;
+    enum { kNone, kCallEvent, kRun, kNode } kind = kNone;
+    int64_t group = 0, eager = 1;
+    if (n.compare(0, kCall.size(), kCall) == 0 && n.compare(kCall.size(), kInference.size(), kInference) == 0) {
+      kind = kCallEvent;
+    } else if (n == "FunctionRun" && Integer(args, "group_id", &group)) {
+      kind = kRun;
+    } else if (Integer(args, "is_eager", &eager) && eager == 0) {
+      kind = kNode;
+    }
+    if (kind == kNone) continue;
+    double ts = 0, dur = 0, tid = 0;
+    if (!TraceEventNumber(e, "ts", &ts) || !TraceEventNumber(e, "dur", &dur) || dur < 0) {
+      out.dropped[kind == kNode ? "node.no_time" : kind == kRun ? "run.no_time" : "call.no_time"]++;
+      continue;
+    }
+    TraceEventNumber(e, "tid", &tid);
+    const int64_t start = std::llround(ts * 1000.0), end = std::llround((ts + dur) * 1000.0);
+    const auto thread = static_cast<int64_t>(tid);
+    if (kind == kCallEvent) {
+      std::string graph = n.substr(kCall.size());
+      std::string function = TfFunctionName(graph);
+      if (function.empty()) {
+        out.dropped["call.not_a_function"]++;
+        continue;
+      }
+      out.calls.push_back({std::move(graph), std::move(function), thread, start, end});
+    } else if (kind == kRun) {
+      out.runs.push_back({group, thread, start, end});
+    } else {
+      if (!Integer(args, "group_id", &group)) {
+        out.dropped["node.no_group"]++;
+        continue;
+      }
+      std::string long_name = TraceEventText(args, "long_name");
+      if (long_name.empty()) {
+        auto sf = e.find("sf");
+        if (sf != e.end() && (sf->is_number_integer() || sf->is_string())) {
+          auto f = frames.find(sf->is_string() ? sf->get<std::string>() : std::to_string(sf->get<int64_t>()));
+          if (f != frames.end()) long_name = f->second;
+        }
+      }
+      // "node:OpType"; a node name may hold ':' (never the type).
+      const size_t colon = long_name.rfind(':');
+      out.nodes.push_back({n, colon == std::string::npos ? "" : long_name.substr(0, colon), group, thread, start, end});
+    }
+  }
+  return out;
+}
+
+StatusOr<TfIngestStats> IngestTfProfile(Recorder& rec, std::string_view json_text) {
+  auto profile = ParseTfProfile(json_text);
+  if (!profile.ok()) return profile.status();
+  TfIngestStats stats;
+  stats.calls = static_cast<int64_t>(profile->calls.size());
+  stats.runs = static_cast<int64_t>(profile->runs.size());
+  stats.nodes = static_cast<int64_t>(profile->nodes.size());
+  auto set = [&](const char* key, int64_t v) { rec.SetMeta(std::string("tf.profile.") + key, std::to_string(v)); };
+  set("calls", stats.calls);
+  set("nodes", stats.nodes);
+  if (profile->nodes.empty()) return stats;  // no graph ran while profiled: nothing to place
+  MAGNETON_RETURN_IF_ERROR(rec.Flush());
+  auto ops = ReadOpSpans(rec.writer()->path());
+  if (!ops.ok()) return ops.status();
+
+  // The clock: the profiler's "EagerLocalExecute: __inference_<f>_<n>" are
+  // the recorded tf::function:<f> ops, paired by their ends (the recorded op
+  // began in Python before TF's dispatch; it ends right after the call).
+  std::map<std::string, std::vector<int64_t>> op_ends, call_ends;
+  std::map<std::string, std::vector<const OpSpan*>> ops_by_name;
+  for (const OpSpan& op : *ops) {
+    if (op.name.compare(0, kFunctionOp.size(), kFunctionOp) != 0) continue;
+    op_ends[op.name].push_back(op.end_ns);
+    ops_by_name[op.name].push_back(&op);
+  }
+  for (const TfCall& c : profile->calls) {
+    const std::string name = std::string(kFunctionOp) + c.function;
+    if (op_ends.count(name)) call_ends[name].push_back(c.end_ns);
+  }
+  auto paired = PairClockByEnds(call_ends, op_ends, kToleranceNs);
+  if (!paired.ok()) {
+    return FailedPrecondition("no tf.function call in TensorFlow's profile pairs with a recorded op: its clock is unknown");
+  }
+  const ProfileClock clock = *paired;
+  stats.clock_paired = clock.paired;
+  stats.clock_offset_ns = clock.offset_ns;
+  stats.clock_method = "call_ends";
+
+  // Each call's recorded op: the one of its name whose end is nearest the
+  // call's (on the op clock), within the tolerance, each op taken once.
+  for (auto& [_, v] : ops_by_name) {
+    std::sort(v.begin(), v.end(), [](const OpSpan* a, const OpSpan* b) { return a->end_ns < b->end_ns; });
+  }
+  std::vector<const OpSpan*> op_of_call(profile->calls.size(), nullptr);
+  std::unordered_map<int64_t, bool> taken;
+  for (size_t i = 0; i < profile->calls.size(); ++i) {
+    const TfCall& c = profile->calls[i];
+    auto it = ops_by_name.find(std::string(kFunctionOp) + c.function);
+    if (it == ops_by_name.end()) continue;
+    const int64_t t = c.end_ns - clock.offset_ns;
+    const auto& v = it->second;
+    auto pos = std::lower_bound(v.begin(), v.end(), t - kToleranceNs,
+                                [](const OpSpan* o, int64_t x) { return o->end_ns < x; });
+    const OpSpan* best = nullptr;
+    for (; pos != v.end() && (*pos)->end_ns <= t + kToleranceNs; ++pos) {
+      if (taken.count((*pos)->op_id)) continue;
+      if (!best || std::llabs((*pos)->end_ns - t) < std::llabs(best->end_ns - t)) best = *pos;
+    }
+    if (best) {
+      taken[best->op_id] = true;
+      op_of_call[i] = best;
+      stats.calls_linked++;
+    }
+  }
+
+  // The group of a call: its FunctionRun, on the call's thread inside it.
+  std::unordered_map<int64_t, size_t> call_of_group;
+  for (const TfFunctionRun& r : profile->runs) {
+    for (size_t i = 0; i < profile->calls.size(); ++i) {
+      const TfCall& c = profile->calls[i];
+      if (c.thread_id == r.thread_id && c.start_ns <= r.start_ns && r.end_ns <= c.end_ns) {
+        call_of_group.emplace(r.group_id, i);
+        break;
+      }
+    }
+  }
+
+  std::map<int64_t, std::vector<const TfNode*>> groups;
+  for (const TfNode& n : profile->nodes) groups[n.group_id].push_back(&n);
+  std::unordered_map<std::string, int64_t> name_ids;
+  for (auto& [group, nodes] : groups) {
+    auto g = call_of_group.find(group);
+    const OpSpan* parent = g == call_of_group.end() ? nullptr : op_of_call[g->second];
+    if (!parent) {
+      stats.nodes_unlinked += static_cast<int64_t>(nodes.size());
+      continue;
+    }
+    const TfCall& call = profile->calls[g->second];
+    std::sort(nodes.begin(), nodes.end(), [](const TfNode* a, const TfNode* b) { return a->start_ns < b->start_ns; });
+    std::vector<std::pair<int64_t, int64_t>> spans;
+    for (const TfNode* n : nodes) spans.emplace_back(n->start_ns, n->end_ns);
+    const auto placed = LayInside(spans, clock.offset_ns, parent->start_ns, parent->end_ns);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const TfNode* n = nodes[i];
+      OpEvent op;
+      op.id = rec.ReserveOpId();
+      auto id = name_ids.find(n->op_type);
+      if (id == name_ids.end()) id = name_ids.emplace(n->op_type, rec.InternString("tf::" + n->op_type)).first;
+      op.name_id = id->second;
+      op.thread_id = parent->thread_id;  // nested in its call: TF's executor thread is not kept
+      op.start_ns = placed[i].first;
+      op.end_ns = placed[i].second;
+      op.parent_id = parent->op_id;
+      op.scope_id = parent->scope_id;
+      op.call_path_id = parent->call_path_id;
+      op.state_id = parent->state_id;
+      WriteArgs(&op.args, *n, call);
+      rec.RecordCompletedOp(std::move(op), {});
+      stats.nodes_written++;
+    }
+  }
+  set("runs", stats.runs);
+  set("calls_linked", stats.calls_linked);
+  set("ops", stats.nodes_written);
+  set("nodes_unlinked", stats.nodes_unlinked);
+  set("nodes_without_tensors", stats.nodes_written);
+  set("clock_paired", stats.clock_paired);
+  set("clock_offset_ns", stats.clock_offset_ns);
+  rec.SetMeta("tf.profile.clock_method", stats.clock_method);
+  return stats;
+}
+
+}  // namespace magneton
