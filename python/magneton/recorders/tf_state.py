@@ -3,7 +3,8 @@ every getter of ``tf.config``, ``tf.config.threading``,
 ``tf.config.optimizer`` and ``tf.config.experimental`` that takes no
 argument (intra/inter-op threads, jit, graph optimizer options, soft device
 placement, visible devices, determinism, TF32, functions run eagerly, ...)
-and the Keras dtype policy (mixed precision). Read at start and after each
+and the Keras dtype policy (mixed precision); a tf.function call's op adds
+its own ``jit_compile=`` (``tf.function.jit_compile``). Read at start and after each
 setter the program calls in those namespaces (each recorded as a
 StateSetter at the program's line), never per op: ``stamp()`` per op only
 compares a change counter. The environment TF reads (``TF_ENABLE_ONEDNN_OPTS``
