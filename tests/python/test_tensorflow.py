@@ -274,6 +274,11 @@ IN_PROCESS = textwrap.dedent("""\
     assert after == before, (before, after)
     with magneton.record(sys.argv[2]):
         pass  # TensorFlow imported and hooked, no op of it run
+    os.environ["MAGNETON_TF_PROFILE"] = "1"
+    tf.profiler.experimental.start(sys.argv[4])  # the program's own profiler: the recorder's cannot start
+    with magneton.record(sys.argv[3]):
+        square(tf.ones((2, 2)))
+    tf.profiler.experimental.stop()
     print("restored")
 """)
 
@@ -282,13 +287,14 @@ def test_in_process_recording_restores_tensorflow(tmp_path):
     """magneton.record() in a program that imported TF first: hooks now, and
     every wrapped function is TF's own again after the block. With
     MAGNETON_TF_PROFILE=0 a tf.function call is one op with nothing nested
-    (the module's fixture has the nodes), said in the meta; a recording in
-    which TF ran no op does not name it as an engine (one that did does)."""
+    (the module's fixture has the nodes), said in the meta, as when the
+    program runs a TF profiler of its own; a recording in which TF ran no op
+    does not name it as an engine (one that did does)."""
     script = tmp_path / "in_process.py"
     script.write_text(IN_PROCESS)
-    trace, idle = tmp_path / "in_process.mtrace", tmp_path / "idle.mtrace"
-    r = subprocess.run([sys.executable, str(script), str(trace), str(idle)], capture_output=True, text=True,
-                       env=dict(os.environ, **ENV))
+    trace, idle, busy = tmp_path / "in_process.mtrace", tmp_path / "idle.mtrace", tmp_path / "busy.mtrace"
+    r = subprocess.run([sys.executable, str(script), str(trace), str(idle), str(busy), str(tmp_path / "own")],
+                       capture_output=True, text=True, env=dict(os.environ, **ENV))
     assert r.returncode == 0 and "restored" in r.stdout, r.stderr[-3000:]
     db = TraceDB(str(trace))
     assert db.count("tf::MatMul") == 1
@@ -298,3 +304,7 @@ def test_in_process_recording_restores_tensorflow(tmp_path):
     assert meta["tf.profile.off"] == "MAGNETON_TF_PROFILE=0" and "tensorflow" in meta["engine"].split(",")
     idle_meta = dict(TraceDB(str(idle)).query("SELECT key, value FROM meta"))
     assert "tensorflow" not in idle_meta.get("engine", "").split(",")
+    busy_db = TraceDB(str(busy))
+    (call, *_), = busy_db.ops("tf::function:<lambda>")
+    assert children(busy_db, call) == []
+    assert dict(busy_db.query("SELECT key, value FROM meta"))["tf.profile.off"].startswith("tf.profiler did not start")

@@ -19,6 +19,7 @@ import glob
 import os
 import shutil
 import tempfile
+import threading
 
 from magneton import _core
 
@@ -33,12 +34,18 @@ class GraphProfile:
     def __init__(self):
         self._dir: str | None = None
         self.tried = False  # started, or said why not
+        self._lock = threading.Lock()  # two threads' first calls at once start it once
 
     def start(self) -> None:
         """At the first tf.function call (the recorder's slow-path hook)."""
         if self.tried:
             return
-        self.tried = True
+        with self._lock:
+            if not self.tried:
+                self._start()
+                self.tried = True
+
+    def _start(self) -> None:
         if not enabled():
             _core.set_meta("tf.profile.off", f"{ENV}=0")
             return
