@@ -205,16 +205,20 @@ StatusOr<TfIngestStats> IngestTfProfile(Recorder& rec, std::string_view json_tex
     }
   }
 
-  // The group of a call: its FunctionRun, on the call's thread inside it.
+  // The group of a call: its FunctionRun, on the call's thread inside it
+  // (the calls of one thread do not overlap: the latest one begun before
+  // the run).
+  std::vector<size_t> by_start(profile->calls.size());
+  for (size_t i = 0; i < by_start.size(); ++i) by_start[i] = i;
+  auto key = [&](size_t i) { return std::make_pair(profile->calls[i].thread_id, profile->calls[i].start_ns); };
+  std::sort(by_start.begin(), by_start.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
   std::unordered_map<int64_t, size_t> call_of_group;
   for (const TfFunctionRun& r : profile->runs) {
-    for (size_t i = 0; i < profile->calls.size(); ++i) {
-      const TfCall& c = profile->calls[i];
-      if (c.thread_id == r.thread_id && c.start_ns <= r.start_ns && r.end_ns <= c.end_ns) {
-        call_of_group.emplace(r.group_id, i);
-        break;
-      }
-    }
+    auto it = std::upper_bound(by_start.begin(), by_start.end(), std::make_pair(r.thread_id, r.start_ns),
+                               [&](const std::pair<int64_t, int64_t>& v, size_t i) { return v < key(i); });
+    if (it == by_start.begin()) continue;
+    const TfCall& c = profile->calls[*std::prev(it)];
+    if (c.thread_id == r.thread_id && r.end_ns <= c.end_ns) call_of_group.emplace(r.group_id, *std::prev(it));
   }
 
   std::map<int64_t, std::vector<const TfNode*>> groups;
