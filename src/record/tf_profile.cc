@@ -41,8 +41,15 @@ bool Integer(const json& args, const char* key, int64_t* out) {
 void WriteArgs(std::string* out, const TfNode& n, const TfCall& call) {
   OpArgsWriter w(out);
   w.BeginParams();
-  w.Key("node");
-  w.String(n.node);
+  if (n.xla) {
+    w.Key("hlo_module");
+    w.String(n.hlo_module);
+    w.Key("hlo_op");
+    w.String(n.op_type);
+  } else {
+    w.Key("node");
+    w.String(n.node);
+  }
   w.Key("graph");
   w.String(call.graph);
   // What TF's profiler gives of a graph node is its name, type and time:
@@ -91,7 +98,7 @@ StatusOr<TfProfile> ParseTfProfile(std::string_view json_text) {
     auto args_it = e.find("args");
     static const json kEmpty = json::object();
     const json& args = args_it != e.end() && args_it->is_object() ? *args_it : kEmpty;
-    enum { kNone, kCallEvent, kRun, kNode } kind = kNone;
+    enum { kNone, kCallEvent, kRun, kNode, kXla } kind = kNone;
     int64_t group = 0, eager = 1;
     if (n.compare(0, kCall.size(), kCall) == 0 && n.compare(kCall.size(), kInference.size(), kInference) == 0) {
       kind = kCallEvent;
@@ -99,11 +106,13 @@ StatusOr<TfProfile> ParseTfProfile(std::string_view json_text) {
       kind = kRun;
     } else if (Integer(args, "is_eager", &eager) && eager == 0) {
       kind = kNode;
+    } else if (args.contains("hlo_op") && args.contains("hlo_module")) {
+      kind = kXla;
     }
     if (kind == kNone) continue;
     double ts = 0, dur = 0, tid = 0;
     if (!TraceEventNumber(e, "ts", &ts) || !TraceEventNumber(e, "dur", &dur) || dur < 0) {
-      out.dropped[kind == kNode ? "node.no_time" : kind == kRun ? "run.no_time" : "call.no_time"]++;
+      out.dropped[kind == kNode || kind == kXla ? "node.no_time" : kind == kRun ? "run.no_time" : "call.no_time"]++;
       continue;
     }
     TraceEventNumber(e, "tid", &tid);
@@ -119,6 +128,18 @@ StatusOr<TfProfile> ParseTfProfile(std::string_view json_text) {
       out.calls.push_back({std::move(graph), std::move(function), thread, start, end});
     } else if (kind == kRun) {
       out.runs.push_back({group, thread, start, end});
+    } else if (kind == kXla) {
+      TfNode x;
+      x.op_type = TraceEventText(args, "hlo_op");
+      x.node = x.op_type;
+      x.xla = true;
+      x.hlo_module = TraceEventText(args, "hlo_module");
+      x.thread_id = thread, x.start_ns = start, x.end_ns = end;
+      if (x.op_type.empty()) {
+        out.dropped["xla.no_op"]++;
+        continue;
+      }
+      out.nodes.push_back(std::move(x));
     } else {
       if (!Integer(args, "group_id", &group)) {
         out.dropped["node.no_group"]++;
@@ -134,7 +155,11 @@ StatusOr<TfProfile> ParseTfProfile(std::string_view json_text) {
       }
       // "node:OpType"; a node name may hold ':' (never the type).
       const size_t colon = long_name.rfind(':');
-      out.nodes.push_back({n, colon == std::string::npos ? "" : long_name.substr(0, colon), group, thread, start, end});
+      TfNode node;
+      node.op_type = n;
+      node.node = colon == std::string::npos ? "" : long_name.substr(0, colon);
+      node.group_id = group, node.thread_id = thread, node.start_ns = start, node.end_ns = end;
+      out.nodes.push_back(std::move(node));
     }
   }
   return out;
@@ -212,26 +237,39 @@ StatusOr<TfIngestStats> IngestTfProfile(Recorder& rec, std::string_view json_tex
   for (size_t i = 0; i < by_start.size(); ++i) by_start[i] = i;
   auto key = [&](size_t i) { return std::make_pair(profile->calls[i].thread_id, profile->calls[i].start_ns); };
   std::sort(by_start.begin(), by_start.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
+  constexpr size_t kNoCall = SIZE_MAX;
+  auto call_holding = [&](int64_t thread, int64_t start, int64_t end) {
+    auto it = std::upper_bound(by_start.begin(), by_start.end(), std::make_pair(thread, start),
+                               [&](const std::pair<int64_t, int64_t>& v, size_t i) { return v < key(i); });
+    if (it == by_start.begin()) return kNoCall;
+    const TfCall& c = profile->calls[*std::prev(it)];
+    return c.thread_id == thread && end <= c.end_ns ? *std::prev(it) : kNoCall;
+  };
   std::unordered_map<int64_t, size_t> call_of_group;
   for (const TfFunctionRun& r : profile->runs) {
-    auto it = std::upper_bound(by_start.begin(), by_start.end(), std::make_pair(r.thread_id, r.start_ns),
-                               [&](const std::pair<int64_t, int64_t>& v, size_t i) { return v < key(i); });
-    if (it == by_start.begin()) continue;
-    const TfCall& c = profile->calls[*std::prev(it)];
-    if (c.thread_id == r.thread_id && r.end_ns <= c.end_ns) call_of_group.emplace(r.group_id, *std::prev(it));
+    const size_t c = call_holding(r.thread_id, r.start_ns, r.end_ns);
+    if (c != kNoCall) call_of_group.emplace(r.group_id, c);
   }
 
-  std::map<int64_t, std::vector<const TfNode*>> groups;
-  for (const TfNode& n : profile->nodes) groups[n.group_id].push_back(&n);
-  std::unordered_map<std::string, int64_t> name_ids;
-  for (auto& [group, nodes] : groups) {
-    auto g = call_of_group.find(group);
-    const OpSpan* parent = g == call_of_group.end() ? nullptr : op_of_call[g->second];
-    if (!parent) {
-      stats.nodes_unlinked += static_cast<int64_t>(nodes.size());
+  // Each call's nodes: the executor's by group, XLA's thunks by where they ran.
+  std::map<size_t, std::vector<const TfNode*>> by_call;
+  for (const TfNode& n : profile->nodes) {
+    size_t c = kNoCall;
+    if (n.xla) {
+      c = call_holding(n.thread_id, n.start_ns, n.end_ns);
+    } else if (auto g = call_of_group.find(n.group_id); g != call_of_group.end()) {
+      c = g->second;
+    }
+    if (c == kNoCall || !op_of_call[c]) {
+      stats.nodes_unlinked++;
       continue;
     }
-    const TfCall& call = profile->calls[g->second];
+    by_call[c].push_back(&n);
+  }
+  std::unordered_map<std::string, int64_t> name_ids;
+  for (auto& [call_index, nodes] : by_call) {
+    const OpSpan* parent = op_of_call[call_index];
+    const TfCall& call = profile->calls[call_index];
     std::sort(nodes.begin(), nodes.end(), [](const TfNode* a, const TfNode* b) { return a->start_ns < b->start_ns; });
     std::vector<std::pair<int64_t, int64_t>> spans;
     for (const TfNode* n : nodes) spans.emplace_back(n->start_ns, n->end_ns);
@@ -240,8 +278,9 @@ StatusOr<TfIngestStats> IngestTfProfile(Recorder& rec, std::string_view json_tex
       const TfNode* n = nodes[i];
       OpEvent op;
       op.id = rec.ReserveOpId();
-      auto id = name_ids.find(n->op_type);
-      if (id == name_ids.end()) id = name_ids.emplace(n->op_type, rec.InternString("tf::" + n->op_type)).first;
+      const std::string name = (n->xla ? "xla::" : "tf::") + n->op_type;
+      auto id = name_ids.find(name);
+      if (id == name_ids.end()) id = name_ids.emplace(name, rec.InternString(name)).first;
       op.name_id = id->second;
       op.thread_id = parent->thread_id;  // nested in its call: TF's executor thread is not kept
       op.start_ns = placed[i].first;

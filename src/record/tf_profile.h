@@ -5,7 +5,9 @@
 // a tf_Compute thread, args group_id = the function call, long_name =
 // "node:OpType") becomes an op `tf::<OpType>` nested in the recorded
 // `tf::function:<f>` op of its call, with its node name in the args and no
-// tensors. docs/TENSORFLOW.md, "tf.function graphs"; docs/TRACE_FORMAT.md
+// tensors. A jit_compile=True function runs as one XLA executable instead:
+// its thunks (args hlo_op, hlo_module, on the calling thread inside the
+// call) become `xla::<hlo_op>` ops nested the same way. docs/TENSORFLOW.md, "tf.function graphs"; docs/TRACE_FORMAT.md
 // "TensorFlow graph ops".
 #pragma once
 
@@ -35,9 +37,11 @@ struct TfFunctionRun {  // "FunctionRun" on the calling thread, inside its call:
   int64_t end_ns = 0;
 };
 
-struct TfNode {  // one execution of a graph node by TF's executor (any thread)
-  std::string op_type;  // "_MklMatMul", "BiasAdd"
+struct TfNode {  // one execution of a graph node by TF's executor (any thread), or of an XLA thunk
+  std::string op_type;  // "_MklMatMul", "BiasAdd"; an XLA thunk's HLO op ("MatMul.2")
   std::string node;     // "MatMul" ("" when the profile did not name it)
+  bool xla = false;     // a thunk of a jit_compile=True function's XLA executable (no group_id: on the call's thread)
+  std::string hlo_module;
   int64_t group_id = 0;
   int64_t thread_id = 0;
   int64_t start_ns = 0;

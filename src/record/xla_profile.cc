@@ -216,7 +216,7 @@ StatusOr<XlaIngestStats> IngestXlaProfile(Recorder& rec, std::string_view json_t
     stats.runs_linked++;
     // The run inside its op (the clock mapping is good to tens of µs, the
     // op waited for the whole run), thunks side by side laid one after the
-    // other on the op's thread (XLA's worker thread is in the args).
+    // other on the op's thread (XLA's worker thread is not kept).
     std::vector<std::pair<int64_t, int64_t>> spans;
     for (const XlaThunk* t : run) spans.emplace_back(t->start_ns, t->end_ns);
     const auto placed = LayInside(spans, clock->offset_ns, parent->start_ns, parent->end_ns);

@@ -24,7 +24,8 @@ constexpr const char* kProfile = R"json({"displayTimeUnit":"ns",
     {"pid":701,"tid":11,"name":"BiasAdd","ts":85161.494,"dur":12.476,"ph":"X","args":{"group_id":1,"long_name":"BiasAdd:BiasAdd","is_eager":0}},
     {"pid":701,"tid":11,"name":"Relu","ts":85174.968,"dur":2.449,"ph":"X","args":{"group_id":1,"long_name":"Relu:Relu","is_eager":0}},
     {"pid":701,"tid":3,"name":"MatMul","ts":90001.0,"dur":8.0,"ph":"X","args":{"long_name":"MatMul:MatMul","is_eager":1}},
-    {"pid":701,"tid":11,"name":"Mul","ph":"X","args":{"group_id":1,"long_name":"mul:Mul","is_eager":0}}
+    {"pid":701,"tid":11,"name":"Mul","ph":"X","args":{"group_id":1,"long_name":"mul:Mul","is_eager":0}},
+    {"pid":701,"tid":3,"name":"MatMul.2","ts":84900.0,"dur":40.0,"ph":"X","args":{"hlo_op":"MatMul.2","hlo_module":"a_inference_f_22"}}
   ]})json";
 
 TEST(TfProfile, CallsRunsAndGraphNodes) {
@@ -36,8 +37,13 @@ TEST(TfProfile, CallsRunsAndGraphNodes) {
   EXPECT_EQ(p->calls[0].end_ns, 85233723);
   ASSERT_EQ(p->runs.size(), 1u);
   EXPECT_EQ(p->runs[0].group_id, 1);
-  // Graph nodes only (is_eager 0): not the executor's own events, not the eager MatMul.
-  ASSERT_EQ(p->nodes.size(), 3u);
+  // Graph nodes only (is_eager 0): not the executor's own events, not the
+  // eager MatMul; and a jit_compile=True function's XLA thunk.
+  ASSERT_EQ(p->nodes.size(), 4u);
+  EXPECT_TRUE(p->nodes[3].xla);
+  EXPECT_EQ(p->nodes[3].op_type, "MatMul.2");
+  EXPECT_EQ(p->nodes[3].hlo_module, "a_inference_f_22");
+  EXPECT_FALSE(p->nodes[0].xla);
   EXPECT_EQ(p->nodes[0].op_type, "_MklMatMul");
   EXPECT_EQ(p->nodes[0].node, "MatMul");  // its long_name moved to stackFrames
   EXPECT_EQ(p->nodes[0].thread_id, 12);
