@@ -61,8 +61,16 @@ SCRIPT = textwrap.dedent("""\
 
 
     unfused = [dense_unfused(a, k, c) for _ in range(2)]
+
+
+    @tf.function(jit_compile=True)
+    def dense_xla(a, k, c):
+        return tf.nn.relu(tf.nn.bias_add(tf.matmul(a, k), c))
+
+
+    compiled = dense_xla(a, k, c)
     print(float(tf.reduce_sum(z)) + float(tf.reduce_sum(w)) + float(y[0, 0]) + int(n)
-          + float(tf.reduce_sum(fused[-1] - unfused[-1])))
+          + float(tf.reduce_sum(fused[-1] - unfused[-1])) + float(tf.reduce_sum(compiled)))
 """)
 
 
@@ -165,10 +173,10 @@ def test_tf_function_graph_nodes_nested_in_their_call(small):
     Relu it ends in); with it off, as three nodes."""
     db = small
     meta = dict(db.query("SELECT key, value FROM meta"))
-    calls = [op_id for name in ("tf::function:dense", "tf::function:dense_unfused", "tf::function:twice")
-             for op_id, *_ in db.ops(name)]
-    assert len(calls) == 5 and "tf.profile.off" not in meta, meta.get("tf.profile.off")
-    assert int(meta["tf.profile.calls_linked"]) == 5 and meta["tf.profile.nodes_unlinked"] == "0"
+    calls = [op_id for name in ("tf::function:dense", "tf::function:dense_unfused", "tf::function:twice",
+                                "tf::function:dense_xla") for op_id, *_ in db.ops(name)]
+    assert len(calls) == 6 and "tf.profile.off" not in meta, meta.get("tf.profile.off")
+    assert int(meta["tf.profile.calls_linked"]) == 6 and meta["tf.profile.nodes_unlinked"] == "0"
     written = 0
     for op_id in calls:
         start, end, thread, _ = span(db, op_id)
@@ -187,6 +195,11 @@ def test_tf_function_graph_nodes_nested_in_their_call(small):
         nodes = children(db, op_id)
         assert [args["node"] for _, args, *_ in nodes] == ["MatMul", "BiasAdd", "Relu"]
         assert nodes[0][0].endswith("MatMul") and [n for n, *_ in nodes[1:]] == ["tf::BiasAdd", "tf::Relu"]
+    # jit_compile=True: one XLA executable, its thunks nested instead of graph nodes.
+    (xla_call, *_), = db.ops("tf::function:dense_xla")
+    thunks = children(db, xla_call)
+    assert all(n.startswith("xla::") and args["hlo_module"] and args["hlo_op"] == n[5:] for n, args, *_ in thunks)
+    assert any("MatMul" in n or "dot" in n for n, *_ in thunks), [n for n, *_ in thunks]
     # An eager op has no graph nodes in it.
     first_matmul = eager_ops(db, "tf::MatMul")[0][0]
     assert children(db, first_matmul) == []
@@ -203,6 +216,7 @@ def test_tf_function_jit_compile_is_runtime_state(small):
     assert state(dense)["tf.function.jit_compile"] == "None"  # tf.config.optimizer.jit decides
     assert state(unfused)["tf.function.jit_compile"] == "False"
     assert state(unfused)["tf.config.optimizer.jit"] == "autoclustering"
+    assert state(db.ops("tf::function:dense_xla")[0][0])["tf.function.jit_compile"] == "True"
     # The graph's nodes ran under their call's state; eager ops carry no such key.
     assert {span(db, node_id)[3] for *_, node_id in children(db, unfused)} == {span(db, unfused)[3]}
     assert "tf.function.jit_compile" not in state(eager_ops(db, "tf::MatMul")[0][0])
