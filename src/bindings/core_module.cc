@@ -12,6 +12,7 @@
 #include "bindings/ort_bindings.h"
 #include "bindings/array_ops.h"
 #include "bindings/xla_bindings.h"
+#include "bindings/tf_bindings.h"
 #include "bindings/status_exception.h"
 #include "magneton/recorder.h"
 #include "record/env_reads.h"
@@ -146,6 +147,7 @@ NB_MODULE(_core, m) {
 
   magneton::RegisterArrayOps(m);
   magneton::RegisterXlaBindings(m);
+  magneton::RegisterTfBindings(m);
 
   magneton::RegisterOrtBindings(m);
   magneton::RegisterGpuBindings(m);
