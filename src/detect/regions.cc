@@ -88,7 +88,7 @@ SideSummary Summarize(const Trace& t, const energy::Attribution& e) {
   s.op_count = t.ops.size();
   s.job_uj = e.job_uj;
   // The recorder's own ops (fingerprinting, JAX warm-up) are not the job's time either.
-  s.job_ns = std::max<int64_t>(0, e.ops_end_ns - e.ops_start_ns - e.recorder_ns);
+  s.job_ns = std::max<int64_t>(0, e.ops_end_ns - e.ops_start_ns - e.recorder_in_job_ns);
   s.idle_in_job_uj = e.idle_in_job_uj;
   s.issue_uj = e.issue_uj;
   s.device_idle_in_job_uj = e.device_idle_in_job_uj;

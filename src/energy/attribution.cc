@@ -162,13 +162,24 @@ StatusOr<Attribution> AttributeHostWork(const Trace& trace, const std::vector<En
     issuing_delta[cut_index(p.start_ns)] += 1;
     issuing_delta[cut_index(p.end_ns)] -= 1;
   }
+  // The job runs from the first op to the program's last: the recorder's
+  // work after that (JAX jit's --values replay and the profile's ingest, at
+  // stop) is outside it, not a pause inside it. Recorder work before or
+  // between the program's ops (a CUDA graph capture, a warm-up) is inside,
+  // its energy given back below.
   out.ops_start_ns = out.ops_end_ns = curve.start();
   if (!pieces.empty()) {
     out.ops_start_ns = curve.end();
+    bool any_work = false;
     for (const auto& p : pieces) {
       if (p.end_ns <= p.start_ns) continue;
       out.ops_start_ns = std::min(out.ops_start_ns, p.start_ns);
-      out.ops_end_ns = std::max(out.ops_end_ns, p.end_ns);
+      if (recorder_op[p.op]) continue;
+      out.ops_end_ns = any_work ? std::max(out.ops_end_ns, p.end_ns) : p.end_ns;
+      any_work = true;
+    }
+    if (!any_work) {  // only the recorder's: its span, all of it given back
+      for (const auto& p : pieces) out.ops_end_ns = std::max(out.ops_end_ns, p.end_ns);
     }
     out.ops_start_ns = std::min(out.ops_start_ns, out.ops_end_ns);
   }
@@ -220,6 +231,15 @@ StatusOr<Attribution> AttributeHostWork(const Trace& trace, const std::vector<En
     out.recorder_uj += out.ops[i].exclusive_uj;
     out.recorder_ns += out.ops[i].exclusive_ns;
   }
+  // The recorder's energy inside the job (its pieces clipped to the job's
+  // ends, both cuts), which the job gives back below.
+  for (const auto& p : pieces) {
+    if (!recorder_op[p.op]) continue;
+    const int64_t a = std::max(p.start_ns, out.ops_start_ns), b = std::min(p.end_ns, out.ops_end_ns);
+    if (b <= a) continue;
+    out.recorder_in_job_uj += share_prefix[cut_index(b)] - share_prefix[cut_index(a)];
+    out.recorder_in_job_ns += b - a;
+  }
   // Inclusive: children were pushed after their parents, so walking ops by
   // descending start (then ascending length) visits children before parents.
   for (OpEnergy& op : out.ops) op.inclusive_uj = op.exclusive_uj;
@@ -237,7 +257,7 @@ StatusOr<Attribution> AttributeHostWork(const Trace& trace, const std::vector<En
     }
   }
   // The job is the work compared: the recorder's own ops inside it are not.
-  out.job_uj -= out.recorder_uj;
+  out.job_uj -= out.recorder_in_job_uj;
   return out;
 }
 

@@ -44,17 +44,20 @@ struct Attribution {
   double attributed_uj = 0;    // sum of exclusive_uj
   double unattributed_uj = 0;  // energy while no op ran (idle gaps)
   double issue_uj = 0;         // the part of unattributed_uj charged to ops as issue time
-  // The job: from the first op's start to the last op's end (clipped to the
-  // window). Before it lie interpreter start-up and imports, after it exit;
-  // neither is the work being compared.
+  // The job: from the first op's start to the end of the program's last op
+  // (clipped to the window). Before it lie interpreter start-up and imports,
+  // after it exit and the recorder's work at stop; none is the work compared.
   int64_t ops_start_ns = 0;
   int64_t ops_end_ns = 0;
-  double job_uj = 0;               // energy over [ops_start_ns, ops_end_ns], less recorder_uj
+  double job_uj = 0;               // energy over [ops_start_ns, ops_end_ns], less recorder_in_job_uj
   // The recorder's own ops (IsRecorderOp, e.g. JAX warm-up runs) and the
   // ops nested in them (those captured into a CUDA graph): their exclusive
-  // energy and time, inside the job but not part of it.
+  // energy and time, all of it; and the part inside the job, which is not
+  // the job's.
   double recorder_uj = 0;
   int64_t recorder_ns = 0;
+  double recorder_in_job_uj = 0;
+  int64_t recorder_in_job_ns = 0;
   double idle_in_job_uj = 0;       // unattributed energy inside the job (issue time included)
   int64_t idle_in_job_ns = 0;      // wall time inside the job with no op running
   // Inside the job, with no op running and no thread issuing one: what is

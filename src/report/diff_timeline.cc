@@ -69,15 +69,17 @@ Job JobOf(const Trace& t) {
   Job job;
   bool any = false;
   for (const OpEvent& op : t.ops) {
-    if (IsRecorderOp(t, op)) {
-      const bool nested = op.parent_id >= 0 && static_cast<size_t>(op.parent_id) < t.ops.size() &&
-                          IsRecorderOp(t, t.ops[static_cast<size_t>(op.parent_id)]);
-      if (!nested) job.recorder_ns += op.end_ns - op.start_ns;
-      continue;
-    }
+    if (IsRecorderOp(t, op)) continue;
     job.start_ns = any ? std::min(job.start_ns, op.start_ns) : op.start_ns;
     job.end_ns = any ? std::max(job.end_ns, op.end_ns) : op.end_ns;
     any = true;
+  }
+  // Only the part inside the span: the recorder's work at stop is after it.
+  for (const OpEvent& op : t.ops) {
+    if (!IsRecorderOp(t, op)) continue;
+    const bool nested = op.parent_id >= 0 && static_cast<size_t>(op.parent_id) < t.ops.size() &&
+                        IsRecorderOp(t, t.ops[static_cast<size_t>(op.parent_id)]);
+    if (!nested) job.recorder_ns += std::max<int64_t>(0, std::min(op.end_ns, job.end_ns) - std::max(op.start_ns, job.start_ns));
   }
   return job;
 }
