@@ -45,4 +45,4 @@ total = 0.0
 for step in range(STEPS):
     y = model(batches[step])
     total += float(tf.reduce_sum(y))
-print("sum", round(total, 2))
+print(round(total, 2))  # the two frameworks agree to rounding (tests/python/test_cases.py)

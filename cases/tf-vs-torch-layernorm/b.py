@@ -37,4 +37,4 @@ with torch.inference_mode():
     for step in range(STEPS):
         y = model(batches[step])
         total += float(y.sum())
-print("sum", round(total, 2))
+print(round(total, 2))  # the two frameworks agree to rounding (tests/python/test_cases.py)
