@@ -193,12 +193,21 @@ struct MachineLoadShares {
   // The CPUs the recorded process could run on (meta machine.cpus); 0 when
   // the trace does not say.
   int cpus = 0;
+  // The threads its ops ran on where the framework recorded the count
+  // (OpThreadsOf: torch.num_threads, TF's intra-op setting); 0 when not.
+  int op_threads = 0;
   // Why the job's load could not be taken although the trace holds a series
   // (a corrupt machine.load_samples, a job too short for its ticks); empty
   // otherwise. Said in the reports, never silent.
   std::string over_job_error;
   // others + steal, or negative when unknown.
   double Total() const { return others_cpu_share < 0 ? -1 : others_cpu_share + std::max(0.0, steal_share); }
+  // T of the load bounds: the CPUs it could use, no more than its ops' threads
+  // when those are known (one thread has no barrier to wait at).
+  int BarrierThreads() const {
+    if (op_threads <= 0) return cpus;
+    return cpus > 0 ? std::min(cpus, op_threads) : op_threads;
+  }
 };
 MachineLoadShares MachineLoadOf(const RunMetadata& meta);
 // Over [job_start_ns, job_end_ns] when the trace holds the sampled series
@@ -297,7 +306,8 @@ bool OutputsAgree(const std::vector<TensorPair>& outputs, const FingerprintMap& 
 // grow by 1 / (1 - load); an op whose T threads wait for one another at
 // every barrier runs only while all T are on a CPU, (1 - load)^T of the time,
 // so the bound is ((1 - load_cheap) / (1 - load_costly))^T with T the CPUs
-// the costlier side could use (machine.cpus; 1 when unknown). An upper bound
+// the costlier side could use (machine.cpus; 1 when unknown), no more than
+// the threads its ops ran on when recorded (BarrierThreads). An upper bound
 // (a single-threaded program on a large machine may not slow at all), which
 // is what a demotion needs. 1 when a side does not say or the gap is under
 // kMaterialLoad.
@@ -332,6 +342,10 @@ double StudentT(double confidence, size_t df);
 // that runs inside a module scope; ops starting before it are set-up.
 // INT64_MIN (no set-up) when no op has a module scope.
 int64_t SetupEndNs(const Trace& trace);
+// The most intra-op threads any of the trace's runtime states gives its ops
+// (torch.num_threads, tf.config.threading.intra_op_parallelism_threads);
+// 0 when none is recorded or one is the framework's default (op_threads.cc).
+int OpThreadsOf(const Trace& trace);
 // The ops of `ops` that are set-up (setup = true) or job (false), in order.
 std::vector<int64_t> SetupOps(const Trace& trace, const std::vector<int64_t>& ops, int64_t setup_end_ns, bool setup);
 // The phases an op can be in (setup_phase.cc, docs/DIFF.md "Set-up" and

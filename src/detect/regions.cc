@@ -64,6 +64,9 @@ MachineLoadShares MeanLoad(const std::vector<MachineLoadShares>& runs) {
     mean.steal_share += std::max(0.0, r.steal_share) / static_cast<double>(runs.size());
     mean.over_job = mean.over_job && r.over_job;
     mean.cpus = std::max(mean.cpus, r.cpus);
+    // Known only when every run says (a run at the framework's default is no count).
+    const bool known = &r == &runs.front() || std::min(mean.op_threads, r.op_threads) > 0;
+    mean.op_threads = known ? std::max(mean.op_threads, r.op_threads) : 0;
     if (mean.over_job_error.empty()) mean.over_job_error = r.over_job_error;
   }
   return mean;
@@ -94,6 +97,7 @@ SideSummary Summarize(const Trace& t, const energy::Attribution& e) {
   s.device_idle_in_job_uj = e.device_idle_in_job_uj;
   s.basis = e.basis;
   s.machine = MachineLoadOf(t.meta, e.ops_start_ns, e.ops_end_ns);
+  s.machine.op_threads = OpThreadsOf(t);
   return s;
 }
 

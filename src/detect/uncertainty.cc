@@ -43,13 +43,13 @@ double LoadSlowdownBound(const SideSummary& costly, const SideSummary& cheap) {
   // of them is off its CPU: on this project's 2-core VM, a Linear layer on 2
   // threads beside two spinning processes (51% of the machine against 0%)
   // came out 3.1x costlier, beyond the one-thread bound of 2.04x.
-  return std::pow(one_thread, std::max(1, costly.machine.cpus));
+  return std::pow(one_thread, std::max(1, costly.machine.BarrierThreads()));
 }
 
 double RegionLoadBound(const SideSummary& costly) {
   const double lc = costly.machine.Total();
   if (lc < kMaterialLoad) return 1;  // a quiet machine, or one that does not say
-  return std::pow(1 / (1 - std::min(lc, kMaxLoadCounted)), std::max(1, costly.machine.cpus));
+  return std::pow(1 / (1 - std::min(lc, kMaxLoadCounted)), std::max(1, costly.machine.BarrierThreads()));
 }
 
 namespace {

@@ -476,6 +476,20 @@ TEST(DetectUncertainty, ACostlierSideRecordedOnABusyMachineIsInconclusive) {
   EXPECT_EQ(threaded->a.machine.cpus, 2);
   EXPECT_NEAR(LoadSlowdownBound(threaded->a, threaded->b), (0.98 / 0.5) * (0.98 / 0.5), 1e-9);
   EXPECT_NEAR(RegionLoadBound(threaded->a), 4, 1e-9);
+  // A program that runs its ops on one thread (torch.set_num_threads(1), TF's
+  // intra-op setting) has no barrier to wait at: the one-thread bound.
+  two_cpus.trace.runtime_states.push_back({0, {{"torch.num_threads", "1"}, {"torch.num_interop_threads", "2"}}});
+  auto one_thread = Detect(two_cpus, Loaded(MakeSide(Names(), Costs(100, 50)), 0.02), o);
+  ASSERT_TRUE(one_thread.ok());
+  EXPECT_EQ(one_thread->a.machine.op_threads, 1);
+  EXPECT_NEAR(RegionLoadBound(one_thread->a), 2, 1e-9);
+  EXPECT_NEAR(LoadSlowdownBound(one_thread->a, one_thread->b), 0.98 / 0.5, 1e-9);
+  // TF's default (0: every CPU) says nothing about barriers; nor does a count above the CPUs.
+  two_cpus.trace.runtime_states.push_back({1, {{"tf.config.threading.intra_op_parallelism_threads", "0"}}});
+  EXPECT_NEAR(RegionLoadBound(Detect(two_cpus, Loaded(MakeSide(Names(), Costs(100, 50)), 0.02), o)->a), 4, 1e-9);
+  two_cpus.trace.runtime_states = {{0, {{"tf.config.threading.intra_op_parallelism_threads", "8"}}}};
+  EXPECT_NEAR(RegionLoadBound(Detect(two_cpus, Loaded(MakeSide(Names(), Costs(100, 50)), 0.02), o)->a), 4, 1e-9);
+  two_cpus.trace.runtime_states.clear();
   // A count no machine has is not read.
   two_cpus.trace.meta.extra["machine.cpus"] = "2x";
   EXPECT_EQ(Detect(two_cpus, Loaded(MakeSide(Names(), Costs(100, 50)), 0.02), o)->a.machine.cpus, 0);

@@ -17,8 +17,8 @@ CASES = os.path.join(REPO, "cases")
 IDS = sorted(d for d in os.listdir(CASES) if os.path.isdir(os.path.join(CASES, d)))
 FIELDS = {"id", "category", "waste_side", "region", "root_cause", "fix", "upstream", "needs_gpu"}
 NEEDS_GPU_EXIT = 77  # the scripts' exit code for "needs a CUDA GPU"
-EXTRA_FRAMEWORK = {"diffusers-12131": "diffusers", "tensorflow-60772": "tensorflow",
-                   "tf-onednn-off": "tensorflow"}  # beyond torch and transformers
+EXTRA_FRAMEWORK = {"diffusers-12131": "diffusers", "tensorflow-60772": "tensorflow",  # beyond torch and transformers
+                   "tf-onednn-off": "tensorflow", "tf-vs-torch-layernorm": "tensorflow"}
 
 
 def root_cause_kinds():

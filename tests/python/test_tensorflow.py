@@ -131,6 +131,10 @@ def test_keras_layer_names_are_scopes(small):
     assert {"sequential/hidden", "sequential/out"} <= scopes
     relu_scopes = {db.scope_path(s) for _, s, *_ in eager_ops(db, "tf::Relu")}
     assert relu_scopes == {"sequential/hidden"}
+    # A variable's creation runs in its own name scope ("sequential/hidden/kernel/"):
+    # building the model, not its forward, so it is recorded without a scope (set-up).
+    created = db.ops("tf::VarHandleOp")
+    assert len(created) >= 4 and all(scope_id is None for _, scope_id, *_ in created)
 
 
 def test_fast_path_fallback_is_one_op(small):
@@ -245,7 +249,9 @@ def test_runtime_state_and_setters(small):
 
 def test_keras_mlp_matches_torch_layer_by_layer(tmp_path):
     """tf_scripts/keras_torch_mlp: the same weights in Keras and torch; every Dense
-    pairs with its nn.Linear and every ReLU with its ReLU by value."""
+    pairs with its nn.Linear, every LayerNormalization with its nn.LayerNorm and
+    every ReLU with its ReLU by value (the pairing cases/tf-vs-torch-layernorm is
+    scored on). Keras 3 runs a LayerNormalization as separate TF ops, torch as one."""
     require("torch")
     case = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tf_scripts", "keras_torch_mlp")
     a = record(tmp_path, os.path.join(case, "a.py"), "--values")
@@ -253,17 +259,24 @@ def test_keras_mlp_matches_torch_layer_by_layer(tmp_path):
     r = run_cli("match", "--json", a, b)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
+    kinds_a = {"tf::BiasAdd": "dense", "tf::Rsqrt": "ln", "tf::Relu": "relu"}
+    kinds_b = {"aten::linear": "dense", "aten::layer_norm": "ln", "aten::relu": "relu"}
     pairs = set()
     for region in doc["regions"]:
-        a_scopes = {op["scope"] for op in region["ops_a"] if op["name"] in ("tf::BiasAdd", "tf::Relu")}
-        b_scopes = {op["scope"] for op in region["ops_b"] if op["name"] in ("aten::linear", "aten::relu")}
-        if len(a_scopes) == 1 and len(b_scopes) == 1:
-            kind = "dense" if any(op["name"] == "tf::BiasAdd" for op in region["ops_a"]) else "relu"
-            pairs.add((kind, a_scopes.pop(), b_scopes.pop()))
-    expected = {("dense", "sequential/fc0", "Sequential/0"), ("relu", "sequential/fc0", "Sequential/1"),
-                     ("dense", "sequential/fc1", "Sequential/2"), ("relu", "sequential/fc1", "Sequential/3"),
-                     ("dense", "sequential/fc2", "Sequential/4"), ("relu", "sequential/fc2", "Sequential/5"),
-                     ("dense", "sequential/fc3", "Sequential/6")}
+        a_kinds = {(kinds_a[op["name"]], op["scope"]) for op in region["ops_a"] if op["name"] in kinds_a}
+        b_kinds = {(kinds_b[op["name"]], op["scope"]) for op in region["ops_b"] if op["name"] in kinds_b}
+        if len(a_kinds) == 1 and len(b_kinds) == 1:
+            (kind_a, scope_a), (kind_b, scope_b) = a_kinds.pop(), b_kinds.pop()
+            pairs.add((kind_a, scope_a, kind_b, scope_b))
+        if any(op["name"] == "aten::layer_norm" for op in region["ops_b"]):
+            names_a = {op["name"] for op in region["ops_a"]}
+            assert {"tf::Mean", "tf::SquaredDifference", "tf::Rsqrt"} <= names_a, names_a
+    expected = set()
+    for i in range(3):
+        expected |= {("dense", f"sequential/fc{i}", "dense", f"Sequential/{3 * i}"),
+                     ("ln", f"sequential/ln{i}", "ln", f"Sequential/{3 * i + 1}"),
+                     ("relu", f"sequential/relu{i}", "relu", f"Sequential/{3 * i + 2}")}
+    expected.add(("dense", "sequential/fc3", "dense", "Sequential/9"))
     assert pairs == expected, (sorted(pairs - expected), sorted(expected - pairs))
 
 

@@ -24,7 +24,9 @@ op build Python lists of its attrs (docs/TENSORFLOW.md).
 
 Scopes: Keras 3 layers enter ``tf.name_scope(layer.name)`` in eager mode,
 which TF keeps as the eager context's ``scope_name`` ("sequential/dense_1/"):
-that is each op's module scope."""
+that is each op's module scope. A variable's creation (inside its own name
+scope, "sequential/dense_1/kernel/") is recorded without one: set-up, not a
+forward pass."""
 
 from __future__ import annotations
 
@@ -120,6 +122,10 @@ class TfRecorder(Recorder):
         hooks = self._hooks = _Hooks(context, core, op_def_registry, self._state, self._profile.start)
         self.patch(pywrap_tfe, "TFE_Py_FastPathExecute", hooks.fast_path(pywrap_tfe.TFE_Py_FastPathExecute))
         from tensorflow.python.framework import constant_op
+        from tensorflow.python.ops import resource_variable_ops
+
+        variable = resource_variable_ops.ResourceVariable
+        self.patch(variable, "_init_from_args", hooks.variable_init(variable._init_from_args))
 
         self.patch(constant_op, "convert_to_eager_tensor", hooks.host_constant(constant_op.convert_to_eager_tensor))
         slow = hooks.slow_path(execute.quick_execute)
@@ -229,7 +235,27 @@ class _Hooks:
         return name
 
     def scope(self, ctx) -> str:
-        return ctx.scope_name.rstrip("/") if ctx is not None else ""
+        if ctx is None or getattr(self.local, "creating_variable", 0):
+            return ""
+        return ctx.scope_name.rstrip("/")
+
+    def variable_init(self, orig):
+        """``ResourceVariable._init_from_args``: a variable's creation and its
+        initial value's ops (a Keras initializer's Fill) run inside the
+        variable's name scope ("mlp/fc0/kernel/"). They build the model, they
+        are not its forward pass: recorded without a module scope, as torch
+        makes a module's parameters outside any forward, so they count as the
+        program's set-up (docs/DIFF.md, "Set-up")."""
+        local = self.local
+
+        def init_from_args(*args, **kwargs):
+            local.creating_variable = getattr(local, "creating_variable", 0) + 1
+            try:
+                return orig(*args, **kwargs)
+            finally:
+                local.creating_variable -= 1
+
+        return init_from_args
 
     def fast_path(self, orig):
         begin, end, recording = _core.begin_array_op, _core.end_array_op, _core.recording_open
