@@ -33,6 +33,7 @@ import shutil
 import tempfile
 
 from magneton import _core
+from magneton.recorders import jit_call_queue
 
 MODE_ENV = "MAGNETON_JAX_MODE"
 
@@ -53,6 +54,8 @@ class JitRecording:
         self._trace_dir = None
         self._hlo_texts: list[str] = []
         self.call_names: dict[str, str] = {}
+        self._calls = jit_call_queue.CallQueue()  # calls ended at dispatch, outputs not read yet
+        self.flush = self._calls.flush  # the eager hook reads them before an op of its own
 
     def install(self, jax) -> None:
         from jax._src import pjit
@@ -61,13 +64,14 @@ class JitRecording:
         self._orig_fastpath = pjit._get_fastpath_data
         self._orig_impl = pjit._pjit_call_impl_python
         pjit._get_fastpath_data = _no_fastpath
-        pjit._pjit_call_impl_python = self._make_impl(pjit, self._orig_impl)
         # Calls cached before the recording started would keep their fast path.
         for cache in ("_cpp_pjit_cache_fun_only", "_cpp_pjit_cache_explicit_attributes"):
             getattr(getattr(pjit, cache, None), "clear", lambda: None)()
         self._start_profiler(jax)
+        pjit._pjit_call_impl_python = self._make_impl(pjit, self._orig_impl)
 
     def uninstall(self) -> None:
+        self._calls.flush()
         if self._pjit is not None:
             self._pjit._get_fastpath_data = self._orig_fastpath
             self._pjit._pjit_call_impl_python = self._orig_impl
@@ -76,6 +80,7 @@ class JitRecording:
             try:
                 self._ingest()
             finally:
+                _core.write_held_ops()  # those the profile did not take (it failed or stopped early)
                 if not os.environ.get("MAGNETON_KEEP_XLA_PROFILE"):  # a debugging aid: the folder stays
                     shutil.rmtree(self._trace_dir, ignore_errors=True)
                 self._trace_dir = None
@@ -122,6 +127,10 @@ class JitRecording:
         callee_of = _make_callee_of()
         convert = pjit.convert_to_metaty
         hlo_texts = self._hlo_texts
+        # With XLA's profile the call's op ends at its dispatch, and its time
+        # becomes its run's from the profile (jit_call_queue.py); without it,
+        # the op waits for its outputs and spans dispatch and run.
+        calls = self._calls if self._trace_dir is not None else None
 
         def compile_ahead(args, params):
             """JAX's own lowering and compilation for this call, which it caches
@@ -174,13 +183,18 @@ class JitRecording:
                 name = names.get(fname)
                 if name is None:
                     name = names.setdefault(fname, "jax::jit(" + fname + ")")
+                if calls is not None:
+                    calls.before(args)
                 begin(name, args, "", callee_of(params["jaxpr"]))
                 try:
                     result = orig(*args, **params)
                 except BaseException:
                     end((), None)
                     raise
-                end(result[0], op_args)
+                if calls is None:
+                    end(result[0], op_args)
+                else:
+                    calls.dispatched(result[0], op_args, name)
                 return result
             finally:
                 busy.busy = False

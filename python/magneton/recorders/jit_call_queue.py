@@ -1,0 +1,57 @@
+"""Jitted calls whose op ends at dispatch (JAX jit mode with XLA's profile).
+
+JAX dispatches a jitted call asynchronously: unrecorded, call N+1 is
+dispatched while call N still runs. Waiting for each call's outputs to end its
+op (reading an output's buffer address waits for it) made every call wait and
+put JAX's dispatch between the runs (1.99x on bench/jax_jit). Instead the op is
+detached at dispatch (``_core.detach_array_op``: later ops do not nest in it)
+and its outputs are read later (``_core.finish_array_op``), when the call after
+it has been dispatched: the device then has that call queued while the reader
+waits. The op is held in the recorder until XLA's profile is read at the
+recording's end, which gives it its run's span (src/record/xla_profile.cc).
+
+A call's outputs are read before any op that may take them as inputs begins:
+a jitted call with one of them among its arguments (a training loop's state),
+an eager primitive (the eval-trace hook calls ``flush``), the recording's end.
+docs/JAX.md "Jit mode"."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from magneton import _core
+
+
+class CallQueue:
+    def __init__(self):
+        self._pending: deque = deque()  # (op id, outputs, op args, name, module)
+        self._ids: set[int] = set()  # id() of the pending outputs
+        self._detach = _core.detach_array_op
+        self._finish = _core.finish_array_op
+
+    def before(self, args) -> None:
+        """A call is about to begin with `args`: its inputs must be known."""
+        ids = self._ids
+        if ids and any(id(a) in ids for a in args):
+            self.flush()
+
+    def dispatched(self, outputs, op_args: dict, name: str) -> None:
+        """This thread's innermost op (a jitted call) was dispatched with `outputs`."""
+        op_id = self._detach()
+        if op_id < 0:
+            return
+        outputs = tuple(outputs)
+        self._pending.append((op_id, outputs, op_args, name, op_args.get("hlo_module", "")))
+        self._ids.update(id(o) for o in outputs)
+        while len(self._pending) > 1:
+            self._finish_oldest()
+
+    def flush(self) -> None:
+        while self._pending:
+            self._finish_oldest()
+
+    def _finish_oldest(self) -> None:
+        op_id, outputs, op_args, name, module = self._pending.popleft()
+        for o in outputs:
+            self._ids.discard(id(o))
+        self._finish(op_id, outputs, op_args, name, module)
