@@ -238,13 +238,16 @@ void RegisterArrayOps(nb::module_& m) {
   // A jitted call's op ends at its dispatch and gets its outputs once they
   // are ready (jax_jit_recorder.py; Recorder::DetachOp).
   m.def("detach_array_op",
-        []() -> int64_t {
+        [](int64_t start_ns, int64_t dispatched_ns) -> int64_t {
           Recorder::Ref rec;
           if (!rec || rec->OpDepth() == 0) return kNoId;
-          return rec->DetachOp();
+          return rec->DetachOp(start_ns, dispatched_ns);
         },
+        "start_ns"_a = 0, "dispatched_ns"_a = 0,
         "Ends this thread's innermost op at once without outputs and takes it off the "
-        "thread's stack; returns its id for finish_array_op (-1: none).");
+        "thread's stack; returns its id for finish_array_op (-1: none). start_ns / "
+        "dispatched_ns (time.monotonic_ns()): when the call began and returned, for an "
+        "op begun after it (0: the op's own begin, now).");
   m.def("finish_array_op",
         [](int64_t op_id, nb::handle outputs, nb::handle params, std::string name, std::string module) {
           Recorder::Ref rec;

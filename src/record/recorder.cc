@@ -140,6 +140,7 @@ struct PendingOp {
   std::vector<OpTensor> links;
   std::vector<std::pair<uint64_t, int64_t>> input_storages;  // (storage address, tensor id) per input
   std::vector<RecorderSpan> recorder_spans;
+  int64_t dispatched_ns = 0;  // Recorder::DetachOp
 };
 
 // A value read through one layout, and its encoded fingerprint: reused for a
@@ -164,6 +165,7 @@ class PendingStack {
     p.links.clear();
     p.input_storages.clear();
     p.recorder_spans.clear();
+    p.dispatched_ns = 0;
     return p;
   }
   void pop_back() { --depth_; }
@@ -883,11 +885,13 @@ void Recorder::EndOp(std::string args, int64_t start_ns, int64_t end_ns) {
   ts.ops.pop_back();
 }
 
-int64_t Recorder::DetachOp() {
+int64_t Recorder::DetachOp(int64_t start_ns, int64_t dispatched_ns) {
   ThreadState& ts = Local(generation_);
   if (ts.ops.empty()) return kNoId;
   PendingOp& p = ts.ops.back();
   p.event.end_ns = MonotonicNowNs();
+  if (start_ns > 0 && start_ns < p.event.start_ns) p.event.start_ns = start_ns;
+  p.dispatched_ns = dispatched_ns > 0 ? dispatched_ns : p.event.end_ns;
   const int64_t id = p.event.id;
   {
     std::lock_guard<std::mutex> lock(state_->held_mu);
@@ -931,7 +935,7 @@ void Recorder::HoldOp(std::string args, std::string name, std::string module) {
   }
   {
     std::lock_guard<std::mutex> lock(state_->held_mu);
-    state_->held.push_back({std::move(p.event), std::move(p.links), std::move(name), std::move(module)});
+    state_->held.push_back({std::move(p.event), std::move(p.links), std::move(name), std::move(module), p.dispatched_ns});
   }
   ts.ops.pop_back();
 }

@@ -240,7 +240,7 @@ StatusOr<XlaIngestStats> IngestXlaProfile(Recorder& rec, std::string_view json_t
   for (const OpSpan& op : *ops) {
     if (op.name.rfind("jax::", 0) == 0) op_ends[op.name].push_back(op.end_ns);
   }
-  for (const Recorder::HeldOp& h : held) op_ends[h.name].push_back(h.event.end_ns);  // ended at dispatch
+  for (const Recorder::HeldOp& h : held) op_ends[h.name].push_back(h.dispatched_ns);  // the call's return
   // An eager primitive's op ends after the call returns (and after its
   // output's fingerprint), a jitted call's op before: the jitted calls alone
   // when there are any, not a mix of two biases.

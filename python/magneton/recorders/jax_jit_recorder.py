@@ -27,13 +27,14 @@ single-op jit is part of that op). docs/JAX.md, "Jit mode"."""
 from __future__ import annotations
 
 import glob
+import threading
 import gzip
 import os
 import shutil
 import tempfile
 
 from magneton import _core
-from magneton.recorders import jit_call_queue
+from magneton.recorders import jax_jit_wrap, jit_call_queue
 
 MODE_ENV = "MAGNETON_JAX_MODE"
 
@@ -55,6 +56,9 @@ class JitRecording:
         self._hlo_texts: list[str] = []
         self.call_names: dict[str, str] = {}
         self._calls = jit_call_queue.CallQueue()  # calls ended at dispatch, outputs not read yet
+        self._local = threading.local()  # .wrapped: inside a jax_jit_wrap.RecordedJit's call
+        self._hooks = None  # jax_jit_wrap.Hooks, with XLA's profile only
+        self._orig_cpp_pjit = None
         self.flush = self._calls.flush  # the eager hook reads them before an op of its own
 
     def install(self, jax) -> None:
@@ -63,16 +67,26 @@ class JitRecording:
         self._pjit = pjit
         self._orig_fastpath = pjit._get_fastpath_data
         self._orig_impl = pjit._pjit_call_impl_python
-        pjit._get_fastpath_data = _no_fastpath
+        pjit._get_fastpath_data = _make_fastpath(self._orig_fastpath, self._local)
         # Calls cached before the recording started would keep their fast path.
         for cache in ("_cpp_pjit_cache_fun_only", "_cpp_pjit_cache_explicit_attributes"):
             getattr(getattr(pjit, cache, None), "clear", lambda: None)()
         self._start_profiler(jax)
         pjit._pjit_call_impl_python = self._make_impl(pjit, self._orig_impl)
+        if self._trace_dir is not None:  # calls end at dispatch: jitted functions made from now keep the fast path
+            self._hooks = jax_jit_wrap.Hooks(jax, self._busy, self._stamp_state, self._calls, self._local,
+                                             self.call_names)
+            self._orig_cpp_pjit = jax_jit_wrap.install(pjit, self._hooks)
 
     def uninstall(self) -> None:
         self._calls.flush()
+        if self._hooks is not None:
+            self._hooks.active = False  # RecordedJit objects the program keeps call straight through
+            self._hooks = None
         if self._pjit is not None:
+            if self._orig_cpp_pjit is not None:
+                self._pjit._cpp_pjit = self._orig_cpp_pjit
+                self._orig_cpp_pjit = None
             self._pjit._get_fastpath_data = self._orig_fastpath
             self._pjit._pjit_call_impl_python = self._orig_impl
             self._pjit = None
@@ -131,6 +145,7 @@ class JitRecording:
         # becomes its run's from the profile (jit_call_queue.py); without it,
         # the op waits for its outputs and spans dispatch and run.
         calls = self._calls if self._trace_dir is not None else None
+        local = self._local
 
         def compile_ahead(args, params):
             """JAX's own lowering and compilation for this call, which it caches
@@ -179,6 +194,9 @@ class JitRecording:
                 stamp_state()
                 if op_args is None:
                     op_args = seen[key] = compile_ahead(args, params)
+                if getattr(local, "wrapped", False):  # a RecordedJit's call, which records it (jax_jit_wrap.py)
+                    local.op_args = op_args
+                    return orig(*args, **params)
                 fname = str(params.get("name", "?"))
                 name = names.get(fname)
                 if name is None:
@@ -239,5 +257,11 @@ def _make_callee_of():
     return callee_of
 
 
-def _no_fastpath(*args, **kwargs):
-    return None
+def _make_fastpath(orig, local):
+    """JAX's fast path for a jax_jit_wrap.RecordedJit's call (it records the
+    call itself), none for any other: those come back to Python."""
+
+    def fastpath(*args, **kwargs):
+        return orig(*args, **kwargs) if getattr(local, "wrapped", False) else None
+
+    return fastpath

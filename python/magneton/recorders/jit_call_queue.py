@@ -35,9 +35,11 @@ class CallQueue:
         if ids and any(id(a) in ids for a in args):
             self.flush()
 
-    def dispatched(self, outputs, op_args: dict, name: str) -> None:
-        """This thread's innermost op (a jitted call) was dispatched with `outputs`."""
-        op_id = self._detach()
+    def dispatched(self, outputs, op_args: dict, name: str, start_ns: int = 0, returned_ns: int = 0) -> None:
+        """This thread's innermost op (a jitted call) was dispatched with `outputs`;
+        start_ns / returned_ns (time.monotonic_ns()): when the call began and
+        returned, for an op begun after it (jax_jit_wrap.py)."""
+        op_id = self._detach(start_ns, returned_ns)
         if op_id < 0:
             return
         outputs = tuple(outputs)

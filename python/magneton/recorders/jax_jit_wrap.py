@@ -1,0 +1,108 @@
+"""Jitted functions made while recording keep JAX's C++ fast path.
+
+``jax.jit`` builds its callable in ``pjit._cpp_pjit`` (a C++ ``PjitFunction``
+whose first call per signature comes back to Python, and whose later calls
+run in C++ without Python: ~10 µs). Going through Python on every call (JAX's
+``_pjit_call_impl_python``) costs ~100-400 µs of the main thread's CPU on
+bench/jax_jit, which a loaded 2-core machine pays in wall time. So while
+recording, ``_cpp_pjit`` returns a ``RecordedJit`` around the C++ callable:
+it calls it as it is (fast path kept: ``_get_fastpath_data`` answers as JAX
+would inside a wrapped call, jax_jit_recorder.py) and then records the call as
+the op ``jax::jit(<function>)`` with its argument and result arrays, ended at
+dispatch (jit_call_queue.py), its time taken from XLA's profile.
+
+Jitted functions made before the recording started (JAX's own, made at import:
+``jnp`` functions, ``jax.scipy.linalg.expm``) still come back to Python and
+are recorded there. docs/JAX.md "Jit mode"."""
+
+from __future__ import annotations
+
+import time
+import types
+
+from magneton import _core
+
+
+class RecordedJit:
+    """A jitted callable that records its calls (see the module doc). Every
+    attribute but calling is the wrapped callable's (``lower``, ``trace``,
+    ``__wrapped__``, ``_fun``)."""
+
+    def __init__(self, fun, hooks):
+        self.__dict__.update(getattr(fun, "__dict__", {}))
+        self.__dict__["_magneton_fun"] = fun
+        self.__dict__["_magneton_hooks"] = hooks
+        self.__dict__["_magneton_name"] = "jax::jit(" + str(getattr(fun, "__name__", "?")) + ")"
+        self.__dict__["_magneton_args"] = {}  # the op's args: the HLO module, from the first call's compile
+
+    def __getattr__(self, name):
+        return getattr(self.__dict__["_magneton_fun"], name)
+
+    def __get__(self, obj, objtype=None):  # a jitted method, as PjitFunction binds one
+        return self if obj is None else types.MethodType(self, obj)
+
+    def __repr__(self):
+        return repr(self._magneton_fun)
+
+    def __call__(self, *args, **kwargs):
+        return self._magneton_hooks.call(self, args, kwargs)
+
+
+class Hooks:
+    """What a RecordedJit call does; one per recording (jax_jit_recorder.JitRecording)."""
+
+    def __init__(self, jax, busy, stamp_state, calls, local, call_names):
+        from jax._src import core
+
+        self._busy = busy
+        self._local = local  # .wrapped: inside a RecordedJit's call (the C++ callable)
+        self._stamp_state = stamp_state
+        self._calls = calls  # jit_call_queue.CallQueue
+        self._clean = core.trace_state_clean
+        self._leaves = jax.tree_util.tree_leaves
+        self._recording = _core.recording_open
+        self._begin = _core.begin_array_op
+        self._call_names = call_names  # function -> op name, as jax_jit_recorder keeps them
+        self.active = True
+
+    def call(self, wrapper, args, kwargs):
+        fun = wrapper._magneton_fun
+        busy, local = self._busy, self._local
+        if (not self.active or getattr(busy, "busy", False) or getattr(local, "wrapped", False)
+                or not self._recording() or not self._clean()):
+            return fun(*args, **kwargs)  # unrecorded, traced (tracers), or inside a recorded op
+        local.wrapped = True
+        local.op_args = None
+        start_ns = time.monotonic_ns()
+        try:
+            out = fun(*args, **kwargs)
+        finally:
+            local.wrapped = False
+        returned_ns = time.monotonic_ns()
+        op_args = wrapper._magneton_args
+        name = wrapper._magneton_name
+        self._call_names.setdefault(name[9:-1], name)
+        if local.op_args:  # compiled in this call (jax_jit_recorder's impl)
+            op_args = wrapper.__dict__["_magneton_args"] = local.op_args
+        inputs = self._leaves((args, kwargs))
+        busy.busy = True
+        try:
+            self._calls.before(inputs)
+            self._stamp_state()
+            self._begin(name, inputs)
+            self._calls.dispatched(self._leaves(out), op_args, name, start_ns, returned_ns)
+        finally:
+            busy.busy = False
+        return out
+
+
+def install(pjit, hooks):
+    """Wraps pjit._cpp_pjit; returns the function to put back."""
+    orig = pjit._cpp_pjit
+
+    def cpp_pjit(fun, jit_info):
+        return RecordedJit(orig(fun, jit_info), hooks)
+
+    cpp_pjit.__wrapped__ = orig
+    pjit._cpp_pjit = cpp_pjit
+    return orig
