@@ -82,9 +82,9 @@ struct XlaRun {  // the thunks of one execution (run_id) of a module
 // dispatched, so per HLO module the runs (by start) go to the calls (by
 // start) first come first served. A run begins after its call's dispatch
 // began; and the recorder reads a call's outputs, waiting for them, before
-// the call after the next one on its thread begins (jax_jit_recorder.py), so
-// a call whose window passed with no run of its module got none (the
-// profiler dropped it) and the queue moves on. Runs paired with no held call
+// the third call after it on its thread begins (jit_call_queue.py), so a
+// call whose window passed with no run of its module got none (the profiler
+// dropped it) and the queue moves on. Runs paired with no held call
 // (inside eager primitives, compile-time runs) are left to the caller.
 std::vector<const XlaRun*> PairHeldRuns(const std::vector<Recorder::HeldOp>& held, const std::vector<XlaRun>& runs,
                                         int64_t offset_ns) {
@@ -101,7 +101,7 @@ std::vector<const XlaRun*> PairHeldRuns(const std::vector<Recorder::HeldOp>& hel
   }
   std::vector<int64_t> bound(held.size(), INT64_MAX);
   for (const auto& [_, v] : by_thread) {
-    for (size_t k = 0; k + 2 < v.size(); ++k) bound[v[k]] = held[v[k + 2]].event.start_ns;
+    for (size_t k = 0; k + 3 < v.size(); ++k) bound[v[k]] = held[v[k + 3]].event.start_ns;
   }
   std::vector<const XlaRun*> out(held.size(), nullptr);
   for (const XlaRun& r : runs) {
@@ -261,7 +261,10 @@ StatusOr<XlaIngestStats> IngestXlaProfile(Recorder& rec, std::string_view json_t
     *d = best;
   };
   // limit: calls scored per name while searching (all of them for the final count).
-  auto pairs_at = [&](int64_t offset, std::vector<int64_t>* diffs, size_t limit = SIZE_MAX) {
+  // score: the pairs weighed by closeness (1 at 0 µs, 0 at the tolerance),
+  // so that of two offsets pairing as many calls (calls ~100 µs apart, one
+  // offset a call off) the one whose ends agree wins.
+  auto pairs_at = [&](int64_t offset, std::vector<int64_t>* diffs, size_t limit = SIZE_MAX, double* score = nullptr) {
     int64_t n = 0;
     for (const auto& [name, ends] : call_ends) {
       const auto& recorded = op_ends[name];
@@ -271,6 +274,7 @@ StatusOr<XlaIngestStats> IngestXlaProfile(Recorder& rec, std::string_view json_t
         nearest(recorded, e - offset, &d);
         if (d > kTolerance) continue;
         ++n;
+        if (score) *score += 1.0 - static_cast<double>(d) / kTolerance;
         if (diffs) {
           auto it = std::lower_bound(recorded.begin(), recorded.end(), e - offset - kTolerance);
           int64_t best = 0, best_abs = INT64_MAX;
@@ -284,13 +288,15 @@ StatusOr<XlaIngestStats> IngestXlaProfile(Recorder& rec, std::string_view json_t
     return n;
   };
   int64_t best_offset = 0, best_pairs = 0;
+  double best_score = 0;
   for (const auto& [name, ends] : call_ends) {
     const auto& recorded = op_ends[name];
     for (size_t h = 0; h < std::min<size_t>(ends.size(), 2); ++h) {
       for (size_t k = 0; k < recorded.size() && k < 256; ++k) {
         const int64_t candidate = ends[h] - recorded[k];
-        const int64_t n = pairs_at(candidate, nullptr, 2000);
-        if (n > best_pairs) best_pairs = n, best_offset = candidate;
+        double score = 0;
+        const int64_t n = pairs_at(candidate, nullptr, 2000, &score);
+        if (score > best_score) best_score = score, best_pairs = n, best_offset = candidate;
       }
     }
   }

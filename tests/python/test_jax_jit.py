@@ -107,6 +107,28 @@ def test_xla_ops_with_times_and_source_lines_nest_in_each_call(jit_run):
     assert int(meta(db, "xla.runs_linked")) >= 3
 
 
+def test_each_call_is_timed_by_its_execution_on_a_lane_of_its_own(jit_run):
+    """A call's op ends at its dispatch and takes its run's span from XLA's
+    profile (xla_profile.cc RetimeHeld): it starts with its first thunk and
+    ends with its last, on the dispatching thread's id negated, since the next
+    call is dispatched on that thread while it runs."""
+    _, db, _ = jit_run
+    assert int(meta(db, "xla.calls_held")) >= 4  # layer x3, norm
+    assert meta(db, "xla.calls_retimed") == meta(db, "xla.calls_held")
+    calls = db.query("SELECT o.id, o.thread_id, o.start_ns, o.end_ns FROM ops o JOIN strings s ON s.id = o.name_id "
+                     "WHERE s.value = 'jax::jit(layer)'")
+    main_threads = {r[0] for r in db.query("SELECT DISTINCT o.thread_id FROM ops o JOIN strings s ON s.id = o.name_id "
+                                           "WHERE s.value = 'jax::compile'")}
+    spans = []
+    for op, thread, start, end in calls:
+        assert -thread in main_threads
+        kids = db.query("SELECT min(start_ns), max(end_ns), count(*) FROM ops WHERE parent_id = ?", op)[0]
+        assert kids[2] > 0 and (kids[0], kids[1]) == (start, end)
+        spans.append((start, end))
+    spans.sort()
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))  # one at a time on the lane
+
+
 def test_compilation_is_its_own_op_before_the_first_call(jit_run):
     _, db, _ = jit_run
     compiles = [r for r in db.query("SELECT o.id, o.start_ns, o.end_ns, o.args, o.parent_id FROM ops o JOIN strings s "
@@ -153,9 +175,26 @@ def test_in_process_recording_restores_jax(tmp_path):
 
     f = jax.jit(lambda v: v * 3.0)
     f(jnp.ones(5))
-    fastpath, impl = pjit._get_fastpath_data, pjit._pjit_call_impl_python
+    hooks = pjit._get_fastpath_data, pjit._pjit_call_impl_python, pjit._cpp_pjit
     with magneton.record(str(tmp_path / "inproc.mtrace"), energy=False):
         y = f(jnp.ones(5))
-    assert (pjit._get_fastpath_data, pjit._pjit_call_impl_python) == (fastpath, impl)
+
+        # Made while recording: it keeps JAX's fast path (jax_jit_wrap.py).
+        # Each call takes the one before's output: that output is read
+        # before the call's op begins, so the dataflow links them.
+        def step(v):
+            return v * 2.0 + 1.0
+
+        g = jax.jit(step)
+        v = jnp.ones(5)
+        for _ in range(3):
+            v = g(v)
+    assert (pjit._get_fastpath_data, pjit._pjit_call_impl_python, pjit._cpp_pjit) == hooks
     assert not jax.config.jax_disable_jit and float(y.sum()) == 15.0
-    assert TraceDB(str(tmp_path / "inproc.mtrace")).count("jax::jit(<lambda>)") == 1
+    db = TraceDB(str(tmp_path / "inproc.mtrace"))
+    assert db.count("jax::jit(<lambda>)") == 1
+    steps = sorted(op for op, *_ in db.ops("jax::jit(step)"))
+    assert len(steps) == 3
+    for a, b in zip(steps, steps[1:]):
+        assert db.tensors(a, 1) == db.tensors(b, 0)
+    assert float(g(v).sum()) == 5 * 31.0  # after the recording: called straight through

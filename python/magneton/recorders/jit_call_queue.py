@@ -6,8 +6,9 @@ op (reading an output's buffer address waits for it) made every call wait and
 put JAX's dispatch between the runs (1.99x on bench/jax_jit). Instead the op is
 detached at dispatch (``_core.detach_array_op``: later ops do not nest in it)
 and its outputs are read later (``_core.finish_array_op``), when the call after
-it has been dispatched: the device then has that call queued while the reader
-waits. The op is held in the recorder until XLA's profile is read at the
+the next one begins: the device then has the next call queued while the
+reader waits. So a call's run has ended before the third call after it on its
+thread begins (record/xla_profile.cc pairs runs with calls by that). The op is held in the recorder until XLA's profile is read at the
 recording's end, which gives it its run's span (src/record/xla_profile.cc).
 
 A call's outputs are read before any op that may take them as inputs begins:
@@ -30,7 +31,14 @@ class CallQueue:
         self._finish = _core.finish_array_op
 
     def before(self, args) -> None:
-        """A call is about to begin with `args`: its inputs must be known."""
+        """A call's op is about to begin with `args`: the call before the last
+        one is read (the last one is queued on the device meanwhile), and any
+        call whose outputs are among `args` (their values must be known).
+        Reading here, not at the end of a call, keeps the reads (and --values'
+        fingerprints) out of the call's own dispatch, whose end the profile's
+        clock is paired by."""
+        while len(self._pending) > 1:
+            self._finish_oldest()
         ids = self._ids
         if ids and any(id(a) in ids for a in args):
             self.flush()
@@ -45,8 +53,6 @@ class CallQueue:
         outputs = tuple(outputs)
         self._pending.append((op_id, outputs, op_args, name, op_args.get("hlo_module", "")))
         self._ids.update(id(o) for o in outputs)
-        while len(self._pending) > 1:
-            self._finish_oldest()
 
     def flush(self) -> None:
         while self._pending:
