@@ -248,6 +248,14 @@ void RegisterArrayOps(nb::module_& m) {
         "thread's stack; returns its id for finish_array_op (-1: none). start_ns / "
         "dispatched_ns (time.monotonic_ns()): when the call began and returned, for an "
         "op begun after it (0: the op's own begin, now).");
+  m.def("reattach_array_op",
+        [](int64_t op_id) {
+          Recorder::Ref rec;
+          return rec && op_id != kNoId && rec->ReattachOp(op_id);
+        },
+        "op_id"_a,
+        "Puts an op detach_array_op took off back on this thread's stack (an op of the "
+        "recorder's own, compilation, ran between them without nesting in it).");
   m.def("finish_array_op",
         [](int64_t op_id, nb::handle outputs, nb::handle params, std::string name, std::string module) {
           Recorder::Ref rec;

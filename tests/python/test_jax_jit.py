@@ -180,12 +180,13 @@ def test_in_process_recording_restores_jax(tmp_path):
         y = f(jnp.ones(5))
 
         # Made while recording: it keeps JAX's fast path (jax_jit_wrap.py).
-        # Each call takes the one before's output: that output is read
-        # before the call's op begins, so the dataflow links them.
+        # Each call takes the one before's output (donated: gone after the
+        # call, so read before it): that output is read before the call's op
+        # begins, so the dataflow links them.
         def step(v):
             return v * 2.0 + 1.0
 
-        g = jax.jit(step)
+        g = jax.jit(step, donate_argnums=0)
         v = jnp.ones(5)
         for _ in range(3):
             v = g(v)

@@ -156,6 +156,8 @@ class JitRecording:
 
             if config.enable_pgle.value:
                 return {}
+            # Inside a RecordedJit's call its op is open: compilation is beside it, not in it.
+            outer = _core.detach_array_op() if getattr(local, "wrapped", False) else -1
             begin("jax::compile", ())
             op_args = {"function": str(params.get("name", "?"))}
             try:
@@ -176,6 +178,8 @@ class JitRecording:
                 pass  # the call compiles as it would unrecorded
             finally:
                 end((), op_args)
+                if outer >= 0:
+                    _core.reattach_array_op(outer)
             return {k: v for k, v in op_args.items() if k == "hlo_module"}
 
         def impl(*args, **params):

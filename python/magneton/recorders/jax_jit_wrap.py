@@ -6,10 +6,11 @@ run in C++ without Python: ~10 µs). Going through Python on every call (JAX's
 ``_pjit_call_impl_python``) costs ~100-400 µs of the main thread's CPU on
 bench/jax_jit, which a loaded 2-core machine pays in wall time. So while
 recording, ``_cpp_pjit`` returns a ``RecordedJit`` around the C++ callable:
-it calls it as it is (fast path kept: ``_get_fastpath_data`` answers as JAX
-would inside a wrapped call, jax_jit_recorder.py) and then records the call as
-the op ``jax::jit(<function>)`` with its argument and result arrays, ended at
-dispatch (jit_call_queue.py), its time taken from XLA's profile.
+it begins the op ``jax::jit(<function>)`` with the argument arrays (before the
+call: a donated argument is gone after it), calls the C++ callable as it is
+(fast path kept: ``_get_fastpath_data`` answers as JAX would inside a wrapped
+call, jax_jit_recorder.py) and ends the op at dispatch with the results
+(jit_call_queue.py), its time taken from XLA's profile.
 
 Jitted functions made before the recording started (JAX's own, made at import:
 ``jnp`` functions, ``jax.scipy.linalg.expm``) still come back to Python and
@@ -62,6 +63,7 @@ class Hooks:
         self._leaves = jax.tree_util.tree_leaves
         self._recording = _core.recording_open
         self._begin = _core.begin_array_op
+        self._end = _core.end_array_op
         self._call_names = call_names  # function -> op name, as jax_jit_recorder keeps them
         self.active = True
 
@@ -71,26 +73,34 @@ class Hooks:
         if (not self.active or getattr(busy, "busy", False) or getattr(local, "wrapped", False)
                 or not self._recording() or not self._clean()):
             return fun(*args, **kwargs)  # unrecorded, traced (tracers), or inside a recorded op
-        local.wrapped = True
-        local.op_args = None
-        start_ns = time.monotonic_ns()
-        try:
-            out = fun(*args, **kwargs)
-        finally:
-            local.wrapped = False
-        returned_ns = time.monotonic_ns()
-        op_args = wrapper._magneton_args
         name = wrapper._magneton_name
         self._call_names.setdefault(name[9:-1], name)
-        if local.op_args:  # compiled in this call (jax_jit_recorder's impl)
-            op_args = wrapper.__dict__["_magneton_args"] = local.op_args
         inputs = self._leaves((args, kwargs))
         busy.busy = True
         try:
             self._calls.before(inputs)
             self._stamp_state()
             self._begin(name, inputs)
-            self._calls.dispatched(self._leaves(out), op_args, name, start_ns, returned_ns)
+        finally:
+            busy.busy = False
+        # A cache miss (the first call per signature) runs jax_jit_recorder's
+        # impl inside: it compiles ahead, beside this op, and leaves op_args.
+        local.wrapped = True
+        local.op_args = None
+        try:
+            out = fun(*args, **kwargs)
+        except BaseException:
+            self._end((), None)
+            raise
+        finally:
+            local.wrapped = False
+        returned_ns = time.monotonic_ns()
+        op_args = wrapper._magneton_args
+        if local.op_args:
+            op_args = wrapper.__dict__["_magneton_args"] = local.op_args
+        busy.busy = True
+        try:
+            self._calls.dispatched(self._leaves(out), op_args, name, 0, returned_ns)
         finally:
             busy.busy = False
         return out
