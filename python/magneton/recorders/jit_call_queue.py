@@ -59,7 +59,10 @@ class CallQueue:
             self._finish_oldest()
 
     def _finish_oldest(self) -> None:
-        op_id, outputs, op_args, name, module = self._pending.popleft()
+        try:
+            op_id, outputs, op_args, name, module = self._pending.popleft()
+        except IndexError:  # another thread took it between its length check and here
+            return
         for o in outputs:
             self._ids.discard(id(o))
         self._finish(op_id, outputs, op_args, name, module)
