@@ -75,7 +75,7 @@ class JitRecording:
         pjit._pjit_call_impl_python = self._make_impl(pjit, self._orig_impl)
         if self._trace_dir is not None:  # calls end at dispatch: jitted functions made from now keep the fast path
             self._hooks = jax_jit_wrap.Hooks(jax, self._busy, self._stamp_state, self._calls, self._local,
-                                             self.call_names)
+                                             self.call_names, self._callee_of.from_text)
             self._orig_cpp_pjit = jax_jit_wrap.install(pjit, self._hooks)
 
     def uninstall(self) -> None:
@@ -138,7 +138,7 @@ class JitRecording:
         busy, stamp_state = self._busy, self._stamp_state
         seen: dict = {}  # (jaxpr, argument types) -> the op's args (hlo_module)
         names = self.call_names = {}  # function name -> op name; non-empty once a call was recorded
-        callee_of = _make_callee_of()
+        callee_of = self._callee_of = _make_callee_of()
         convert = pjit.convert_to_metaty
         hlo_texts = self._hlo_texts
         # With XLA's profile the call's op ends at its dispatch, and its time
@@ -244,7 +244,11 @@ def _make_callee_of():
 
     def callee_of(closed_jaxpr):
         info = getattr(getattr(closed_jaxpr, "jaxpr", None), "debug_info", None)
-        text = getattr(info, "func_src_info", None)
+        return from_text(getattr(info, "func_src_info", None))
+
+    def from_text(text):
+        """The same from "<function> at <file>:<line>" (a jaxpr's func_src_info,
+        a jitted callable's _jit_info.fun_sourceinfo)."""
         if not isinstance(text, str):
             return None
         found = cache.get(text, False)
@@ -258,6 +262,7 @@ def _make_callee_of():
         cache[text] = callee
         return callee
 
+    callee_of.from_text = from_text
     return callee_of
 
 

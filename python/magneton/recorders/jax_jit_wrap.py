@@ -35,6 +35,11 @@ class RecordedJit:
         self.__dict__["_magneton_hooks"] = hooks
         self.__dict__["_magneton_name"] = "jax::jit(" + str(getattr(fun, "__name__", "?")) + ")"
         self.__dict__["_magneton_args"] = {}  # the op's args: the HLO module, from the first call's compile
+        # A library's function (jax.scipy.linalg.expm, jitted when its module
+        # was imported during the recording): its own frame, as the call path's
+        # innermost (jax_jit_recorder._make_callee_of).
+        info = getattr(fun, "_jit_info", None)
+        self.__dict__["_magneton_callee"] = hooks.callee(getattr(info, "fun_sourceinfo", None))
 
     def __getattr__(self, name):
         return getattr(self.__dict__["_magneton_fun"], name)
@@ -52,7 +57,7 @@ class RecordedJit:
 class Hooks:
     """What a RecordedJit call does; one per recording (jax_jit_recorder.JitRecording)."""
 
-    def __init__(self, jax, busy, stamp_state, calls, local, call_names):
+    def __init__(self, jax, busy, stamp_state, calls, local, call_names, callee):
         from jax._src import core
 
         self._busy = busy
@@ -65,6 +70,7 @@ class Hooks:
         self._begin = _core.begin_array_op
         self._end = _core.end_array_op
         self._call_names = call_names  # function -> op name, as jax_jit_recorder keeps them
+        self.callee = callee  # "<f> at <file>:<line>" -> (file, line, f) for a library's function, else None
         self.active = True
 
     def call(self, wrapper, args, kwargs):
@@ -80,7 +86,7 @@ class Hooks:
         try:
             self._calls.before(inputs)
             self._stamp_state()
-            self._begin(name, inputs)
+            self._begin(name, inputs, "", wrapper._magneton_callee)
         finally:
             busy.busy = False
         # A cache miss (the first call per signature) runs jax_jit_recorder's
