@@ -1,14 +1,15 @@
 """JAX jit mode (the default): jit stays on and the program that runs is the
-one the user wrote. Three pieces, all installed while a recording is active:
+one the user wrote. Four pieces, all installed while a recording is active:
 
 1. Every jitted call is an op ``jax::jit(<function>)`` with its argument and
-   result arrays. JAX's C++ dispatch (``PjitFunction``) is told to keep no
-   fast path (``pjit._get_fastpath_data`` returns None), so each call of any
-   jitted function (the user's, and JAX's own such as ``expm``) comes back to
-   Python, to ``pjit._pjit_call_impl_python``, which is wrapped: begin the op
-   (the arrays, the user's line as call path), run the compiled executable,
-   end it with the outputs. ~30 µs of JAX's Python dispatch plus the two
-   ``_core`` calls per call.
+   result arrays. Functions jitted while recording keep JAX's C++ fast path
+   (jax_jit_wrap.py wraps them). Those jitted before (JAX's own, made at
+   import) are told to keep none (``pjit._get_fastpath_data`` returns None),
+   so their calls come back to Python, to ``pjit._pjit_call_impl_python``,
+   which is wrapped: begin the op (the arrays, the user's line as call path),
+   run the compiled executable. Either way the op ends at dispatch and its
+   outputs are read later (jit_call_queue.py); with XLA's profile it takes its
+   run's span (4).
 2. Compilation is an op of its own, ``jax::compile``: the first time a
    (jaxpr, argument types) pair is seen, JAX's own cached lowering and
    compilation are run before the call's op begins (the call then finds
@@ -19,6 +20,9 @@ one the user wrote. Three pieces, all installed while a recording is active:
    thunk (fusion, dot, copy) XLA:CPU ran under the op that ran it as
    ``xla::<hlo_op>``, with the primitives and source lines from the HLO
    metadata.
+4. The calls' ops, held since their dispatch, are given their runs' spans
+   there (their execution), on a lane of their own. Without the profile
+   (MAGNETON_JAX_XLA_PROFILE=0) a call's op waits for its outputs instead.
 
 Eager primitives outside any jit are still recorded one by one by the eval
 trace hook in jax_recorder.py (its busy flag is shared: a primitive's own
