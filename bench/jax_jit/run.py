@@ -11,6 +11,10 @@ run, interleaved, `--repeats` rounds, medians of the loop's own wall time
 
 Prints each configuration's median and its ratio to native, and for the jit
 recording how many xla::* ops (per-fusion times) it holds. Target: jit <= 1.3x.
+For jit+values, also the replay that gives the first call of each executable
+its per-fusion values (at stop, outside the loop and every op: meta
+xla.values_replay_ms / xla.values_replay_calls), median per call replayed,
+and how many xla::* ops got values.
 
   bench/jax_jit/run.py [--repeats 5] [--calls 200] [--magneton PATH] [--python PATH]
                       [--configs native,jit,...] [--baseline-magneton PATH]
@@ -64,6 +68,7 @@ def main():
     configs = {name: c for name, c in configs.items() if name in wanted or name == "native"}
     times = {name: [] for name in configs}
     xla_ops = None
+    replay_ms_per_call, values_ops = [], None
     for _ in range(args.repeats):
         for name, (cmd, env) in configs.items():
             times[name].append(loop_seconds(cmd, env))
@@ -72,6 +77,13 @@ def main():
                 xla_ops = db.execute("SELECT COUNT(*) FROM ops o JOIN strings s ON s.id = o.name_id "
                                      "WHERE s.value LIKE 'xla::%'").fetchone()[0]
                 db.close()
+            if name == "jit+values":
+                db = sqlite3.connect(trace)
+                m = dict(db.execute("SELECT key, value FROM meta WHERE key LIKE 'xla.values%'").fetchall())
+                db.close()
+                if int(m.get("xla.values_replay_calls", 0)):
+                    replay_ms_per_call.append(float(m["xla.values_replay_ms"]) / int(m["xla.values_replay_calls"]))
+                    values_ops = f"{m.get('xla.values_ops')} xla ops with values in {m.get('xla.values_calls')} replayed calls"
     native = statistics.median(times["native"])
     print(f"{args.calls} calls of a jitted 8x256 tanh MLP, {args.repeats} interleaved rounds, medians")
     for name, ts in times.items():
@@ -79,6 +91,9 @@ def main():
         print(f"{name:11s} {med * 1e3:9.1f} ms  {med / native:6.2f}x   (runs: "
               + ", ".join(f"{t * 1e3:.0f}" for t in ts) + ")")
     print(f"xla::* ops (per-fusion times) in the jit recording: {xla_ops}")
+    if replay_ms_per_call:
+        print(f"jit+values replay at stop: {statistics.median(replay_ms_per_call):.1f} ms per call replayed (runs: "
+              + ", ".join(f"{t:.0f}" for t in replay_ms_per_call) + f"); {values_ops}")
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -204,10 +204,10 @@ std::string ParamsJson(nb::handle params) {
 
 void RegisterArrayOps(nb::module_& m) {
   m.def("begin_array_op",
-        [](std::string_view name, nb::handle inputs, std::string_view scope, nb::handle callee) {
+        [](std::string_view name, nb::handle inputs, std::string_view scope, nb::handle callee) -> int64_t {
           // Held for this call only: a stop before end_array_op drops the op.
           Recorder::Ref rec;
-          if (!rec) return;
+          if (!rec) return kNoId;
           // Ops nested in a recorded op inherit its call path, as in torch.
           PythonContext py{kNoId, kNoId};
           if (rec->OpDepth() == 0) {
@@ -215,15 +215,16 @@ void RegisterArrayOps(nb::module_& m) {
             if (callee.is_valid() && !callee.is_none()) py.call_path_id = WithCallee(*rec, py.call_path_id, callee);
           }
           int64_t scope_id = scope.empty() ? py.scope_id : ScopeId(*rec, scope);
-          rec->BeginOp(NameId(*rec, name), py.call_path_id, scope_id);
+          const int64_t op_id = rec->BeginOp(NameId(*rec, name), py.call_path_id, scope_id);
           AddArrays(*rec, inputs, /*output=*/false);
+          return op_id;
         },
         "name"_a, "inputs"_a, "scope"_a = "", "callee"_a = nb::none(),
         "Begins op `name` on this thread: call path from the Python stack, scope "
         "'outer/inner' (or none), inputs a sequence of arrays (other items are skipped "
         "but keep their slot). callee: (file, line, function) of the library function "
         "the op runs, whose frame the Python stack does not hold (a compiled call): "
-        "appended as the call path's innermost frame.");
+        "appended as the call path's innermost frame. Returns the op's id (-1: not recording).");
   m.def("end_array_op",
         [](nb::handle outputs, nb::handle params) {
           // A session started since begin_array_op has no pending op here.

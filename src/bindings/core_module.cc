@@ -12,6 +12,7 @@
 #include "bindings/ort_bindings.h"
 #include "bindings/array_ops.h"
 #include "bindings/xla_bindings.h"
+#include "bindings/tf_bindings.h"
 #include "bindings/status_exception.h"
 #include "magneton/recorder.h"
 #include "record/env_reads.h"
@@ -87,6 +88,10 @@ NB_MODULE(_core, m) {
     magneton::Recorder::Ref rec;
     return rec && rec->WindowOpen();
   }, "Whether a recording is active and its window open.");
+  m.def("record_values", [] {
+    magneton::Recorder::Ref rec;
+    return rec && rec->record_values();
+  }, "Whether the active recording fingerprints values (record --values).");
   m.def("flush", [] { ThrowIfError(WithActive([](magneton::Recorder& r) { return r.Flush(); })); },
         nb::call_guard<nb::gil_scoped_release>());
   m.def("ops_recorded", [] { return WithActive([](magneton::Recorder& r) { return r.ops_recorded(); }); });
@@ -142,6 +147,7 @@ NB_MODULE(_core, m) {
 
   magneton::RegisterArrayOps(m);
   magneton::RegisterXlaBindings(m);
+  magneton::RegisterTfBindings(m);
 
   magneton::RegisterOrtBindings(m);
   magneton::RegisterGpuBindings(m);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -97,6 +98,10 @@ struct Finding {
   // pass — model construction, weight init, input preparation. A region that
   // spans both is split; set-up parts are findings of their own.
   bool setup = false;
+  // One-time compilation (setup_phase.cc): the first compilation of each
+  // compiled function, paid once however long the job runs. Ranked after
+  // the steady-state findings of its verdict (RankFindings).
+  bool one_time = false;
   Verdict verdict = Verdict::kEqual;
   std::vector<std::string> names_a;  // op-name sequence of one instance
   std::vector<std::string> names_b;
@@ -329,6 +334,20 @@ double StudentT(double confidence, size_t df);
 int64_t SetupEndNs(const Trace& trace);
 // The ops of `ops` that are set-up (setup = true) or job (false), in order.
 std::vector<int64_t> SetupOps(const Trace& trace, const std::vector<int64_t>& ops, int64_t setup_end_ns, bool setup);
+// The phases an op can be in (setup_phase.cc, docs/DIFF.md "Set-up" and
+// "One-time compilation"); regions never span two.
+enum class Phase { kJob = 0, kSetup = 1, kOneTime = 2 };
+struct PhaseBounds {
+  int64_t setup_end_ns = std::numeric_limits<int64_t>::min();
+  std::vector<char> one_time;  // per op id: inside a first compilation ("compile_kind": "first")
+};
+PhaseBounds PhasesOf(const Trace& trace);
+// One-time compilation wins over set-up: a first compile is named as such
+// wherever it ran.
+Phase PhaseOf(const Trace& trace, const PhaseBounds& bounds, int64_t op_id);
+// The ops of `ops` in `phase`, in order.
+std::vector<int64_t> PhaseOps(const Trace& trace, const std::vector<int64_t>& ops, const PhaseBounds& bounds,
+                              Phase phase);
 
 // The ranking of DetectResult::findings.
 void RankFindings(std::vector<Finding>& findings);

@@ -176,6 +176,9 @@ void ClassifyFinding(Finding& f, const DetectResult& r, const Options& options) 
 void RankFindings(std::vector<Finding>& findings) {
   std::stable_sort(findings.begin(), findings.end(), [](const Finding& x, const Finding& y) {
     if (x.verdict != y.verdict) return static_cast<int>(x.verdict) < static_cast<int>(y.verdict);
+    // Steady-state work before one-time compilation: a short recording
+    // stands for a longer job, whose compile cost stays what it was here.
+    if (x.one_time != y.one_time) return y.one_time;
     return x.saving_uj > y.saving_uj;
   });
 }
@@ -234,22 +237,28 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
   // Set-up and job never share a region (setup_phase.cc): a region that
   // spans the first forward pass is split there. A part with ops on one side
   // only is work that side does and the other does not: unmatched, in its phase.
-  const int64_t setup_end_a = SetupEndNs(a), setup_end_b = SetupEndNs(b);
+  // One-time compilation is a phase of its own too (setup_phase.cc).
+  const PhaseBounds phases_a = PhasesOf(a), phases_b = PhasesOf(b);
+  constexpr Phase kPhases[] = {Phase::kJob, Phase::kSetup, Phase::kOneTime};
   // Unmatched: the match's, then the one-sided parts of split regions (each op's phase is re-derived below).
   std::vector<int64_t> unmatched_a = match.unmatched_ops_a, unmatched_b = match.unmatched_ops_b;
   std::map<std::string, size_t> by_key;
   for (const RegionPair& rp : match.regions) {
     std::string note;
     const bool agree = OutputsAgree(rp.outputs, fa, fb, options.output_epsilon, &note);
-    std::vector<int64_t> part_a[2], part_b[2];
-    for (int phase : {0, 1}) {
-      part_a[phase] = SetupOps(a, rp.ops_a, setup_end_a, phase == 1);
-      part_b[phase] = SetupOps(b, rp.ops_b, setup_end_b, phase == 1);
+    std::vector<int64_t> part_a[3], part_b[3];
+    int phases_present = 0;
+    for (Phase phase : kPhases) {
+      const int k = static_cast<int>(phase);
+      part_a[k] = PhaseOps(a, rp.ops_a, phases_a, phase);
+      part_b[k] = PhaseOps(b, rp.ops_b, phases_b, phase);
+      if (!part_a[k].empty() || !part_b[k].empty()) ++phases_present;
     }
-    const bool split = !(part_a[0].empty() && part_b[0].empty()) && !(part_a[1].empty() && part_b[1].empty());
-    for (int phase : {0, 1}) {
-      std::vector<int64_t>& ops_a = part_a[phase];
-      std::vector<int64_t>& ops_b = part_b[phase];
+    const bool split = phases_present > 1;
+    for (Phase phase : kPhases) {
+      const int k = static_cast<int>(phase);
+      std::vector<int64_t>& ops_a = part_a[k];
+      std::vector<int64_t>& ops_b = part_b[k];
       if (ops_a.empty() && ops_b.empty()) continue;
       if (ops_a.empty() || ops_b.empty()) {
         unmatched_a.insert(unmatched_a.end(), ops_a.begin(), ops_a.end());
@@ -257,20 +266,26 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
         continue;
       }
       // The exit cut belongs to the job's part: set-up only feeds it.
-      const bool has_exit = !split || phase == 0;
+      const bool has_exit = !split || phase == Phase::kJob;
       RegionInstance in{ops_a, ops_b, has_exit ? rp.outputs : std::vector<TensorPair>{}, CostOf(a, ea, ops_a),
                         CostOf(b, eb, ops_b)};
       in.same_work = SameWork(a, ops_a, b, ops_b) && same_device_work(ops_a, ops_b);
       if (in.same_work) in.pair_ratios = PairRatios(ea, ops_a, eb, ops_b);
-      const std::string part_note = has_exit ? note : "the set-up part of a region whose exit " + note;
+      const std::string part_note =
+          has_exit ? note
+                   : std::string(phase == Phase::kSetup ? "the set-up" : "the one-time compilation") +
+                         " part of a region whose exit " + note;
       auto names_a = NamesOf(a, ops_a);
       auto names_b = NamesOf(b, ops_b);
       auto [it, inserted] =
-          by_key.try_emplace((phase == 1 ? "setup\x1d" : "") + RepeatKey(names_a, names_b), r.findings.size());
+          by_key.try_emplace(std::string(phase == Phase::kSetup ? "setup\x1d" : phase == Phase::kOneTime ? "once\x1d" : "") +
+                                 RepeatKey(names_a, names_b),
+                             r.findings.size());
       if (inserted) {
         Finding f;
         f.kind = RegionKind::kMatched;
-        f.setup = phase == 1;
+        f.setup = phase == Phase::kSetup;
+        f.one_time = phase == Phase::kOneTime;
         f.names_a = std::move(names_a);
         f.names_b = std::move(names_b);
         f.outputs_agree = agree;
@@ -323,15 +338,16 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
   std::sort(unmatched_a.begin(), unmatched_a.end());
   std::sort(unmatched_b.begin(), unmatched_b.end());
   const UnmatchedSplit split = SplitUnmatched(a, fa, unmatched_a, b, fb, unmatched_b, options.output_epsilon);
-  for (int phase : {0, 1}) {
+  for (Phase phase : kPhases) {
     for (const auto& [part_a, part_b] : {std::pair{&split.extra_a, &split.none}, std::pair{&split.none, &split.extra_b},
                                          std::pair{&split.rest_a, &split.rest_b}}) {
-      const std::vector<int64_t> ops_a = SetupOps(a, *part_a, setup_end_a, phase == 1);
-      const std::vector<int64_t> ops_b = SetupOps(b, *part_b, setup_end_b, phase == 1);
+      const std::vector<int64_t> ops_a = PhaseOps(a, *part_a, phases_a, phase);
+      const std::vector<int64_t> ops_b = PhaseOps(b, *part_b, phases_b, phase);
       if (ops_a.empty() && ops_b.empty()) continue;
       Finding un;
       un.kind = RegionKind::kUnmatched;
-      un.setup = phase == 1;
+      un.setup = phase == Phase::kSetup;
+      un.one_time = phase == Phase::kOneTime;
       un.names_a = NamesOf(a, ops_a);
       un.names_b = NamesOf(b, ops_b);
       un.instances.push_back({ops_a, ops_b, {}, CostOf(a, ea, ops_a), CostOf(b, eb, ops_b)});

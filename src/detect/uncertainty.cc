@@ -65,6 +65,7 @@ uint64_t SeedOf(const Finding& f) {
   };
   mix(RegionKindName(f.kind));
   if (f.setup) mix("setup");
+  if (f.one_time) mix("once");
   for (const std::string& n : f.names_a) mix(n);
   mix(">");
   for (const std::string& n : f.names_b) mix(n);
@@ -78,6 +79,7 @@ uint64_t SeedOf(const Finding& f) {
 std::string KeyOf(const Finding& f) {
   std::string key = RegionKindName(f.kind);
   if (f.setup) key += "\x1dsetup";
+  if (f.one_time) key += "\x1donce";
   if (f.kind == RegionKind::kUnmatched) {
     return key + (f.names_a.empty() ? "" : "|A") + (f.names_b.empty() ? "" : "|B");
   }

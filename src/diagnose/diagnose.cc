@@ -171,7 +171,7 @@ std::string Joined(const std::vector<std::string>& names, size_t max_names) {
 std::string OtherSidesOwnWork(const Finding& f, char other, const detect::DetectResult& r) {
   if (f.kind != detect::RegionKind::kUnmatched) return "";
   for (const Finding& g : r.findings) {
-    if (&g == &f || g.kind != detect::RegionKind::kUnmatched || g.setup != f.setup) continue;
+    if (&g == &f || g.kind != detect::RegionKind::kUnmatched || g.setup != f.setup || g.one_time != f.one_time) continue;
     const auto& theirs = other == 'A' ? g.names_a : g.names_b;
     const auto& mine = other == 'A' ? g.names_b : g.names_a;
     if (theirs.empty() || !mine.empty()) continue;

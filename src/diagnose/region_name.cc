@@ -268,7 +268,8 @@ RegionName NameJobRegion(const Trace& a, const Trace& b, const Finding& f) {
     case detect::RegionKind::kOutsideOps: return {"(outside every op)", "kind"};
     case detect::RegionKind::kDeviceIdle: return {"(GPU idle: no kernel ran)", "kind"};
     case detect::RegionKind::kUnmatched:
-      return {fmt::format("(unmatched{}: {} op(s) only in A, {} only in B)", f.setup ? " set-up" : "",
+      return {fmt::format("(unmatched{}: {} op(s) only in A, {} only in B)",
+                          f.one_time ? " one-time compilation" : (f.setup ? " set-up" : ""),
                           f.names_a.size(), f.names_b.size()),
               "kind"};
     case detect::RegionKind::kMatched: break;
@@ -307,6 +308,8 @@ RegionName NameRegion(const Trace& a, const Trace& b, const Finding& f) {
   RegionName name = NameJobRegion(a, b, f);
   // Set-up is named as such first: what it constructs comes after.
   if (f.setup && f.kind == detect::RegionKind::kMatched) name.text = "set-up: " + name.text;
+  // So is a first compilation, paid once however long the job runs.
+  if (f.one_time && f.kind == detect::RegionKind::kMatched) name.text = "one-time compilation: " + name.text;
   return name;
 }
 

@@ -33,13 +33,38 @@ StatusOr<DataflowGraph> BuildDataflowGraph(const Trace& trace, const GraphOption
 
   // Nodes in op-id order: ids are handed out at op begin, so a producer's id
   // is below every consumer's and id order is a topological order.
+  // A compiled call whose XLA ops carry values of their own (JAX jit with
+  // --values: record/xla_values.h) is those ops in top-level mode: its
+  // dataflow inside pairs by value. They were written at the recording's
+  // end, so they are ordered at their call's place (the call's id, then
+  // their own), not by their ids.
+  std::vector<bool> expanded(op_total, false);
+  if (!options.leaf_ops) {
+    for (const OpTensor& l : trace.op_tensors) {
+      if (l.role != TensorRole::kOutput) continue;
+      auto it = index_of_id.find(l.op_id);
+      if (it == index_of_id.end()) continue;
+      const int64_t p = parent_index(it->second);
+      if (p >= 0 && parent_index(static_cast<size_t>(p)) < 0 && trace.str(trace.ops[it->second].name_id).rfind("xla::", 0) == 0) {
+        expanded[static_cast<size_t>(p)] = true;
+      }
+    }
+  }
+  auto order_key = [&](size_t i) {
+    const int64_t p = parent_index(i);
+    return std::make_pair(p >= 0 && expanded[static_cast<size_t>(p)] ? trace.ops[static_cast<size_t>(p)].id
+                                                                     : trace.ops[i].id,
+                          trace.ops[i].id);
+  };
   std::vector<size_t> node_ops;
   for (size_t i = 0; i < op_total; ++i) {
     if (IsRecorderOp(trace, trace.ops[i])) continue;  // the recorder's own work: not a node, folded nowhere
-    const bool is_node = options.leaf_ops ? !has_child[i] : parent_index(i) < 0;
+    const int64_t p = parent_index(i);
+    const bool is_node = options.leaf_ops ? !has_child[i]
+                                          : (p < 0 && !expanded[i]) || (p >= 0 && expanded[static_cast<size_t>(p)]);
     if (is_node) node_ops.push_back(i);
   }
-  std::sort(node_ops.begin(), node_ops.end(), [&](size_t a, size_t b) { return trace.ops[a].id < trace.ops[b].id; });
+  std::sort(node_ops.begin(), node_ops.end(), [&](size_t a, size_t b) { return order_key(a) < order_key(b); });
 
   DataflowGraph g;
   const int32_t n = static_cast<int32_t>(node_ops.size());
@@ -67,6 +92,14 @@ StatusOr<DataflowGraph> BuildDataflowGraph(const Trace& trace, const GraphOption
       if (node_of_index[i] < 0 && last_leaf_id[i] != kNoId) node_of_index[i] = node_of_index[index_of_id[last_leaf_id[i]]];
     }
   } else {
+    // An expanded call folds into its last XLA op (which wrote its result).
+    for (size_t i = 0; i < op_total; ++i) {
+      const int64_t p = parent_index(i);
+      if (p >= 0 && expanded[static_cast<size_t>(p)] && node_of_index[i] >= 0) {
+        int32_t& at = node_of_index[static_cast<size_t>(p)];
+        at = std::max(at, node_of_index[i]);
+      }
+    }
     // Parents first: an op's parent has a smaller id, so it already holds its
     // root's node (or none: under a recorder op), and one step resolves the
     // op; linear however deep the tree.
@@ -107,7 +140,7 @@ StatusOr<DataflowGraph> BuildDataflowGraph(const Trace& trace, const GraphOption
     auto it = index_of_id.find(l.op_id);
     if (it == index_of_id.end()) continue;
     // Leaf mode: a parent's inputs are read again by its children.
-    if (options.leaf_ops && has_child[it->second]) continue;
+    if ((options.leaf_ops && has_child[it->second]) || expanded[it->second]) continue;
     const int32_t c = node_of_index[it->second];
     if (c < 0) continue;
     int32_t p = producer_node(l.tensor_id);

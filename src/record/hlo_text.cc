@@ -64,12 +64,54 @@ struct Location {
 
 struct Instruction {
   std::string name, opcode, fusion_kind, calls, op_name, source;
+  std::string type;                   // "f32[2,4]{1,0}", "(f32[2]{0}, s32[])"
+  std::vector<std::string> operands;  // instruction names, in order
+  int64_t number = -1;                // parameter(k): k; get-tuple-element: index
+  bool root = false;
 };
+
+// "f32[2,4]{1,0}" -> {2, 4}; a tuple or a scalar -> {}.
+std::vector<int64_t> Dims(std::string_view type) {
+  std::vector<int64_t> out;
+  if (type.empty() || type.front() == '(') return out;
+  const size_t open = type.find('['), close = type.find(']');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open) return out;
+  std::string_view inner = type.substr(open + 1, close - open - 1);
+  while (!inner.empty()) {
+    const size_t comma = inner.find(',');
+    out.push_back(std::strtoll(std::string(inner.substr(0, comma)).c_str(), nullptr, 10));
+    if (comma == std::string_view::npos) break;
+    inner.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+// The `%name` operands inside the opcode's parentheses.
+std::vector<std::string> Operands(std::string_view args) {
+  std::vector<std::string> out;
+  int depth = 0;
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const char c = args[i];
+    if (c == '(' || c == '{' || c == '[') ++depth;
+    if (c == ')' || c == '}' || c == ']') {
+      if (depth == 0) break;
+      --depth;
+    }
+    if (c == '%' && depth == 0) {
+      size_t end = args.find_first_of(",) ", i);
+      if (end == std::string_view::npos) end = args.size();
+      out.emplace_back(args.substr(i + 1, end - i - 1));
+    }
+  }
+  return out;
+}
 
 // `[ROOT ]%name = <type> opcode(operands), attributes` -> its parts.
 bool ParseInstruction(std::string_view line, Instruction* out) {
   line = Trim(line);
-  if (line.rfind("ROOT ", 0) == 0) line.remove_prefix(5);
+  out->root = line.rfind("ROOT ", 0) == 0;
+  if (out->root) line.remove_prefix(5);
   if (line.empty() || line.front() != '%') return false;
   const size_t eq = line.find(" = ");
   if (eq == std::string_view::npos) return false;
@@ -90,10 +132,14 @@ bool ParseInstruction(std::string_view line, Instruction* out) {
     i = rest.find(' ');
     if (i == std::string_view::npos) return false;
   }
+  out->type = std::string(Trim(rest.substr(0, i)));
   rest = Trim(rest.substr(i));
   const size_t paren = rest.find('(');
   if (paren == std::string_view::npos) return false;
   out->opcode = std::string(rest.substr(0, paren));
+  out->operands = Operands(rest.substr(paren + 1));
+  if (out->opcode == "parameter") out->number = std::strtoll(std::string(rest.substr(paren + 1, 12)).c_str(), nullptr, 10);
+  if (out->opcode == "get-tuple-element") out->number = IntValue(rest, "index");
   const size_t kind = rest.find("kind=");
   if (kind != std::string_view::npos) {
     size_t end = rest.find_first_of(", ", kind);
@@ -138,7 +184,7 @@ HloModuleInfo ParseHloText(std::string_view text) {
   std::unordered_map<int64_t, int64_t> frame_location;
   std::map<std::string, std::vector<Instruction>> computations;
   std::vector<Instruction> all;
-  std::string section, computation;
+  std::string section, computation, entry;
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t nl = text.find('\n', pos);
@@ -176,6 +222,7 @@ HloModuleInfo ParseHloText(std::string_view text) {
       std::string_view head = line.rfind("ENTRY ", 0) == 0 ? line.substr(6) : line;
       if (!head.empty() && head.front() == '%') head.remove_prefix(1);
       computation = std::string(head.substr(0, head.find_first_of(" (")));
+      if (line.rfind("ENTRY ", 0) == 0) entry = computation;
       continue;
     }
     if (line == "}") {
@@ -215,6 +262,38 @@ HloModuleInfo ParseHloText(std::string_view text) {
       }
     }
     out.ops[ins.name] = std::move(info);
+  }
+  auto line_of = [&](const Instruction& ins) {  // "file:line:function" -> "file:line"
+    std::string s = source_of(ins.source);
+    const size_t colon = s.rfind(':');
+    return colon == std::string::npos ? s : s.substr(0, colon);
+  };
+  auto entry_it = computations.find(entry);
+  if (entry_it != computations.end()) {
+    for (const Instruction& ins : entry_it->second) {
+      HloEntryInstruction e{ins.name, ins.opcode, ins.operands, -1, -1, ins.root, {}};
+      if (ins.opcode == "parameter") e.parameter_number = ins.number;
+      if (ins.opcode == "get-tuple-element") e.tuple_index = ins.number;
+      const Instruction* root = &ins;
+      const std::vector<Instruction>* scope = nullptr;
+      auto called = computations.find(ins.calls);
+      if (ins.opcode == "fusion" && called != computations.end()) {
+        scope = &called->second;
+        for (const Instruction& inner : called->second) {
+          if (inner.root) root = &inner;
+        }
+      }
+      if (root->opcode == "tuple" && scope) {  // a multi-output fusion: each element
+        for (const std::string& name : root->operands) {
+          for (const Instruction& inner : *scope) {
+            if (inner.name == name) e.results.push_back({inner.op_name, line_of(inner), Dims(inner.type)});
+          }
+        }
+      } else if (root->opcode != "tuple") {
+        e.results.push_back({root->op_name, line_of(*root), Dims(root->type)});
+      }
+      out.entry.push_back(std::move(e));
+    }
   }
   return out;
 }

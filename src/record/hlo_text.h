@@ -24,9 +24,30 @@ struct HloOpInfo {
   std::vector<std::string> sources;
 };
 
+// What one entry-computation instruction computes from what, for mapping
+// values onto XLA's ops (record/xla_values.h): its operands by name, and
+// the instruction(s) whose values it returns (a fusion's root, the
+// operands of a multi-output fusion's root tuple; itself otherwise), each
+// with its metadata's op_name ("jit(mlp)/tanh") and "file:line".
+struct HloFlowResult {
+  std::string op_name;
+  std::string source;          // "file:line", "" when the metadata names none
+  std::vector<int64_t> dims;   // the result's shape ("f32[2,4]{1,0}" -> 2,4)
+};
+
+struct HloEntryInstruction {
+  std::string name, opcode;
+  std::vector<std::string> operands;  // instruction names
+  int64_t parameter_number = -1;      // parameter(k)
+  int64_t tuple_index = -1;           // get-tuple-element's index
+  bool root = false;
+  std::vector<HloFlowResult> results;
+};
+
 struct HloModuleInfo {
   std::string name;                        // "jit_mlp"
   std::map<std::string, HloOpInfo> ops;    // by instruction name ("ynn_fusion.7"), every computation
+  std::vector<HloEntryInstruction> entry;  // the ENTRY computation, in the module's (scheduled) order
 };
 
 // Never fails: what it cannot read is left out (an empty module name when

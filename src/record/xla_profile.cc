@@ -9,6 +9,7 @@
 
 #include <climits>
 #include "record/hlo_text.h"
+#include "record/profile_clock.h"
 #include "trace/op_args.h"
 #include "trace/op_spans.h"
 
@@ -16,21 +17,6 @@ namespace magneton {
 namespace {
 
 using nlohmann::json;
-
-bool Number(const json& e, const char* key, double* out) {
-  auto it = e.find(key);
-  if (it == e.end() || !it->is_number()) return false;
-  *out = it->get<double>();
-  return std::isfinite(*out);
-}
-
-std::string Text(const json& args, const char* key) {
-  auto it = args.find(key);
-  if (it == args.end()) return {};
-  if (it->is_string()) return it->get<std::string>();
-  if (it->is_number_integer()) return std::to_string(it->get<int64_t>());
-  return {};
-}
 
 constexpr std::string_view kPjit = "PjitFunction(";
 
@@ -154,11 +140,7 @@ std::vector<OpSpan> RetimeHeld(std::vector<Recorder::HeldOp>& held, const std::v
 StatusOr<XlaProfile> ParseXlaProfile(std::string_view json_text) {
   json root = json::parse(json_text.begin(), json_text.end(), nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded()) return InvalidArgument("the XLA profile is not JSON");
-  const json* events = root.is_array() ? &root : nullptr;
-  if (root.is_object()) {
-    auto it = root.find("traceEvents");
-    if (it != root.end() && it->is_array()) events = &*it;
-  }
+  const json* events = TraceEventsOf(root);
   if (!events) return InvalidArgument("the XLA profile has no traceEvents");
   XlaProfile out;
   for (const json& e : *events) {
@@ -172,14 +154,14 @@ StatusOr<XlaProfile> ParseXlaProfile(std::string_view json_text) {
     const bool call = n.size() > kPjit.size() + 1 && n.compare(0, kPjit.size(), kPjit) == 0 && n.back() == ')';
     if (!thunk && !call) continue;
     double ts = 0, dur = 0, tid = 0;
-    if (!Number(e, "ts", &ts) || !Number(e, "dur", &dur) || dur < 0) {
+    if (!TraceEventNumber(e, "ts", &ts) || !TraceEventNumber(e, "dur", &dur) || dur < 0) {
       out.dropped[thunk ? "thunk.no_time" : "call.no_time"]++;
       continue;
     }
-    Number(e, "tid", &tid);
+    TraceEventNumber(e, "tid", &tid);
     const int64_t start = std::llround(ts * 1000.0), end = std::llround((ts + dur) * 1000.0);
     if (thunk) {
-      XlaThunk t{Text(*args, "hlo_module"), Text(*args, "hlo_op"), Text(*args, "run_id"),
+      XlaThunk t{TraceEventText(*args, "hlo_module"), TraceEventText(*args, "hlo_op"), TraceEventText(*args, "run_id"),
                  static_cast<int64_t>(tid), start, end};
       if (t.op.empty() || t.run_id.empty()) {
         out.dropped["thunk.no_op"]++;
@@ -209,7 +191,8 @@ StatusOr<XlaProfile> ParseXlaProfile(std::string_view json_text) {
 }
 
 StatusOr<XlaIngestStats> IngestXlaProfile(Recorder& rec, std::string_view json_text,
-                                          const std::vector<std::string>& hlo_texts) {
+                                          const std::vector<std::string>& hlo_texts,
+                                          const std::vector<XlaReplay>& replays) {
   auto profile = ParseXlaProfile(json_text);
   if (!profile.ok()) return profile.status();
   XlaIngestStats stats;
@@ -251,66 +234,12 @@ StatusOr<XlaIngestStats> IngestXlaProfile(Recorder& rec, std::string_view json_t
     }
     if (!call_ends.empty()) break;
   }
-  for (auto& [_, v] : op_ends) std::sort(v.begin(), v.end());
-  constexpr int64_t kTolerance = 100'000;
-  auto nearest = [](const std::vector<int64_t>& v, int64_t t, int64_t* d) {
-    auto it = std::lower_bound(v.begin(), v.end(), t);
-    int64_t best = INT64_MAX;
-    if (it != v.end()) best = std::min(best, *it - t);
-    if (it != v.begin()) best = std::min(best, t - *std::prev(it));
-    *d = best;
-  };
-  // limit: calls scored per name while searching (all of them for the final count).
-  // score: the pairs weighed by closeness (1 at 0 µs, 0 at the tolerance),
-  // so that of two offsets pairing as many calls (calls ~100 µs apart, one
-  // offset a call off) the one whose ends agree wins.
-  auto pairs_at = [&](int64_t offset, std::vector<int64_t>* diffs, size_t limit = SIZE_MAX, double* score = nullptr) {
-    int64_t n = 0;
-    for (const auto& [name, ends] : call_ends) {
-      const auto& recorded = op_ends[name];
-      for (size_t i = 0; i < ends.size() && i < limit; ++i) {
-        const int64_t e = ends[i];
-        int64_t d = 0;
-        nearest(recorded, e - offset, &d);
-        if (d > kTolerance) continue;
-        ++n;
-        if (score) *score += 1.0 - static_cast<double>(d) / kTolerance;
-        if (diffs) {
-          auto it = std::lower_bound(recorded.begin(), recorded.end(), e - offset - kTolerance);
-          int64_t best = 0, best_abs = INT64_MAX;
-          for (; it != recorded.end() && *it <= e - offset + kTolerance; ++it) {
-            if (std::llabs(e - offset - *it) < best_abs) best_abs = std::llabs(e - offset - *it), best = e - *it;
-          }
-          diffs->push_back(best);
-        }
-      }
-    }
-    return n;
-  };
-  int64_t best_offset = 0, best_pairs = 0;
-  double best_score = 0;
-  for (const auto& [name, ends] : call_ends) {
-    const auto& recorded = op_ends[name];
-    for (size_t h = 0; h < std::min<size_t>(ends.size(), 2); ++h) {
-      for (size_t k = 0; k < recorded.size() && k < 256; ++k) {
-        const int64_t candidate = ends[h] - recorded[k];
-        double score = 0;
-        const int64_t n = pairs_at(candidate, nullptr, 2000, &score);
-        if (score > best_score) best_score = score, best_pairs = n, best_offset = candidate;
-      }
-    }
-  }
-  if (best_pairs == 0) {
+  auto paired = PairClockByEnds(call_ends, std::move(op_ends), 100'000);
+  if (!paired.ok()) {
     return FailedPrecondition("no jitted call in XLA's profile pairs with a recorded op: its clock is unknown");
   }
-  std::vector<int64_t> diffs;
-  pairs_at(best_offset, &diffs);
-  std::nth_element(diffs.begin(), diffs.begin() + static_cast<std::ptrdiff_t>(diffs.size() / 2), diffs.end());
-  struct {
-    int64_t offset_ns;
-  } clock_value{diffs[diffs.size() / 2]};
-  auto* clock = &clock_value;
-  stats.clock_paired = pairs_at(clock->offset_ns, nullptr);
+  const ProfileClock* clock = &*paired;
+  stats.clock_paired = clock->paired;
   stats.clock_offset_ns = clock->offset_ns;
   stats.clock_method = "call_ends";
 
@@ -359,6 +288,37 @@ StatusOr<XlaIngestStats> IngestXlaProfile(Recorder& rec, std::string_view json_t
     return best;
   };
 
+  // --values: the replayed calls, by their op; the tensors those ops hold.
+  // A held call (not written yet) has its tensors in its links; the others
+  // are read back from the trace.
+  std::map<int64_t, const XlaReplay*> replay_of;
+  std::map<int64_t, const Recorder::HeldOp*> held_of;
+  for (const Recorder::HeldOp& h : held) held_of.emplace(h.event.id, &h);
+  std::vector<int64_t> replay_ops;
+  for (const XlaReplay& r : replays) {
+    if (replay_of.emplace(r.op_id, &r).second && !held_of.count(r.op_id)) replay_ops.push_back(r.op_id);
+  }
+  auto call_tensors = ReadCallTensors(rec.writer()->path(), replay_ops);
+  if (!call_tensors.ok()) return call_tensors.status();
+  for (const auto& [id, replay] : replay_of) {
+    auto h = held_of.find(id);
+    if (h != held_of.end()) (*call_tensors)[id] = CallTensorsOf(h->second->links);
+    if (replay->input_slots.empty()) continue;
+    CallTensors& call = (*call_tensors)[id];
+    std::vector<int64_t> arguments;
+    for (const int64_t slot : replay->input_slots) {
+      const bool known = slot >= 0 && static_cast<size_t>(slot) < call.inputs.size();
+      arguments.push_back(known ? call.inputs[static_cast<size_t>(slot)] : kNoId);
+    }
+    call.inputs = std::move(arguments);
+  }
+  auto module_named = [&](const std::string& name) -> const HloModuleInfo* {
+    for (const HloModuleInfo& m : modules) {
+      if (m.name == name) return &m;
+    }
+    return nullptr;
+  };
+
   std::map<std::string, std::vector<const XlaThunk*>> runs;
   for (const XlaThunk& t : profile->thunks) runs[t.module + "#" + t.run_id].push_back(&t);
   stats.runs = static_cast<int64_t>(runs.size());
@@ -393,25 +353,37 @@ StatusOr<XlaIngestStats> IngestXlaProfile(Recorder& rec, std::string_view json_t
       continue;
     }
     stats.runs_linked++;
-    // The run inside its op: the clock mapping is good to tens of µs, the op
-    // (which waits for its outputs) holds the whole run; shift it in, keeping
-    // the thunks' durations.
-    int64_t shift = -clock->offset_ns;
-    if (last + shift > parent->end_ns) shift -= last + shift - parent->end_ns;
-    if (first + shift < parent->start_ns) shift += parent->start_ns - (first + shift);
-    int64_t prev_end = parent->start_ns;
-    for (const XlaThunk* t : run) {
+    // The run inside its op (the clock mapping is good to tens of µs, the
+    // op waited for the whole run), thunks side by side laid one after the
+    // other on the op's thread (XLA's worker thread is not kept).
+    std::vector<std::pair<int64_t, int64_t>> spans;
+    for (const XlaThunk* t : run) spans.emplace_back(t->start_ns, t->end_ns);
+    const auto placed = LayInside(spans, clock->offset_ns, parent->start_ns, parent->end_ns);
+    // Ids in start order, reserved first: the replayed call's values name
+    // their producers.
+    std::vector<int64_t> op_ids;
+    std::vector<std::string> thunk_names;
+    for (const XlaThunk* t : run) op_ids.push_back(rec.ReserveOpId()), thunk_names.push_back(t->op);
+    std::vector<std::vector<OpTensor>> links(run.size());
+    auto replay = replay_of.find(parent->op_id);
+    const HloModuleInfo* module = replay != replay_of.end() && replay->second->module == run.front()->module
+                                      ? module_named(replay->second->module)
+                                      : nullptr;
+    if (module) {
+      links = XlaValueLinks(rec, *replay->second, *module, (*call_tensors)[parent->op_id], thunk_names, op_ids,
+                            &stats.values);
+      replay_of.erase(replay);  // the first run under the op (a call runs its executable once)
+    }
+    for (size_t i = 0; i < run.size(); ++i) {
+      const XlaThunk* t = run[i];
       OpEvent op;
-      op.id = rec.ReserveOpId();
+      op.id = op_ids[i];
       auto n = name_ids.find(t->op);
       if (n == name_ids.end()) n = name_ids.emplace(t->op, rec.InternString("xla::" + t->op)).first;
       op.name_id = n->second;
-      op.thread_id = parent->thread_id;  // nested in its op: XLA's worker thread is in the args
-      // Thunks XLA ran side by side on several workers are laid one after
-      // the other on the op's thread, so that exclusive times add up.
-      op.start_ns = std::clamp(std::max(t->start_ns + shift, prev_end), parent->start_ns, parent->end_ns);
-      op.end_ns = std::clamp(std::max(t->end_ns + shift, op.start_ns), op.start_ns, parent->end_ns);
-      prev_end = op.end_ns;
+      op.thread_id = parent->thread_id;
+      op.start_ns = placed[i].first;
+      op.end_ns = placed[i].second;
       op.parent_id = parent->op_id;
       op.scope_id = parent->scope_id;
       op.call_path_id = parent->call_path_id;
@@ -428,7 +400,7 @@ StatusOr<XlaIngestStats> IngestXlaProfile(Recorder& rec, std::string_view json_t
         stats.ops_with_source++;
       }
       WriteArgs(&op.args, *t, info);
-      rec.RecordCompletedOp(std::move(op), {});
+      rec.RecordCompletedOp(std::move(op), std::move(links[i]));
       stats.ops_written++;
     }
   }
@@ -444,6 +416,12 @@ StatusOr<XlaIngestStats> IngestXlaProfile(Recorder& rec, std::string_view json_t
   set("clock_paired", stats.clock_paired);
   set("clock_offset_ns", stats.clock_offset_ns);
   rec.SetMeta("xla.clock_method", stats.clock_method);
+  if (!replays.empty()) {
+    set("values_calls", stats.values.calls);
+    set("values_ops", stats.values.ops_with_values);
+    set("values_ops_without", stats.values.ops_without);
+    set("values_inputs_linked", stats.values.inputs_linked);
+  }
   return stats;
 }
 

@@ -17,6 +17,7 @@
 
 #include "magneton/recorder.h"
 #include "magneton/status.h"
+#include "record/xla_values.h"
 
 namespace magneton {
 
@@ -54,13 +55,17 @@ struct XlaIngestStats {
   int64_t clock_paired = 0;
   int64_t clock_offset_ns = 0;
   std::string clock_method;
+  XlaValueStats values;  // --values: the replayed calls' thunks (record/xla_values.h)
 };
 
 // Writes the thunks as ops (after flushing what is recorded, which it reads
 // back), and `xla.*` meta. `hlo_texts`: the optimised modules of the
 // recording (compiled.as_text()), several per name allowed (one per
-// signature; an op is looked up in the first that has it).
+// signature; an op is looked up in the first that has it). `replays`: the
+// per-equation values of sampled calls (--values), linked to the thunks of
+// the first run under each call's op.
 StatusOr<XlaIngestStats> IngestXlaProfile(Recorder& rec, std::string_view json_text,
-                                          const std::vector<std::string>& hlo_texts);
+                                          const std::vector<std::string>& hlo_texts,
+                                          const std::vector<XlaReplay>& replays = {});
 
 }  // namespace magneton

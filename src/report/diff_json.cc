@@ -159,6 +159,7 @@ json DiffToJson(const DiffReportInput& in) {
     findings.push_back({{"rank", i + 1},
                         {"kind", detect::RegionKindName(f.kind)},
                         {"setup", f.setup},
+                        {"one_time", f.one_time},
                         {"name", name.text},
                         {"name_basis", name.basis},
                         {"verdict", detect::VerdictName(f.verdict)},

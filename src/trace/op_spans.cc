@@ -51,6 +51,7 @@ StatusOr<std::vector<OpSpan>> ReadOpSpans(const std::string& path) {
         op.call_path_id = s.ColumnNullableId(7);
         op.correlation_id = static_cast<uint64_t>(s.ColumnInt(8));
         if (KeepsLinkArgs(op.name)) op.recorder_args = s.ColumnText(9);
+        op.state_id = s.ColumnNullableId(12);
         out.push_back(std::move(op));
       }));
   return out;

@@ -23,6 +23,7 @@ struct OpSpan {
   int64_t scope_id = kNoId;
   int64_t call_path_id = kNoId;
   uint64_t correlation_id = 0;
+  int64_t state_id = kNoId;  // its runtime state (kNoId: none, or a trace from before states)
   // The op's args (ops.args), kept only for the ops the recorder writes
   // around CUDA graphs (KeepsLinkArgs: "magneton::cuda_graph_capture" and
   // "cuda_graph::replay" name their graph there); "" for every other op,

@@ -335,6 +335,85 @@ TEST_F(DetectRegions, RefusesMixedProvenance) {
   EXPECT_FALSE(r.ok());
 }
 
+// One-time compilation (setup_phase.cc): A compiles f once (marked first),
+// runs it, compiles g again (a recompilation) and runs it; B runs one mm
+// for f's values. The first compile is a phase of its own, ranked after the
+// steady-state waste; the recompilation stays the job's.
+class DetectOneTime : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    a_ = MakeSide({"jax::compile", "jax::jit(f)", "jax::compile", "jax::jit(g)"}, {1000, 300, 200, 100}, 10);
+    a_.trace.ops[0].args = R"({"function":"f","compile_kind":"first"})";
+    a_.trace.ops[2].args = R"({"function":"g","compile_kind":"recompile"})";
+    b_ = MakeSide({"aten::mm"}, {100}, 10);
+    fa_[0] = fb_[10] = Fp(1);
+    match_.regions.push_back(Region({1}, {0}, 0, 10));
+    match_.unmatched_ops_a = {0, 2, 3};
+  }
+  Side a_, b_;
+  FingerprintMap fa_, fb_;
+  MatchResult match_;
+};
+
+TEST_F(DetectOneTime, FirstCompilationIsItsOwnPhaseRankedAfterSteadyStateWaste) {
+  const PhaseBounds phases = PhasesOf(a_.trace);
+  EXPECT_EQ(PhaseOf(a_.trace, phases, 0), Phase::kOneTime);
+  EXPECT_EQ(PhaseOf(a_.trace, phases, 2), Phase::kJob);
+  auto r = DetectFromMatch(a_.trace, fa_, a_.energy, b_.trace, fb_, b_.energy, match_, {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const Finding* once = nullptr;
+  size_t once_rank = 0, first_waste = r->findings.size();
+  for (size_t i = 0; i < r->findings.size(); ++i) {
+    const Finding& f = r->findings[i];
+    if (f.verdict == Verdict::kWaste && first_waste == r->findings.size()) first_waste = i;
+    if (f.one_time) once = &f, once_rank = i;
+  }
+  ASSERT_NE(once, nullptr);
+  EXPECT_EQ(once->kind, RegionKind::kUnmatched);
+  EXPECT_EQ(once->names_a, std::vector<std::string>{"jax::compile"});
+  EXPECT_DOUBLE_EQ(once->a.energy_uj, 1000);
+  EXPECT_EQ(once->verdict, Verdict::kWaste);  // still waste, with its energy: ranked, not hidden
+  ASSERT_LT(first_waste, r->findings.size());
+  EXPECT_FALSE(r->findings[first_waste].one_time);
+  EXPECT_GT(once_rank, first_waste);
+  // The recompilation is the job's extra work, with the call it preceded.
+  bool recompile_in_job = false;
+  for (const Finding& f : r->findings) {
+    if (f.kind == RegionKind::kUnmatched && !f.one_time && !f.names_a.empty()) {
+      recompile_in_job = f.names_a == std::vector<std::string>{"jax::compile", "jax::jit(g)"};
+    }
+  }
+  EXPECT_TRUE(recompile_in_job);
+}
+
+TEST_F(DetectOneTime, AnExecutableRunOnceIsTheJobsAndOneRunTwiceIsOneTime) {
+  // JAX jit: each compile and each call name their executable; the runs decide.
+  a_ = MakeSide({"jax::compile", "jax::jit(f)", "jax::jit(f)", "jax::compile", "jax::jit(g)"}, {1000, 150, 150, 200, 100},
+                10);
+  a_.trace.ops[0].args = R"({"function":"f","compile_kind":"first","executable":0})";
+  a_.trace.ops[1].args = a_.trace.ops[2].args = R"({"hlo_module":"jit_f","executable":0})";
+  a_.trace.ops[3].args = R"({"function":"g","compile_kind":"first","executable":1})";
+  a_.trace.ops[4].args = R"({"hlo_module":"jit_g","executable":1})";
+  const PhaseBounds phases = PhasesOf(a_.trace);
+  EXPECT_EQ(PhaseOf(a_.trace, phases, 0), Phase::kOneTime);  // f's executable ran twice: reused
+  EXPECT_EQ(PhaseOf(a_.trace, phases, 1), Phase::kJob);
+  EXPECT_EQ(PhaseOf(a_.trace, phases, 3), Phase::kJob);  // g's ran once: a compile per run, the job's
+  // A "recompile" whose executable is reused is one-time too (JAX: a library function on a second shape).
+  a_.trace.ops[0].args = R"({"function":"f","compile_kind":"recompile","executable":0})";
+  EXPECT_EQ(PhaseOf(a_.trace, PhasesOf(a_.trace), 0), Phase::kOneTime);
+}
+
+TEST_F(DetectOneTime, UnmarkedCompilationCompetesAsJobWork) {
+  a_.trace.ops[0].args = R"({"function":"f"})";  // an older trace: no marker
+  auto r = DetectFromMatch(a_.trace, fa_, a_.energy, b_.trace, fb_, b_.energy, match_, {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  for (const Finding& f : r->findings) EXPECT_FALSE(f.one_time);
+  const Finding& top = r->findings.front();
+  EXPECT_EQ(top.kind, RegionKind::kUnmatched);
+  EXPECT_EQ(top.names_a.front(), "jax::compile");
+  EXPECT_DOUBLE_EQ(top.a.energy_uj, 1300);
+}
+
 // Set-up (setup_phase.cc): ops before the first op inside a module scope.
 // Each side: two weight inits (no scope), then the forward (scoped), then one
 // more op in the forward that only A runs.

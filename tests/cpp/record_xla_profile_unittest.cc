@@ -10,6 +10,7 @@
 #include "magneton/trace_reader.h"
 #include "record/hlo_text.h"
 #include "record/xla_profile.h"
+#include "record/xla_values.h"
 #include "test_util.h"
 
 namespace magneton {
@@ -74,6 +75,32 @@ TEST(HloText, FusionsWithTheirPrimitivesAndSourceLines) {
   EXPECT_FALSE(m.ops.count("x.1"));          // parameters are no thunks
 }
 
+// The entry computation's dataflow, for per-fusion values
+// (record/xla_values.h): operands by name, parameter numbers, and each
+// instruction's value as its root's op_name, "file:line" and shape.
+TEST(HloText, EntryDataflowWithRootValues) {
+  const HloModuleInfo m = ParseHloText(kHlo);
+  ASSERT_EQ(m.entry.size(), 5u);
+  EXPECT_EQ(m.entry[0].name, "ws_0_.1");
+  EXPECT_EQ(m.entry[0].parameter_number, 0);
+  EXPECT_EQ(m.entry[1].parameter_number, 1);
+  const HloEntryInstruction& dot = m.entry[2];
+  EXPECT_EQ(dot.name, "ynn_fusion");
+  EXPECT_EQ(dot.operands, (std::vector<std::string>{"x.1", "ws_0_.1"}));
+  EXPECT_FALSE(dot.root);
+  ASSERT_EQ(dot.results.size(), 1u);
+  EXPECT_EQ(dot.results[0].op_name, "jit(mlp)/dot_general");  // the fused computation's root
+  EXPECT_EQ(dot.results[0].source, "/tmp/user.py:4");
+  EXPECT_EQ(dot.results[0].dims, (std::vector<int64_t>{32, 256}));
+  const HloEntryInstruction& tanh = m.entry[3];
+  EXPECT_TRUE(tanh.root);
+  EXPECT_EQ(tanh.operands, std::vector<std::string>{"ynn_fusion"});
+  ASSERT_EQ(tanh.results.size(), 1u);
+  EXPECT_EQ(tanh.results[0].source, "/tmp/user.py:5");  // the root's own line, not the fusion's metadata
+  EXPECT_EQ(m.entry[4].opcode, "tuple");
+  EXPECT_TRUE(m.entry[4].results.empty());
+}
+
 TEST(HloText, NotHloGivesNothing) {
   const HloModuleInfo m = ParseHloText("{\"not\": \"hlo\"}\n%x = garbage\n}");
   EXPECT_TRUE(m.name.empty());
@@ -117,11 +144,30 @@ TEST(XlaProfile, HeldCallsTakeTheirRunsSpans) {
   auto us = [&](int64_t op_ns) { return std::to_string((op_ns - base) / 1000.0); };
   std::string events;
   std::vector<int64_t> ids;
+  // The first call's arrays (--values): a static argument at input slot 0,
+  // then ws and x; its result. Its op is still held when its replay links
+  // its thunks to them.
+  const int64_t ws_dims[] = {256, 256}, x_dims[] = {32, 256}, ws_strides[] = {256, 1}, x_strides[] = {256, 1};
+  auto view = [](uint64_t addr, const int64_t* dims, const int64_t* strides) {
+    TensorView v;
+    v.storage_addr = addr;
+    v.sizes = dims;
+    v.strides = strides;
+    v.ndim = 2;
+    v.dtype = "float32";
+    v.device = "cpu";
+    return v;
+  };
   for (int i = 0; i < 4; ++i) {
     const int64_t start = t0 + i * 1'000'000, dispatched = start + 100'000;
     ids.push_back(rec->BeginOp(rec->InternString("jax::jit(mlp)"), kNoId));
+    if (i == 0) {
+      rec->AddInput(1, view(0x1000, ws_dims, ws_strides));
+      rec->AddInput(2, view(0x90000, x_dims, x_strides));
+    }
     ASSERT_EQ(rec->DetachOp(start, dispatched), ids.back());
     ASSERT_TRUE(rec->ReattachOp(ids.back()));
+    if (i == 0) rec->AddOutput(0, view(0xa0000, x_dims, x_strides));
     rec->HoldOp("{}", "jax::jit(mlp)", "jit_mlp");
     events += R"j(,{"ph":"X","pid":1,"tid":7,"ts":)j" + us(start) + R"j(,"dur":100,"name":"PjitFunction(mlp)"})j";
     if (i == 3) continue;  // the profile dropped this call's run
@@ -137,10 +183,18 @@ TEST(XlaProfile, HeldCallsTakeTheirRunsSpans) {
   auto parsed = ParseXlaProfile(json);
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
   ASSERT_EQ(parsed->calls.size(), 4u) << json;
-  auto stats = IngestXlaProfile(*rec, json, {kHlo});
+  XlaReplay replay;
+  replay.op_id = ids[0];
+  replay.module = "jit_mlp";
+  replay.values = {{"jit(mlp)/dot_general", "/tmp/user.py:4", {32, 256}, "float32", ""},
+                   {"jit(mlp)/tanh", "/tmp/user.py:5", {32, 256}, "float32", ""}};
+  replay.input_slots = {1, 2};  // the jaxpr's (ws, x) are the op's inputs 1 and 2
+  auto stats = IngestXlaProfile(*rec, json, {kHlo}, {replay});
   ASSERT_TRUE(stats.ok()) << stats.status().message();
   EXPECT_EQ(stats->clock_offset_ns, -base);
   EXPECT_EQ(stats->runs_linked, 3);
+  EXPECT_EQ(stats->values.calls, 1);
+  EXPECT_EQ(stats->values.ops_with_values, 2);
   ASSERT_TRUE(Recorder::Stop().ok());
 
   auto trace = ReadTrace(path);
@@ -169,6 +223,28 @@ TEST(XlaProfile, HeldCallsTakeTheirRunsSpans) {
     EXPECT_EQ(kids, 2);
     thread = call.thread_id;
   }
+  // The first call's thunks: the dot reads x and ws (the call's inputs 2
+  // and 1) and writes a value the tanh reads; the tanh writes the result.
+  auto links = [&](int64_t id, TensorRole role) {
+    std::vector<int64_t> out;
+    for (const OpTensor& t : trace->op_tensors)
+      if (t.op_id == id && t.role == role) out.push_back(t.tensor_id);
+    return out;
+  };
+  const std::vector<int64_t> call_in = links(ids[0], TensorRole::kInput), call_out = links(ids[0], TensorRole::kOutput);
+  ASSERT_EQ(call_in.size(), 2u);
+  ASSERT_EQ(call_out.size(), 1u);
+  int64_t dot = kNoId, tanh = kNoId;
+  for (const OpEvent& o : trace->ops) {
+    if (o.parent_id != ids[0]) continue;
+    (o.start_ns == op(ids[0]).start_ns ? dot : tanh) = o.id;
+  }
+  ASSERT_NE(dot, kNoId);
+  ASSERT_NE(tanh, kNoId);
+  EXPECT_EQ(links(dot, TensorRole::kInput), (std::vector<int64_t>{call_in[1], call_in[0]}));  // (x, ws)
+  ASSERT_EQ(links(dot, TensorRole::kOutput).size(), 1u);
+  EXPECT_EQ(links(tanh, TensorRole::kInput), links(dot, TensorRole::kOutput));
+  EXPECT_EQ(links(tanh, TensorRole::kOutput), call_out);
   const OpEvent& unpaired = op(ids[3]);
   EXPECT_EQ(unpaired.thread_id, -thread);  // its dispatch span, on the program's thread
   EXPECT_EQ(unpaired.start_ns, t0 + 3'000'000);

@@ -18,6 +18,8 @@ require("jax")
 ENV = {"OMP_NUM_THREADS": "1", "MAGNETON_ENERGY": "0"}
 
 PROGRAM = textwrap.dedent("""\
+    import functools
+
     import jax
     import jax.numpy as jnp
 
@@ -33,7 +35,16 @@ PROGRAM = textwrap.dedent("""\
     for _ in range(3):
         y = layer(w, x)  # CALL
     n = jnp.linalg.norm(x)  # LIBRARY
-    print("disable_jit", jax.config.jax_disable_jit, float(y.sum()) + float(n))
+
+
+    @functools.partial(jax.jit, static_argnums=0)
+    def scale(k, v):
+        return jnp.sin(v) * k  # SCALE
+
+
+    for v in (x, w, x):  # two signatures, two executables; the first's again
+        s = scale(2.0, v)
+    print("disable_jit", jax.config.jax_disable_jit, float(y.sum()) + float(n), float(s.sum()))
 """)
 
 
@@ -141,6 +152,45 @@ def test_compilation_is_its_own_op_before_the_first_call(jit_run):
     assert c_end <= first_call
 
 
+def test_each_call_names_its_executable_on_both_paths(jit_run):
+    """Every call op carries its executable's number, as its jax::compile op
+    does (diff counts an executable's runs by it, docs/DIFF.md "One-time
+    compilation"): calls through JAX's fast path (RecordedJit: layer, scale)
+    and through pjit's Python path (norm, jitted at import). scale's second
+    signature is a recompilation, and its third call (the first signature
+    again, on the fast path) names the first executable."""
+    _, db, _ = jit_run
+    compiles = {}
+    for (args,) in db.query("SELECT o.args FROM ops o JOIN strings s ON s.id = o.name_id "
+                            "WHERE s.value = 'jax::compile'"):
+        a = json.loads(args)
+        compiles.setdefault(a["function"], []).append((a["executable"], a["compile_kind"]))
+    assert len(compiles["layer"]) == 1 and compiles["layer"][0][1] == "first"
+    assert [k for _, k in compiles["scale"]] == ["first", "recompile"]
+
+    def executables(name):
+        return [json.loads(db.query("SELECT args FROM ops WHERE id = ?", op)[0][0])["executable"]
+                for op in sorted(op for op, *_ in db.ops(name))]
+
+    assert executables("jax::jit(layer)") == [compiles["layer"][0][0]] * 3
+    first, again = compiles["scale"][0][0], compiles["scale"][1][0]
+    assert first != again and executables("jax::jit(scale)") == [first, again, first]
+    (norm_exe,) = executables("jax::jit(norm)")
+    assert (norm_exe, "first") in compiles["norm"]
+
+
+def test_values_of_a_fast_path_call_with_a_static_argument(jit_run):
+    """--values on a RecordedJit's call: its op's inputs are the call's
+    leaves, the static 2.0 among them; the replayed jaxpr's argument is the
+    op's second input, which the sin thunk reads."""
+    _, db, _ = jit_run
+    first = min(op for op, *_ in db.ops("jax::jit(scale)"))
+    arg = db.tensors(first, 0)[-1]
+    kids = [op for (op,) in db.query("SELECT id FROM ops WHERE parent_id = ? ORDER BY start_ns", first)]
+    assert any(db.tensors(op, 1) for op in kids), kids
+    assert any(arg in db.tensors(op, 0) for op in kids), [(db.tensors(op, 0), arg) for op in kids]
+
+
 def test_a_jitted_library_function_names_itself_in_the_call_path(jit_run):
     """jnp.linalg.norm is jitted inside JAX: no Python frame of it runs, so the
     call's path gets the function's own frame (from its jaxpr's debug info)
@@ -199,3 +249,105 @@ def test_in_process_recording_restores_jax(tmp_path):
     for a, b in zip(steps, steps[1:]):
         assert db.tensors(a, 1) == db.tensors(b, 0)
     assert float(g(v).sum()) == 5 * 31.0  # after the recording: called straight through
+
+
+def test_values_inside_the_first_call_from_a_replay(jit_run):
+    """--values: the first call of each executable is replayed at stop on its
+    arguments, equation by equation; each thunk of that call's run gets the
+    fingerprinted value its HLO root computes, its operands linked to the
+    call's arguments or to another thunk's value, the call's result to the
+    last thunk. The replay is a recorder op after every call, outside them."""
+    _, db, _ = jit_run
+    calls = [op for op, *_ in db.ops("jax::jit(layer)")]
+    first = calls[0]
+    rows = db.query("SELECT o.id, s.value FROM ops o JOIN strings s ON s.id = o.name_id "
+                    "WHERE s.value LIKE 'xla::%' AND o.parent_id = ? ORDER BY o.start_ns", first)
+    with_values = [(op, name) for op, name in rows if db.tensors(op, 1)]
+    assert len(with_values) >= 2, rows
+    produced = set()
+    for op, _ in with_values:
+        for t in db.tensors(op, 1):
+            assert db.query("SELECT count(*) FROM fingerprints WHERE tensor_id = ?", t)[0][0] == 1
+            produced.add(t)
+    # Dataflow inside the call: the first thunk reads the call's arguments,
+    # a later one reads an earlier one's value, the last writes the result.
+    args, (result,) = set(db.tensors(first, 0)), db.tensors(first, 1)
+    assert set(db.tensors(with_values[0][0], 0)) <= args and db.tensors(with_values[0][0], 0)
+    assert any(set(db.tensors(op, 0)) & (produced - {result}) for op, _ in with_values[1:])
+    assert db.tensors(with_values[-1][0], 1) == [result]
+    # Later calls of the same executable are not replayed.
+    for later in calls[1:]:
+        nested = db.query("SELECT o.id FROM ops o JOIN strings s ON s.id = o.name_id "
+                          "WHERE s.value LIKE 'xla::%' AND o.parent_id = ?", later)
+        assert nested and not any(db.tensors(op, 1) for (op,) in nested)
+    (replay, *_), = db.ops("magneton::jax_values_replay")
+    r_start, _ = times(db, replay)
+    assert all(times(db, op)[1] <= r_start for op in calls)
+    assert float(meta(db, "xla.values_replay_ms")) > 0 and int(meta(db, "xla.values_replay_calls")) >= 1
+    assert meta(db, "xla.values_replay_failed") == "0"
+
+
+MLP_INPUT = textwrap.dedent("""\
+    import sys
+    import numpy as np
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    w1 = (rng.standard_normal((16, 32)) * 0.3).astype(np.float32)
+    w2 = (rng.standard_normal((32, 8)) * 0.3).astype(np.float32)
+    if len(sys.argv) > 1:  # other weights
+        w1, w2 = w1[::-1].copy(), w2 * -0.5
+""")
+JAX_MLP = MLP_INPUT + textwrap.dedent("""\
+    import jax, jax.numpy as jnp
+
+    @jax.jit
+    def mlp(x, w1, w2):
+        h = jnp.tanh(x @ w1)
+        return jnp.tanh(h @ w2)
+
+    print(float(mlp(jnp.asarray(x), jnp.asarray(w1), jnp.asarray(w2)).sum()))
+""")
+TORCH_MLP = MLP_INPUT + textwrap.dedent("""\
+    import torch
+    x, w1, w2 = map(torch.from_numpy, (x, w1, w2))
+    h = torch.tanh(x @ w1)
+    print(float(torch.tanh(h @ w2).sum()))
+""")
+
+
+@pytest.fixture(scope="module")
+def mlp_traces(tmp_path_factory):
+    require("torch")
+    d = tmp_path_factory.mktemp("jitmlp")
+    out = {}
+    for name, text, args in (("jax", JAX_MLP, ()), ("torch", TORCH_MLP, ()), ("torch_other", TORCH_MLP, ("other",))):
+        script = d / f"mlp_{name}.py"  # not jax.py: it would shadow the package
+        script.write_text(text)
+        trace = d / f"{name}.mtrace"
+        r = run_cli("record", "--values", "-o", str(trace), "--", sys.executable, str(script), *args, env=ENV)
+        assert r.returncode == 0, r.stderr
+        out[name] = str(trace)
+    return out
+
+
+def match(a, b):
+    r = run_cli("match", "--json", a, b)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_jitted_mlp_matches_torch_layer_by_layer(mlp_traces):
+    """The replayed call's XLA ops are graph nodes with values: each matmul
+    and tanh of the jitted MLP pairs with torch's, by value."""
+    doc = match(mlp_traces["jax"], mlp_traces["torch"])
+    pairs = [([o["name"] for o in r["ops_a"]], [o["name"] for o in r["ops_b"]], [o["a"]["shape"] for o in r["outputs"]])
+             for r in doc["regions"]]
+    layers = [(a[-1], b[-1], s) for a, b, s in pairs if a[-1].startswith("xla::")]
+    assert [(b, s) for _, b, s in layers] == [("aten::matmul", [[8, 32]]), ("aten::tanh", [[8, 32]]),
+                                              ("aten::matmul", [[8, 8]]), ("aten::tanh", [[8, 8]]),
+                                              ("aten::sum", [[]])], pairs  # .sum() is jitted too
+
+
+def test_jitted_mlp_does_not_match_other_weights(mlp_traces):
+    doc = match(mlp_traces["jax"], mlp_traces["torch_other"])
+    assert not [r for r in doc["regions"] if any(o["name"].startswith("xla::") for o in r["ops_a"])], doc["regions"]

@@ -21,9 +21,20 @@ SCRIPT = textwrap.dedent("""
                                 torch.nn.Linear(64, 8))
     x = torch.randn(16, 32, generator=torch.Generator().manual_seed(1))
     f = torch.compile(model, dynamic=False) if sys.argv[2] == "compiled" else model
+
+
+    def post(y):
+        return torch.tanh(y) * 2
+
+
+    if sys.argv[2] == "compiled":
+        @torch.compile(fullgraph=True)  # DECORATOR LINE
+        def post(y):
+            return torch.tanh(y) * 2
     with torch.no_grad():
         for _ in range(3):
             y = f(x)  # CALL LINE
+            y = post(y)
     print(float(y.sum()))
 """)
 
@@ -89,11 +100,19 @@ def test_compile_is_a_region_of_its_own_before_the_first_call(runs):
     db = TraceDB(runs["compiled"])
     top = _top_level(db)
     compiles = [r for r in top if r[1] == "torch.compile::compile"]
-    assert len(compiles) == 1
+    assert len(compiles) == 2  # the model, then the decorated function
     _, _, start, end, args, path = compiles[0]
     args = json.loads(args)
     assert args["dynamic"] is False and args["backend"] in ("inductor", "None") and args["fullgraph"] is False
     assert args["compile_id"] == "0/0"
+    # Each is the first compile of its function: paid once (diff ranks it apart, docs/DIFF.md).
+    assert [json.loads(r[4]).get("compile_kind") for r in compiles] == ["first", "first"]
+    # `@torch.compile(fullgraph=True)`: torch's decorator form compiles through its own name; its options and
+    # its line still reach the compile region.
+    deco = json.loads(compiles[1][4])
+    assert deco["fullgraph"] is True and deco["dynamic"] == "None", deco
+    deco_frames = [f for f in db.call_path(compiles[1][5]) if f[0] == str(runs["script"])]
+    assert "DECORATOR LINE" in runs["script"].read_text().splitlines()[deco_frames[-1][1] - 1]
     # Not inside any op (the first call's), and the program's first kernel runs after it.
     for _, name, s, e, *_ in top:
         assert not (name != "torch.compile::compile" and s <= start and end <= e), name
@@ -102,7 +121,8 @@ def test_compile_is_a_region_of_its_own_before_the_first_call(runs):
     # Its call path ends at the line that called torch.compile, where its options were chosen.
     frames = [f for f in db.call_path(path) if f[0] == str(runs["script"])]
     assert "torch.compile(" in runs["script"].read_text().splitlines()[frames[-1][1] - 1]
-    assert db.config().get("call.torch.compile.dynamic") == "False"
+    # The options as config rows of kind call_arg: one row per argument name, the last call's value (the decorator's).
+    assert db.config().get("call.torch.compile.fullgraph") == "True"
 
 
 def test_the_compiled_programs_top_level_ops_have_tensors(runs):

@@ -38,7 +38,7 @@ import shutil
 import tempfile
 
 from magneton import _core
-from magneton.recorders import jax_jit_wrap, jit_call_queue
+from magneton.recorders import jax_jit_values, jax_jit_wrap, jit_call_queue
 
 MODE_ENV = "MAGNETON_JAX_MODE"
 
@@ -64,6 +64,7 @@ class JitRecording:
         self._hooks = None  # jax_jit_wrap.Hooks, with XLA's profile only
         self._orig_cpp_pjit = None
         self.flush = self._calls.flush  # the eager hook reads them before an op of its own
+        self._values = jax_jit_values.ValueReplays(busy)  # --values: per-thunk values, replayed at stop
 
     def install(self, jax) -> None:
         from jax._src import pjit
@@ -126,6 +127,7 @@ class JitRecording:
         except Exception as exc:
             _core.set_meta("xla.error", f"jax.profiler.stop_trace: {exc}")
             return
+        replays = self._values.replay()  # the profiler stopped: its runs are no thunks of the program
         found = sorted(glob.glob(os.path.join(self._trace_dir, "**", "perfetto_trace.json.gz"), recursive=True))
         if not found:
             _core.set_meta("xla.error", "jax.profiler wrote no perfetto_trace.json.gz")
@@ -133,7 +135,7 @@ class JitRecording:
         with gzip.open(found[-1], "rb") as f:
             text = f.read()
         try:
-            _core.ingest_xla_profile(text, self._hlo_texts)
+            _core.ingest_xla_profile(text, self._hlo_texts, replays)
         except Exception:
             pass  # xla.error is in the trace's meta
 
@@ -150,6 +152,8 @@ class JitRecording:
         # the op waits for its outputs and spans dispatch and run.
         calls = self._calls if self._trace_dir is not None else None
         local = self._local
+        compiled_names: set = set()
+        note_values = self._values.note
 
         def compile_ahead(args, params):
             """JAX's own lowering and compilation for this call, which it caches
@@ -163,7 +167,14 @@ class JitRecording:
             # Inside a RecordedJit's call its op is open: compilation is beside it, not in it.
             outer = _core.detach_array_op() if getattr(local, "wrapped", False) else -1
             begin("jax::compile", ())
-            op_args = {"function": str(params.get("name", "?"))}
+            fname = str(params.get("name", "?"))
+            # A function compiled again (other shapes or dtypes) is a
+            # recompilation. Whether it is paid once or as the job runs is
+            # what its executable's calls say: each call carries the same
+            # "executable" (docs/DIFF.md, "One-time compilation").
+            op_args = {"function": fname, "compile_kind": "recompile" if fname in compiled_names else "first",
+                       "executable": len(seen)}
+            compiled_names.add(fname)
             try:
                 computation = pjit._resolve_and_lower(
                     [convert(a) for a in args], jaxpr=params["jaxpr"], in_shardings=params["in_shardings"],
@@ -184,7 +195,7 @@ class JitRecording:
                 end((), op_args)
                 if outer >= 0:
                     _core.reattach_array_op(outer)
-            return {k: v for k, v in op_args.items() if k == "hlo_module"}
+            return {k: v for k, v in op_args.items() if k in ("hlo_module", "executable")}
 
         def impl(*args, **params):
             if getattr(busy, "busy", False) or not recording():
@@ -204,14 +215,20 @@ class JitRecording:
                     op_args = seen[key] = compile_ahead(args, params)
                 if getattr(local, "wrapped", False):  # a RecordedJit's call, which records it (jax_jit_wrap.py)
                     local.op_args = op_args
-                    return orig(*args, **params)
+                    result = orig(*args, **params)
+                    # --values: the RecordedJit's op is the call; its inputs
+                    # are the call's argument leaves, of which these are the
+                    # jaxpr's arguments (static ones left out).
+                    note_values(key, local.op_id, params, args, op_args.get("hlo_module"),
+                                jax_jit_wrap.input_slots(local.inputs, args))
+                    return result
                 fname = str(params.get("name", "?"))
                 name = names.get(fname)
                 if name is None:
                     name = names.setdefault(fname, "jax::jit(" + fname + ")")
                 if calls is not None:
                     calls.before(args)
-                begin(name, args, "", callee_of(params["jaxpr"]))
+                op_id = begin(name, args, "", callee_of(params["jaxpr"]))
                 try:
                     result = orig(*args, **params)
                 except BaseException:
@@ -221,6 +238,7 @@ class JitRecording:
                     end(result[0], op_args)
                 else:
                     calls.dispatched(result[0], op_args, name)
+                note_values(key, op_id, params, args, op_args.get("hlo_module"))
                 return result
             finally:
                 busy.busy = False

@@ -35,6 +35,7 @@ class RecordedJit:
         self.__dict__["_magneton_hooks"] = hooks
         self.__dict__["_magneton_name"] = "jax::jit(" + str(getattr(fun, "__name__", "?")) + ")"
         self.__dict__["_magneton_args"] = {}  # the op's args: the HLO module, from the first call's compile
+        self.__dict__["_magneton_by_signature"] = {}  # _signature -> the op's args, per cache miss
         # A library's function (jax.scipy.linalg.expm, jitted when its module
         # was imported during the recording): its own frame, as the call path's
         # innermost (jax_jit_recorder._make_callee_of).
@@ -86,13 +87,16 @@ class Hooks:
         try:
             self._calls.before(inputs)
             self._stamp_state()
-            self._begin(name, inputs, "", wrapper._magneton_callee)
+            op_id = self._begin(name, inputs, "", wrapper._magneton_callee)
         finally:
             busy.busy = False
         # A cache miss (the first call per signature) runs jax_jit_recorder's
-        # impl inside: it compiles ahead, beside this op, and leaves op_args.
+        # impl inside: it compiles ahead, beside this op, and leaves op_args
+        # (--values keeps that call's arguments, by this op's id and inputs).
         local.wrapped = True
         local.op_args = None
+        local.op_id = op_id
+        local.inputs = inputs
         try:
             out = fun(*args, **kwargs)
         except BaseException:
@@ -100,16 +104,53 @@ class Hooks:
             raise
         finally:
             local.wrapped = False
+            local.inputs = None
         returned_ns = time.monotonic_ns()
         op_args = wrapper._magneton_args
+        by_signature = wrapper._magneton_by_signature
         if local.op_args:
             op_args = wrapper.__dict__["_magneton_args"] = local.op_args
+            by_signature[_signature(inputs)] = op_args  # a cache miss: once per signature
+        elif len(by_signature) > 1:
+            # A function run with several signatures (executables): the
+            # fast path does not say which ran, the arguments' types do
+            # (each call's op names its executable, docs/DIFF.md
+            # "One-time compilation").
+            op_args = by_signature.get(_signature(inputs), op_args)
         busy.busy = True
         try:
             self._calls.dispatched(self._leaves(out), op_args, name, 0, returned_ns)
         finally:
             busy.busy = False
         return out
+
+
+def _signature(leaves):
+    """The argument types a jitted call compiles for (shape, dtype, weak type;
+    other leaves by value, as static arguments are)."""
+    out = []
+    for x in leaves:
+        shape = getattr(x, "shape", None)
+        if shape is None:
+            out.append((type(x), x if isinstance(x, (int, float, bool, str, type(None))) else id(type(x))))
+        else:
+            out.append((tuple(shape), str(getattr(x, "dtype", "")), bool(getattr(x, "weak_type", False))))
+    return tuple(out)
+
+
+def input_slots(inputs, args):
+    """Where each of a jitted call's jaxpr arguments `args` is among its op's
+    inputs `inputs` (the call's argument leaves; static ones are among them):
+    None when in the same places, else a list (-1: not among them)."""
+    if inputs is None:
+        return None
+    inputs = list(inputs)
+    if len(inputs) == len(args) and all(a is b for a, b in zip(inputs, args)):
+        return None
+    slot = {}
+    for i, x in enumerate(inputs):
+        slot.setdefault(id(x), i)
+    return [slot.get(id(a), -1) for a in args]
 
 
 def install(pjit, hooks):

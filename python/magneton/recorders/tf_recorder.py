@@ -12,11 +12,15 @@ inputs and outputs are EagerTensors, read without a copy by
 src/pyhooks/array_view.cc (a host tensor's ``_numpy()`` is a NumPy array
 over TF's own buffer).
 
+A ``tf.function`` call is one op ``tf::function:<name>`` with its tensors;
+the graph nodes TF's executor ran inside it come from TF's profiler, started
+at the first call and ingested at stop (tf_graph_profile.py), as nested
+``tf::<OpType>`` ops without tensors. Its ``jit_compile=`` (the graph's
+``_XlaMustCompile`` attr) is in the call's runtime state.
+
 Not used: ``tf.debugging``'s op callbacks (op_callbacks.add_op_callback)
 see inputs and outputs only after the op ran (no start time) and make every
-op build Python lists of its attrs; the TF profiler sees the ops inside a
-``tf.function`` graph, which this recorder records as one op per call
-(docs/TENSORFLOW.md).
+op build Python lists of its attrs (docs/TENSORFLOW.md).
 
 Scopes: Keras 3 layers enter ``tf.name_scope(layer.name)`` in eager mode,
 which TF keeps as the eager context's ``scope_name`` ("sequential/dense_1/"):
@@ -33,7 +37,7 @@ import threading
 from magneton import _core
 from magneton import env_snapshot
 from magneton.recorders.base import Capabilities, Recorder, RecordOptions
-from magneton.recorders import tf_state
+from magneton.recorders import tf_graph_profile, tf_state
 
 # "__inference_step_123" (a tf.function's graph, run as one op) -> "step".
 _FUNCTION_NAME = re.compile(r"^__inference_(.+?)_\d+$")
@@ -46,20 +50,25 @@ class TfRecorder(Recorder):
     @classmethod
     def capabilities(cls) -> Capabilities:
         return Capabilities(
-            ops="every eager op (fast and slow path); a tf.function call as one op",
+            ops="every eager op (fast and slow path); a tf.function call as one op, its graph nodes nested",
             tensors="op inputs and outputs (EagerTensors, read without a copy)",
             values="fingerprints of every host tensor with --values",
             runtime_state="tf.config getters (threading, optimizer/jit, devices, TF32) and setters, Keras dtype policy",
-            compiled="tf.function graphs recorded as one op per call (tf::function:<name>)",
-            integration="Python wrappers of TFE_Py_FastPathExecute and execute.execute + magneton._core array ops")
+            compiled="tf.function calls as ops (tf::function:<name>, jit_compile in their state), each executed graph "
+                     "node nested as tf::<OpType> from TF's profiler",
+            integration="Python wrappers of TFE_Py_FastPathExecute and execute.execute + magneton._core array ops; "
+                        "TF's profiler ingested at stop")
 
     def __init__(self, options: RecordOptions | None = None):
         super().__init__(options)
         self._state = None
+        self._hooks = None
+        self._profile = tf_graph_profile.GraphProfile()
         self.hooked = False
 
     def engines(self) -> list[str]:
-        return ["tensorflow"] if self.hooked else []
+        # Hooked is not enough: a program may import TF (Keras does) and run no op of it.
+        return ["tensorflow"] if self._hooks is not None and self._hooks.recorded() else []
 
     def install(self) -> None:
         # tensorflow's own __init__ imports the modules hooked here: hook
@@ -69,6 +78,7 @@ class TfRecorder(Recorder):
     def uninstall(self) -> None:
         self.remove_import_hooks()
         self.restore_patches()
+        self._profile.stop()
         if self._state is not None:
             self._state.uninstall()
             self._state = None
@@ -107,7 +117,7 @@ class TfRecorder(Recorder):
         env_snapshot.snapshot("import:tensorflow")  # what TF's native libraries read as they loaded (TF_ENABLE_ONEDNN_OPTS)
         self._state = tf_state.TfState(tf)
         self._state.install()
-        hooks = _Hooks(context, core, op_def_registry, self._state.stamp)
+        hooks = self._hooks = _Hooks(context, core, op_def_registry, self._state, self._profile.start)
         self.patch(pywrap_tfe, "TFE_Py_FastPathExecute", hooks.fast_path(pywrap_tfe.TFE_Py_FastPathExecute))
         from tensorflow.python.framework import constant_op
 
@@ -169,14 +179,38 @@ class _Hooks:
     argument C++ cannot convert, e.g. a Keras variable) left its op open for
     the slow path to finish."""
 
-    def __init__(self, context, core, op_def_registry, stamp):
+    def __init__(self, context, core, op_def_registry, state, first_function):
         self.context = context
         self.fallback = core._FallbackException
         self.op_defs = op_def_registry
-        self.stamp = stamp
+        self.stamp = state.stamp
+        self.stamp_function = state.stamp_function
+        self.first_function = first_function  # starts TF's profiler for the graphs' nodes
         self.local = threading.local()
         self.input_counts: dict[str, int] = {}
-        self.names: dict = {}
+        self.names: dict = {}  # op type -> op name; non-empty once an op was recorded
+        self.constants = [0]  # tf::Const ops recorded
+        self.jit_compile: dict = {}  # function op type -> its jit_compile, as text
+
+    def recorded(self) -> bool:
+        return bool(self.names) or self.constants[0] > 0
+
+    def function_jit_compile(self, op_type, ctx) -> str:
+        """A tf.function's ``jit_compile=`` as its graph carries it: the
+        FunctionDef attr ``_XlaMustCompile`` (true / false; absent for None,
+        where tf.config.optimizer's jit decides)."""
+        found = self.jit_compile.get(op_type)
+        if found is None:
+            found = "None"
+            try:
+                text = op_type.decode() if isinstance(op_type, bytes) else str(op_type)
+                attr = ctx.get_function_def(text).attr
+                if "_XlaMustCompile" in attr:
+                    found = str(bool(attr["_XlaMustCompile"].b))
+            except Exception:
+                found = "unknown"
+            self.jit_compile[op_type] = found
+        return found
 
     def input_count(self, op_type: str) -> int:
         n = self.input_counts.get(op_type)
@@ -247,6 +281,7 @@ class _Hooks:
         address would read as the earlier one (a batch per step)."""
         begin, end, recording = _core.begin_array_op, _core.end_array_op, _core.recording_open
         eager_tensor = None
+        constants = self.constants
 
         def convert_to_eager_tensor(value, ctx, dtype=None):
             nonlocal eager_tensor
@@ -256,6 +291,7 @@ class _Hooks:
                 eager_tensor = ops.EagerTensor
             if isinstance(value, eager_tensor) or not recording():
                 return orig(value, ctx, dtype)
+            constants[0] += 1
             begin("tf::Const", (), self.scope(ctx))
             try:
                 t = orig(value, ctx, dtype)
@@ -286,8 +322,13 @@ class _Hooks:
             attrs = attrs or ()
             params = {attrs[i]: attrs[i + 1] for i in range(0, len(attrs) - 1, 2) if isinstance(attrs[i], str)}
             if not resumed:
-                self.stamp()
-                begin(self.op_name(op_name), inputs, self.scope(ctx))
+                name = self.op_name(op_name)
+                if name.startswith("tf::function:"):
+                    self.first_function()
+                    self.stamp_function(self.function_jit_compile(op_name, ctx))
+                else:
+                    self.stamp()
+                begin(name, inputs, self.scope(ctx))
             try:
                 result = orig(op_name, num_outputs, inputs, attrs, ctx, name)
             except BaseException:

@@ -3,7 +3,8 @@ every getter of ``tf.config``, ``tf.config.threading``,
 ``tf.config.optimizer`` and ``tf.config.experimental`` that takes no
 argument (intra/inter-op threads, jit, graph optimizer options, soft device
 placement, visible devices, determinism, TF32, functions run eagerly, ...)
-and the Keras dtype policy (mixed precision). Read at start and after each
+and the Keras dtype policy (mixed precision); a tf.function call's op adds
+its own ``jit_compile=`` (``tf.function.jit_compile``). Read at start and after each
 setter the program calls in those namespaces (each recorded as a
 StateSetter at the program's line), never per op: ``stamp()`` per op only
 compares a change counter. The environment TF reads (``TF_ENABLE_ONEDNN_OPTS``
@@ -26,6 +27,8 @@ _NAMESPACES = ("config", "config.threading", "config.optimizer", "config.experim
 _GETTER_PREFIXES = ("get_", "is_")
 _GETTER_SUFFIXES = ("_enabled", "functions_run_eagerly")
 _SETTER_PREFIXES = ("set_", "enable_", "disable_", "run_functions_eagerly", "experimental_run_functions_eagerly")
+# A tf.function call's own jit_compile= (not a tf.config getter).
+FUNCTION_JIT_COMPILE = "tf.function.jit_compile"
 # Getters that are not options: counters of memory in use (they change with
 # every allocation, not with anything the program chose).
 _NOT_STATE = frozenset({"get_memory_usage", "get_memory_info"})
@@ -159,4 +162,18 @@ class TfState:
         if getattr(local, "key", None) != key:
             local.key = key
             local.state_id = _core.intern_runtime_state(self.read())
+            local.function_ids = {}
         _core.set_thread_state_id(local.state_id)
+
+    def stamp_function(self, jit_compile: str) -> None:
+        """For a tf.function call's op (and the graph nodes nested in it): the
+        state in effect plus ``tf.function.jit_compile`` (True / False /
+        None), so that a diff names a function compiled with XLA on one side."""
+        self.stamp()
+        local = self.local
+        state_id = local.function_ids.get(jit_compile)
+        if state_id is None:
+            values = self.read()
+            values[FUNCTION_JIT_COMPILE] = jit_compile
+            state_id = local.function_ids[jit_compile] = _core.intern_runtime_state(values)
+        _core.set_thread_state_id(state_id)

@@ -103,9 +103,13 @@ def install(torch, hook) -> None:
 
                 config_snapshot.record_call_args(
                     "torch.compile", {k: v for k, v in options.items() if k != "_site" and k != "options"})
-            for obj in (out, model, getattr(model, "__code__", None)):
-                if obj is not None:  # the object kept with its id: an id is only unique while it lives
-                    _state.options_by_id[id(obj)] = (obj, options)
+            if model is None and callable(out):
+                # `@torch.compile(dynamic=False)`: torch returns a decorator
+                # that compiles through torch's own module-level name, not
+                # this wrapper; the options reach the function it decorates
+                # through this one.
+                return _decorator_keeping(out, options)
+            _remember_options(out, model, options)
         except Exception:  # noqa: BLE001 - bookkeeping never breaks the user's compile
             pass
         return out
@@ -139,6 +143,27 @@ def uninstall() -> None:
     _state.provenance.clear()
     _state.options_by_id.clear()
     _state.last_options = None
+
+
+def _remember_options(compiled, model, options: dict) -> None:
+    for obj in (compiled, model, getattr(model, "__code__", None)):
+        if obj is not None:  # the object kept with its id: an id is only unique while it lives
+            _state.options_by_id[id(obj)] = (obj, options)
+
+
+def _decorator_keeping(decorator, options: dict):
+    import functools
+
+    @functools.wraps(decorator)
+    def apply(model):
+        compiled = decorator(model)
+        try:
+            _remember_options(compiled, model, options)
+        except Exception:  # noqa: BLE001
+            pass
+        return compiled
+
+    return apply
 
 
 def kernel_ops_begun() -> int:
@@ -224,6 +249,10 @@ def _install_compile_region() -> None:
         params.pop("_site", None)
         if getattr(local, "reason", None):
             params["recompile_reason"] = local.reason
+        # Dynamo gives a reason only when it compiles a frame again (a guard
+        # failed); the first compile of a frame is paid once (docs/DIFF.md,
+        # "One-time compilation").
+        params["compile_kind"] = "recompile" if params.get("recompile_reason") else "first"
         local.reason = None  # Dynamo asks for the reasons before or after the start callback: cleared here
         hook.end_kernel_op((), params)
 
