@@ -17,6 +17,11 @@ xla.values_replay_ms / xla.values_replay_calls), median per call replayed,
 and how many xla::* ops got values.
 
   bench/jax_jit/run.py [--repeats 5] [--calls 200] [--magneton PATH] [--python PATH]
+                      [--configs native,jit,...] [--baseline-magneton PATH]
+
+--baseline-magneton adds "jit@base": jit mode recorded by another build's CLI
+(its own installed package: PYTHONPATH is dropped), interleaved with the rest,
+so a change is measured against the build before it under the same load.
 """
 import argparse
 import os
@@ -42,6 +47,8 @@ def main():
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--magneton", default=shutil.which("magneton") or "magneton")
     ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--configs", default="native,jit,jit+values,eager")
+    ap.add_argument("--baseline-magneton", default=None)
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="magneton-jaxjit-bench-")
     script = [args.python, os.path.join(HERE, "mlp_loop.py"), str(args.calls)]
@@ -54,6 +61,11 @@ def main():
         "jit+values": ([args.magneton, "record", "--values", "-o", trace, "--"] + script, base_env),
         "eager": ([args.magneton, "record", "-o", trace, "--"] + script, eager_env),
     }
+    if args.baseline_magneton:
+        configs["jit@base"] = ([args.baseline_magneton, "record", "-o", trace, "--"] + script,
+                               {k: v for k, v in base_env.items() if k != "PYTHONPATH"})
+    wanted = args.configs.split(",") + (["jit@base"] if args.baseline_magneton else [])
+    configs = {name: c for name, c in configs.items() if name in wanted or name == "native"}
     times = {name: [] for name in configs}
     xla_ops = None
     replay_ms_per_call, values_ops = [], None

@@ -178,6 +178,32 @@ class Recorder {
   // Depth of the current thread's op stack (0: not inside a recorded op).
   size_t OpDepth() const;
 
+  // Ops whose outputs come later (a jitted JAX call ends when it is
+  // dispatched, its results are read once they are ready, and its times are
+  // set from XLA's profile at the recording's end: record/xla_profile.cc).
+  // DetachOp ends this thread's innermost op now (its interval so far) and
+  // takes it off the stack, so ops that follow do not nest in it; it returns
+  // the op's id (kNoId: no op). start_ns, when > 0, is when the call began (a
+  // hook that begins the op after the call returned); dispatched_ns, when the
+  // call returned (0: now). ReattachOp(id) puts it back on the calling
+  // thread's stack for AddOutput; HoldOp then ends it with its detached times
+  // and keeps it, written by TakeHeldOps' caller (RecordCompletedOp) or by
+  // WriteHeldOps as it is.
+  // name and module: what the profile knows the call by ("jax::jit(mlp)",
+  // its HLO module "jit_mlp").
+  struct HeldOp {
+    OpEvent event;
+    std::vector<OpTensor> links;
+    std::string name;
+    std::string module;
+    int64_t dispatched_ns = 0;  // when the call returned (MonotonicNowNs)
+  };
+  int64_t DetachOp(int64_t start_ns = 0, int64_t dispatched_ns = 0);
+  bool ReattachOp(int64_t op_id);
+  void HoldOp(std::string args, std::string name, std::string module);
+  std::vector<HeldOp> TakeHeldOps();
+  void WriteHeldOps();
+
   // Engines that report finished ops after the fact and know their own
   // dataflow (ONNX Runtime's profile + graph) name tensors explicitly instead
   // of by storage key. AddTensor registers a value (meta.id is assigned and

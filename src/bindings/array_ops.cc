@@ -236,6 +236,44 @@ void RegisterArrayOps(nb::module_& m) {
         "outputs"_a, "params"_a = nb::none(),
         "Ends this thread's innermost op: waits for each output array, records it, "
         "and stores the op's scalar parameters as its args.");
+  // A jitted call's op ends at its dispatch and gets its outputs once they
+  // are ready (jax_jit_recorder.py; Recorder::DetachOp).
+  m.def("detach_array_op",
+        [](int64_t start_ns, int64_t dispatched_ns) -> int64_t {
+          Recorder::Ref rec;
+          if (!rec || rec->OpDepth() == 0) return kNoId;
+          return rec->DetachOp(start_ns, dispatched_ns);
+        },
+        "start_ns"_a = 0, "dispatched_ns"_a = 0,
+        "Ends this thread's innermost op at once without outputs and takes it off the "
+        "thread's stack; returns its id for finish_array_op (-1: none). start_ns / "
+        "dispatched_ns (time.monotonic_ns()): when the call began and returned, for an "
+        "op begun after it (0: the op's own begin, now).");
+  m.def("reattach_array_op",
+        [](int64_t op_id) {
+          Recorder::Ref rec;
+          return rec && op_id != kNoId && rec->ReattachOp(op_id);
+        },
+        "op_id"_a,
+        "Puts an op detach_array_op took off back on this thread's stack (an op of the "
+        "recorder's own, compilation, ran between them without nesting in it).");
+  m.def("finish_array_op",
+        [](int64_t op_id, nb::handle outputs, nb::handle params, std::string name, std::string module) {
+          Recorder::Ref rec;
+          if (!rec || op_id == kNoId || !rec->ReattachOp(op_id)) return;
+          AddArrays(*rec, outputs, /*output=*/true);
+          rec->HoldOp(ParamsJson(params), std::move(name), std::move(module));
+        },
+        "op_id"_a, "outputs"_a, "params"_a, "name"_a, "module"_a,
+        "Gives a detached op its outputs (waiting for each) and scalar parameters; the op "
+        "is kept, with its detached times, until write_held_ops or XLA's profile "
+        "(ingest_xla_profile) writes it.");
+  m.def("write_held_ops",
+        []() {
+          Recorder::Ref rec;
+          if (rec) rec->WriteHeldOps();
+        },
+        "Writes the ops finish_array_op kept, with their dispatch times.");
   m.def("add_skipped_code_path", [](std::string_view part) { AddSkippedCodePath(part); },
         "part"_a, "Frames whose file path contains `part` are left out of call paths.");
 }

@@ -49,6 +49,9 @@ std::vector<XlaReplay> ReadReplays(nb::handle replays) {
       }
       r.values.push_back(std::move(value));
     }
+    if (t.size() > 3 && !t[3].is_none()) {
+      for (nb::handle slot : t[3]) r.input_slots.push_back(nb::cast<int64_t>(slot));
+    }
     out.push_back(std::move(r));
   }
   return out;
@@ -85,7 +88,7 @@ void RegisterXlaBindings(nb::module_& m) {
       "trace_json"_a, "hlo_texts"_a, "replays"_a = nb::none(),
       "Nests XLA's thunk executions (the perfetto_trace.json that jax.profiler wrote) under the recorded ops that "
       "ran them, as xla::<hlo_op> ops; hlo_texts: the optimised HLO modules (compiled.as_text()); replays (--values): "
-      "[(op_id, hlo_module, [(op_name, 'file:line', array), ...])], each equation's output of a call replayed "
+      "[(op_id, hlo_module, [(op_name, 'file:line', array), ...], input_slots or None)], each equation's output of a call replayed "
       "on its inputs, fingerprinted and linked to the call's thunks (record/xla_values.h).");
 }
 

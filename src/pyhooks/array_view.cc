@@ -125,7 +125,40 @@ struct DeviceInfo {
 DeviceInfo g_devices[4];
 size_t g_next_device = 0;
 
+// The arrays' shardings (`_sharding`: an attribute, where `device` is a
+// Python property walking the sharding's device set, ~2 µs): an executable's
+// outputs share one, so the last few are kept, held, with their device.
+DeviceInfo g_shardings[4];
+size_t g_next_sharding = 0;
+
+bool ReadJaxDeviceUncached(PyObject* obj, std::string* device, bool* host);
+
 bool ReadJaxDevice(PyObject* obj, std::string* device, bool* host) {
+  PyObject* sharding = PyObject_GetAttrString(obj, "_sharding");
+  if (!sharding) {
+    PyErr_Clear();
+    return ReadJaxDeviceUncached(obj, device, host);
+  }
+  for (const DeviceInfo& c : g_shardings) {
+    if (c.device == sharding) {
+      Py_DECREF(sharding);
+      *device = c.name;
+      *host = c.host;
+      return true;
+    }
+  }
+  const bool ok = ReadJaxDeviceUncached(obj, device, host);
+  if (ok) {
+    DeviceInfo& slot = g_shardings[g_next_sharding++ % 4];
+    Py_XDECREF(slot.device);
+    slot = {sharding, *device, *host};  // the reference is the slot's
+  } else {
+    Py_DECREF(sharding);
+  }
+  return ok;
+}
+
+bool ReadJaxDeviceUncached(PyObject* obj, std::string* device, bool* host) {
   PyObject* dev = Attr(obj, "device");  // raises for arrays sharded over devices
   if (!dev) return false;
   for (const DeviceInfo& c : g_devices) {

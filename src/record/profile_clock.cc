@@ -50,15 +50,20 @@ StatusOr<ProfileClock> PairClockByEnds(const std::map<std::string, std::vector<i
     return best;
   };
   // limit: calls scored per name while searching (all of them for the final count).
-  auto pairs_at = [&](int64_t offset, std::vector<int64_t>* diffs, size_t limit = SIZE_MAX) {
+  // score: the pairs weighed by closeness (1 at 0 µs, 0 at the tolerance),
+  // so that of two offsets pairing as many calls (calls ~100 µs apart, one
+  // offset a call off) the one whose ends agree wins.
+  auto pairs_at = [&](int64_t offset, std::vector<int64_t>* diffs, size_t limit = SIZE_MAX, double* score = nullptr) {
     int64_t n = 0;
     for (const auto& [name, ends] : profiler_ends) {
       const auto& recorded = recorded_of(name);
       if (recorded.empty()) continue;
       for (size_t i = 0; i < ends.size() && i < limit; ++i) {
         const int64_t e = ends[i];
-        if (nearest(recorded, e - offset) > tolerance_ns) continue;
+        const int64_t d = nearest(recorded, e - offset);
+        if (d > tolerance_ns) continue;
         ++n;
+        if (score) *score += 1.0 - static_cast<double>(d) / static_cast<double>(tolerance_ns);
         if (!diffs) continue;
         auto it = std::lower_bound(recorded.begin(), recorded.end(), e - offset - tolerance_ns);
         int64_t best = 0, best_abs = INT64_MAX;
@@ -71,13 +76,15 @@ StatusOr<ProfileClock> PairClockByEnds(const std::map<std::string, std::vector<i
     return n;
   };
   int64_t best_offset = 0, best_pairs = 0;
+  double best_score = 0;
   for (const auto& [name, ends] : profiler_ends) {
     const auto& recorded = recorded_of(name);
     for (size_t h = 0; h < std::min<size_t>(ends.size(), 2); ++h) {
       for (size_t k = 0; k < recorded.size() && k < 256; ++k) {
         const int64_t candidate = ends[h] - recorded[k];
-        const int64_t n = pairs_at(candidate, nullptr, 2000);
-        if (n > best_pairs) best_pairs = n, best_offset = candidate;
+        double score = 0;
+        const int64_t n = pairs_at(candidate, nullptr, 2000, &score);
+        if (score > best_score) best_score = score, best_pairs = n, best_offset = candidate;
       }
     }
   }

@@ -31,8 +31,9 @@ struct ProfileClock {
 
 // profiler_ends[name]: the ends of the profiler's calls of a recorded op
 // name; recorded_ends[name]: the ends of the recorded ops of that name
-// (sorted here). The offset that pairs the most ends within `tolerance_ns`,
-// refined to the median difference of its pairs. The recorded op and the
+// (sorted here). The offset that pairs the most ends within `tolerance_ns`
+// (each pair weighed by closeness, so that of two offsets pairing as many
+// calls the one whose ends agree wins), refined to the median difference of its pairs. The recorded op and the
 // profiler's call end within µs of each other (the op returns right after
 // the call), while their starts differ by the engine's own dispatch.
 StatusOr<ProfileClock> PairClockByEnds(const std::map<std::string, std::vector<int64_t>>& profiler_ends,

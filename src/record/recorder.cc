@@ -140,6 +140,7 @@ struct PendingOp {
   std::vector<OpTensor> links;
   std::vector<std::pair<uint64_t, int64_t>> input_storages;  // (storage address, tensor id) per input
   std::vector<RecorderSpan> recorder_spans;
+  int64_t dispatched_ns = 0;  // Recorder::DetachOp
 };
 
 // A value read through one layout, and its encoded fingerprint: reused for a
@@ -164,6 +165,7 @@ class PendingStack {
     p.links.clear();
     p.input_storages.clear();
     p.recorder_spans.clear();
+    p.dispatched_ns = 0;
     return p;
   }
   void pop_back() { --depth_; }
@@ -271,6 +273,10 @@ struct Recorder::State {
   static constexpr size_t kSweepFloor = 16384;
   size_t sweep_at = kSweepFloor;
   std::map<std::map<std::string, std::string>, int64_t> runtime_states;
+  // DetachOp's ops by id until ReattachOp, and HoldOp's until they are written.
+  std::mutex held_mu;
+  std::unordered_map<int64_t, PendingOp> detached;
+  std::vector<Recorder::HeldOp> held;
   // --values: encoded fingerprints by (value, offset, layout), for the views
   // of that value: a value's own and those of its views. Views recreated
   // every step (weight.t() in each forward) are fingerprinted once, not once
@@ -877,6 +883,72 @@ void Recorder::EndOp(std::string args, int64_t start_ns, int64_t end_ns) {
   }
   writer_->AppendOp(std::move(p.event), p.links);
   ts.ops.pop_back();
+}
+
+int64_t Recorder::DetachOp(int64_t start_ns, int64_t dispatched_ns) {
+  ThreadState& ts = Local(generation_);
+  if (ts.ops.empty()) return kNoId;
+  PendingOp& p = ts.ops.back();
+  p.event.end_ns = MonotonicNowNs();
+  if (start_ns > 0 && start_ns < p.event.start_ns) p.event.start_ns = start_ns;
+  p.dispatched_ns = dispatched_ns > 0 ? dispatched_ns : p.event.end_ns;
+  const int64_t id = p.event.id;
+  {
+    std::lock_guard<std::mutex> lock(state_->held_mu);
+    state_->detached[id] = std::move(p);
+  }
+  ts.ops.pop_back();
+  return id;
+}
+
+bool Recorder::ReattachOp(int64_t op_id) {
+  PendingOp p;
+  {
+    std::lock_guard<std::mutex> lock(state_->held_mu);
+    auto it = state_->detached.find(op_id);
+    if (it == state_->detached.end()) return false;
+    p = std::move(it->second);
+    state_->detached.erase(it);
+  }
+  ThreadState& ts = Local(generation_);
+  ts.ops.emplace_back() = std::move(p);
+  return true;
+}
+
+void Recorder::HoldOp(std::string args, std::string name, std::string module) {
+  ThreadState& ts = Local(generation_);
+  if (ts.ops.empty()) return;
+  PendingOp& p = ts.ops.back();
+  p.event.args = std::move(args);
+  // Fingerprints read after the op's detached end: recorder ops beside it.
+  for (const RecorderSpan& span : p.recorder_spans) {
+    OpEvent r;
+    r.id = ReserveOpId();
+    r.name_id = fingerprint_name_id_;
+    r.thread_id = ts.os_tid;
+    r.parent_id = p.event.parent_id;
+    r.scope_id = p.event.scope_id;
+    r.call_path_id = p.event.call_path_id;
+    r.start_ns = span.start_ns;
+    r.end_ns = span.end_ns;
+    writer_->AppendOp(std::move(r), {});
+  }
+  {
+    std::lock_guard<std::mutex> lock(state_->held_mu);
+    state_->held.push_back({std::move(p.event), std::move(p.links), std::move(name), std::move(module), p.dispatched_ns});
+  }
+  ts.ops.pop_back();
+}
+
+std::vector<Recorder::HeldOp> Recorder::TakeHeldOps() {
+  std::lock_guard<std::mutex> lock(state_->held_mu);
+  std::vector<HeldOp> out;
+  out.swap(state_->held);
+  return out;
+}
+
+void Recorder::WriteHeldOps() {
+  for (HeldOp& h : TakeHeldOps()) writer_->AppendOp(std::move(h.event), h.links);
 }
 
 int64_t Recorder::AddTensor(TensorMeta meta) {

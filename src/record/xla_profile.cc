@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
@@ -54,6 +56,83 @@ bool SplitSource(const std::string& s, std::string* file, int64_t* line, std::st
   *line = std::strtoll(s.c_str() + a + 1, nullptr, 10);
   *function = s.substr(b + 1);
   return !file->empty() && *line > 0;
+}
+
+struct XlaRun {  // the thunks of one execution (run_id) of a module
+  std::vector<const XlaThunk*>* thunks;
+  int64_t first = 0, last = 0;  // its first thunk's start, its last end (profiler clock)
+};
+
+// The run each held call (a jitted call ended at dispatch) executed, by
+// dispatch order: XLA runs a device's executions in the order they were
+// dispatched, so per HLO module the runs (by start) go to the calls (by
+// start) first come first served. A run begins after its call's dispatch
+// began; and the recorder reads a call's outputs, waiting for them, before
+// the third call after it on its thread begins (jit_call_queue.py), so a
+// call whose window passed with no run of its module got none (the profiler
+// dropped it) and the queue moves on. Runs paired with no held call
+// (inside eager primitives, compile-time runs) are left to the caller.
+std::vector<const XlaRun*> PairHeldRuns(const std::vector<Recorder::HeldOp>& held, const std::vector<XlaRun>& runs,
+                                        int64_t offset_ns) {
+  constexpr int64_t kTolerance = 100'000;
+  std::vector<size_t> order(held.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return held[a].event.start_ns < held[b].event.start_ns; });
+  std::map<std::string, std::deque<size_t>> queue;
+  std::map<int64_t, std::vector<size_t>> by_thread;
+  for (size_t i : order) {
+    by_thread[held[i].event.thread_id].push_back(i);
+    if (!held[i].module.empty()) queue[held[i].module].push_back(i);
+  }
+  std::vector<int64_t> bound(held.size(), INT64_MAX);
+  for (const auto& [_, v] : by_thread) {
+    for (size_t k = 0; k + 3 < v.size(); ++k) bound[v[k]] = held[v[k + 3]].event.start_ns;
+  }
+  std::vector<const XlaRun*> out(held.size(), nullptr);
+  for (const XlaRun& r : runs) {
+    auto q = queue.find(r.thunks->front()->module);
+    if (q == queue.end()) continue;
+    const int64_t first = r.first - offset_ns;
+    std::deque<size_t>& d = q->second;
+    while (!d.empty() && bound[d.front()] < first - kTolerance) d.pop_front();
+    if (d.empty() || first < held[d.front()].event.start_ns - kTolerance) continue;
+    out[d.front()] = &r;
+    d.pop_front();
+  }
+  return out;
+}
+
+// A held call with a run takes the run's span on the op clock: its op is
+// XLA's execution, not its dispatch. The call after it is dispatched on the
+// same thread while it runs, so these ops go on a lane of their own, the
+// dispatching thread's id negated, laid end to end (a device runs one at a
+// time), as top-level ops. The held ops' spans as OpSpans (the parents of
+// their runs' thunks), by index.
+std::vector<OpSpan> RetimeHeld(std::vector<Recorder::HeldOp>& held, const std::vector<const XlaRun*>& run_of,
+                               int64_t offset_ns) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < held.size(); ++i) {
+    if (run_of[i]) order.push_back(i);
+  }
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return run_of[a]->first < run_of[b]->first; });
+  std::map<int64_t, int64_t> lane_end;
+  for (size_t i : order) {
+    OpEvent& e = held[i].event;
+    const int64_t lane = -std::llabs(e.thread_id);
+    auto prev = lane_end.try_emplace(lane, INT64_MIN).first;
+    e.start_ns = std::max(run_of[i]->first - offset_ns, prev->second);
+    e.end_ns = std::max(run_of[i]->last - offset_ns, e.start_ns);
+    prev->second = e.end_ns;
+    e.thread_id = lane;
+    e.parent_id = kNoId;
+  }
+  std::vector<OpSpan> spans(held.size());
+  for (size_t i = 0; i < held.size(); ++i) {
+    const OpEvent& e = held[i].event;
+    spans[i] = OpSpan{e.id, held[i].name, e.thread_id, e.start_ns, e.end_ns, e.parent_id, e.scope_id, e.call_path_id};
+  }
+  return spans;
 }
 
 }  // namespace
@@ -122,6 +201,17 @@ StatusOr<XlaIngestStats> IngestXlaProfile(Recorder& rec, std::string_view json_t
   MAGNETON_RETURN_IF_ERROR(rec.Flush());
   auto ops = ReadOpSpans(rec.writer()->path());
   if (!ops.ok()) return ops.status();
+  // Jitted calls ended at their dispatch (Recorder::HoldOp): each is given
+  // the span of the run XLA executed for it below, and every one is written
+  // on the way out, with its dispatch times where no run was found for it.
+  std::vector<Recorder::HeldOp> held = rec.TakeHeldOps();
+  struct WriteHeld {
+    Recorder& rec;
+    std::vector<Recorder::HeldOp>& held;
+    ~WriteHeld() {
+      for (Recorder::HeldOp& h : held) rec.RecordCompletedOp(std::move(h.event), std::move(h.links));
+    }
+  } write_held{rec, held};
 
   // The clock: the profiler's calls "PjitFunction(<f>)" are the recorded
   // ops jax::jit(<f>) (an eager primitive's, jax::<f>), paired by their
@@ -133,6 +223,7 @@ StatusOr<XlaIngestStats> IngestXlaProfile(Recorder& rec, std::string_view json_t
   for (const OpSpan& op : *ops) {
     if (op.name.rfind("jax::", 0) == 0) op_ends[op.name].push_back(op.end_ns);
   }
+  for (const Recorder::HeldOp& h : held) op_ends[h.name].push_back(h.dispatched_ns);  // the call's return
   // An eager primitive's op ends after the call returns (and after its
   // output's fingerprint), a jitted call's op before: the jitted calls alone
   // when there are any, not a mix of two biases.
@@ -198,13 +289,29 @@ StatusOr<XlaIngestStats> IngestXlaProfile(Recorder& rec, std::string_view json_t
   };
 
   // --values: the replayed calls, by their op; the tensors those ops hold.
+  // A held call (not written yet) has its tensors in its links; the others
+  // are read back from the trace.
   std::map<int64_t, const XlaReplay*> replay_of;
+  std::map<int64_t, const Recorder::HeldOp*> held_of;
+  for (const Recorder::HeldOp& h : held) held_of.emplace(h.event.id, &h);
   std::vector<int64_t> replay_ops;
   for (const XlaReplay& r : replays) {
-    if (replay_of.emplace(r.op_id, &r).second) replay_ops.push_back(r.op_id);
+    if (replay_of.emplace(r.op_id, &r).second && !held_of.count(r.op_id)) replay_ops.push_back(r.op_id);
   }
   auto call_tensors = ReadCallTensors(rec.writer()->path(), replay_ops);
   if (!call_tensors.ok()) return call_tensors.status();
+  for (const auto& [id, replay] : replay_of) {
+    auto h = held_of.find(id);
+    if (h != held_of.end()) (*call_tensors)[id] = CallTensorsOf(h->second->links);
+    if (replay->input_slots.empty()) continue;
+    CallTensors& call = (*call_tensors)[id];
+    std::vector<int64_t> arguments;
+    for (const int64_t slot : replay->input_slots) {
+      const bool known = slot >= 0 && static_cast<size_t>(slot) < call.inputs.size();
+      arguments.push_back(known ? call.inputs[static_cast<size_t>(slot)] : kNoId);
+    }
+    call.inputs = std::move(arguments);
+  }
   auto module_named = [&](const std::string& name) -> const HloModuleInfo* {
     for (const HloModuleInfo& m : modules) {
       if (m.name == name) return &m;
@@ -216,11 +323,27 @@ StatusOr<XlaIngestStats> IngestXlaProfile(Recorder& rec, std::string_view json_t
   for (const XlaThunk& t : profile->thunks) runs[t.module + "#" + t.run_id].push_back(&t);
   stats.runs = static_cast<int64_t>(runs.size());
   std::unordered_map<std::string, int64_t> name_ids, frame_ids;
+  std::vector<XlaRun> sorted_runs;
   for (auto& [_, run] : runs) {
     std::sort(run.begin(), run.end(), [](const XlaThunk* a, const XlaThunk* b) { return a->start_ns < b->start_ns; });
-    int64_t first = run.front()->start_ns, last = run.front()->end_ns;
+    int64_t last = run.front()->end_ns;
     for (const XlaThunk* t : run) last = std::max(last, t->end_ns);
-    const OpSpan* parent = holder((first + last) / 2 - clock->offset_ns);
+    sorted_runs.push_back({&run, run.front()->start_ns, last});
+  }
+  std::sort(sorted_runs.begin(), sorted_runs.end(), [](const XlaRun& a, const XlaRun& b) { return a.first < b.first; });
+  const std::vector<const XlaRun*> held_run = PairHeldRuns(held, sorted_runs, clock->offset_ns);
+  std::vector<OpSpan> held_spans = RetimeHeld(held, held_run, clock->offset_ns);
+  std::unordered_map<const std::vector<const XlaThunk*>*, const OpSpan*> run_parent;
+  for (size_t i = 0; i < held.size(); ++i) {
+    if (held_run[i]) run_parent[held_run[i]->thunks] = &held_spans[i];
+  }
+  rec.SetMeta("xla.calls_held", std::to_string(held.size()));
+  rec.SetMeta("xla.calls_retimed", std::to_string(run_parent.size()));
+  for (const XlaRun& r : sorted_runs) {
+    const std::vector<const XlaThunk*>& run = *r.thunks;
+    const int64_t first = r.first, last = r.last;
+    auto found = run_parent.find(r.thunks);
+    const OpSpan* parent = found != run_parent.end() ? found->second : holder((first + last) / 2 - clock->offset_ns);
     if (!parent) {
       stats.runs_unlinked++;
       continue;

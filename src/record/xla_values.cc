@@ -9,6 +9,23 @@
 
 namespace magneton {
 
+namespace {
+
+void PlaceTensor(CallTensors* call, bool output, int64_t slot, int64_t tensor_id) {
+  auto& v = output ? call->outputs : call->inputs;
+  if (slot < 0 || slot > 1'000'000) return;
+  if (static_cast<size_t>(slot) >= v.size()) v.resize(static_cast<size_t>(slot) + 1, kNoId);
+  v[static_cast<size_t>(slot)] = tensor_id;
+}
+
+}  // namespace
+
+CallTensors CallTensorsOf(const std::vector<OpTensor>& links) {
+  CallTensors call;
+  for (const OpTensor& t : links) PlaceTensor(&call, t.role == TensorRole::kOutput, t.slot, t.tensor_id);
+  return call;
+}
+
 StatusOr<std::map<int64_t, CallTensors>> ReadCallTensors(const std::string& trace_path,
                                                          const std::vector<int64_t>& op_ids) {
   std::map<int64_t, CallTensors> out;
@@ -26,11 +43,7 @@ StatusOr<std::map<int64_t, CallTensors>> ReadCallTensors(const std::string& trac
     while (true) {
       MAGNETON_ASSIGN_OR_RETURN(bool row, s.Step(db.get()));
       if (!row) break;
-      auto& v = s.ColumnInt(0) == 0 ? call.inputs : call.outputs;
-      const int64_t slot = s.ColumnInt(1);
-      if (slot < 0 || slot > 1'000'000) continue;
-      if (static_cast<size_t>(slot) >= v.size()) v.resize(static_cast<size_t>(slot) + 1, kNoId);
-      v[static_cast<size_t>(slot)] = s.ColumnInt(2);
+      PlaceTensor(&call, s.ColumnInt(0) != 0, s.ColumnInt(1), s.ColumnInt(2));
     }
   }
   return out;

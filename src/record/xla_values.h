@@ -34,6 +34,11 @@ struct XlaReplay {  // one replayed call
   int64_t op_id = kNoId;  // its jax::jit(...) op
   std::string module;     // its HLO module ("jit_mlp")
   std::vector<XlaReplayValue> values;  // in equation order
+  // The op's input slot of each argument of the call's jaxpr (-1: none);
+  // empty: argument i is input slot i. A call recorded around JAX's fast
+  // path (jax_jit_wrap.py) has the call's argument leaves as inputs, static
+  // arguments among them.
+  std::vector<int64_t> input_slots;
 };
 
 struct XlaValueStats {
@@ -47,6 +52,9 @@ struct XlaValueStats {
 struct CallTensors {
   std::vector<int64_t> inputs, outputs;
 };
+// The same from an op's links not yet written (a held jitted call,
+// Recorder::HoldOp).
+CallTensors CallTensorsOf(const std::vector<OpTensor>& links);
 StatusOr<std::map<int64_t, CallTensors>> ReadCallTensors(const std::string& trace_path,
                                                          const std::vector<int64_t>& op_ids);
 

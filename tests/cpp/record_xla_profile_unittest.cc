@@ -3,8 +3,15 @@
 // of what JAX 0.10.2 / XLA:CPU wrote for a jitted 2-layer tanh MLP.
 #include <gtest/gtest.h>
 
+#include <string>
+
+#include "magneton/clock.h"
+#include "magneton/recorder.h"
+#include "magneton/trace_reader.h"
 #include "record/hlo_text.h"
 #include "record/xla_profile.h"
+#include "record/xla_values.h"
+#include "test_util.h"
 
 namespace magneton {
 namespace {
@@ -122,6 +129,127 @@ TEST(XlaProfile, ThunksAndOutermostCalls) {
   EXPECT_EQ(p->thunks[0].start_ns, 200500);
   EXPECT_EQ(p->thunks[1].end_ns, 246000);
   EXPECT_EQ(p->dropped.at("thunk.no_time"), 1);
+}
+
+// Jitted calls ended at dispatch (Recorder::HoldOp) take the span of the run
+// XLA executed for each, paired in dispatch order, on a lane of their own
+// (the thread id negated); a call whose run the profile lacks keeps its
+// dispatch span on its thread.
+TEST(XlaProfile, HeldCallsTakeTheirRunsSpans) {
+  const std::string path = testing::TempPath("held_calls.mtrace");
+  ASSERT_TRUE(Recorder::Start(path, RunMetadata{}).ok());
+  Recorder* rec = Recorder::Active();
+  const int64_t t0 = MonotonicNowNs() - 20'000'000;  // calls 1 ms apart, each dispatched in 100 µs
+  const int64_t base = t0 - 1'000'000;              // profiler clock = op clock - base
+  auto us = [&](int64_t op_ns) { return std::to_string((op_ns - base) / 1000.0); };
+  std::string events;
+  std::vector<int64_t> ids;
+  // The first call's arrays (--values): a static argument at input slot 0,
+  // then ws and x; its result. Its op is still held when its replay links
+  // its thunks to them.
+  const int64_t ws_dims[] = {256, 256}, x_dims[] = {32, 256}, ws_strides[] = {256, 1}, x_strides[] = {256, 1};
+  auto view = [](uint64_t addr, const int64_t* dims, const int64_t* strides) {
+    TensorView v;
+    v.storage_addr = addr;
+    v.sizes = dims;
+    v.strides = strides;
+    v.ndim = 2;
+    v.dtype = "float32";
+    v.device = "cpu";
+    return v;
+  };
+  for (int i = 0; i < 4; ++i) {
+    const int64_t start = t0 + i * 1'000'000, dispatched = start + 100'000;
+    ids.push_back(rec->BeginOp(rec->InternString("jax::jit(mlp)"), kNoId));
+    if (i == 0) {
+      rec->AddInput(1, view(0x1000, ws_dims, ws_strides));
+      rec->AddInput(2, view(0x90000, x_dims, x_strides));
+    }
+    ASSERT_EQ(rec->DetachOp(start, dispatched), ids.back());
+    ASSERT_TRUE(rec->ReattachOp(ids.back()));
+    if (i == 0) rec->AddOutput(0, view(0xa0000, x_dims, x_strides));
+    rec->HoldOp("{}", "jax::jit(mlp)", "jit_mlp");
+    events += R"j(,{"ph":"X","pid":1,"tid":7,"ts":)j" + us(start) + R"j(,"dur":100,"name":"PjitFunction(mlp)"})j";
+    if (i == 3) continue;  // the profile dropped this call's run
+    // The run: 200 µs after the dispatch (queued behind the one before), 40 + 5 µs.
+    const std::string run = std::to_string(100 + i);
+    events += R"j(,{"ph":"X","pid":1,"tid":9,"ts":)j" + us(dispatched + 200'000) +
+              R"j(,"dur":40,"name":"ynn_fusion","args":{"hlo_module":"jit_mlp","hlo_op":"ynn_fusion","run_id":")j" + run +
+              R"j("}},{"ph":"X","pid":1,"tid":9,"ts":)j" + us(dispatched + 240'000) +
+              R"j(,"dur":5,"name":"wrapped_tanh","args":{"hlo_module":"jit_mlp","hlo_op":"wrapped_tanh","run_id":")j" +
+              run + R"j("}})j";
+  }
+  const std::string json = R"j({"traceEvents":[{"ph":"M","pid":1,"tid":7,"name":"thread_name"})j" + events + "]}";
+  auto parsed = ParseXlaProfile(json);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  ASSERT_EQ(parsed->calls.size(), 4u) << json;
+  XlaReplay replay;
+  replay.op_id = ids[0];
+  replay.module = "jit_mlp";
+  replay.values = {{"jit(mlp)/dot_general", "/tmp/user.py:4", {32, 256}, "float32", ""},
+                   {"jit(mlp)/tanh", "/tmp/user.py:5", {32, 256}, "float32", ""}};
+  replay.input_slots = {1, 2};  // the jaxpr's (ws, x) are the op's inputs 1 and 2
+  auto stats = IngestXlaProfile(*rec, json, {kHlo}, {replay});
+  ASSERT_TRUE(stats.ok()) << stats.status().message();
+  EXPECT_EQ(stats->clock_offset_ns, -base);
+  EXPECT_EQ(stats->runs_linked, 3);
+  EXPECT_EQ(stats->values.calls, 1);
+  EXPECT_EQ(stats->values.ops_with_values, 2);
+  ASSERT_TRUE(Recorder::Stop().ok());
+
+  auto trace = ReadTrace(path);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  auto op = [&](int64_t id) -> const OpEvent& {
+    for (const OpEvent& o : trace->ops)
+      if (o.id == id) return o;
+    ADD_FAILURE() << "no op " << id;
+    return trace->ops.front();
+  };
+  int64_t thread = 0;
+  for (int i = 0; i < 3; ++i) {
+    const OpEvent& call = op(ids[i]);
+    const int64_t run_start = t0 + i * 1'000'000 + 300'000;
+    EXPECT_EQ(call.start_ns, run_start);
+    EXPECT_EQ(call.end_ns, run_start + 45'000);
+    EXPECT_LT(call.thread_id, 0);
+    int kids = 0;
+    for (const OpEvent& o : trace->ops) {
+      if (o.parent_id != call.id) continue;
+      ++kids;
+      EXPECT_EQ(o.thread_id, call.thread_id);
+      EXPECT_GE(o.start_ns, call.start_ns);
+      EXPECT_LE(o.end_ns, call.end_ns);
+    }
+    EXPECT_EQ(kids, 2);
+    thread = call.thread_id;
+  }
+  // The first call's thunks: the dot reads x and ws (the call's inputs 2
+  // and 1) and writes a value the tanh reads; the tanh writes the result.
+  auto links = [&](int64_t id, TensorRole role) {
+    std::vector<int64_t> out;
+    for (const OpTensor& t : trace->op_tensors)
+      if (t.op_id == id && t.role == role) out.push_back(t.tensor_id);
+    return out;
+  };
+  const std::vector<int64_t> call_in = links(ids[0], TensorRole::kInput), call_out = links(ids[0], TensorRole::kOutput);
+  ASSERT_EQ(call_in.size(), 2u);
+  ASSERT_EQ(call_out.size(), 1u);
+  int64_t dot = kNoId, tanh = kNoId;
+  for (const OpEvent& o : trace->ops) {
+    if (o.parent_id != ids[0]) continue;
+    (o.start_ns == op(ids[0]).start_ns ? dot : tanh) = o.id;
+  }
+  ASSERT_NE(dot, kNoId);
+  ASSERT_NE(tanh, kNoId);
+  EXPECT_EQ(links(dot, TensorRole::kInput), (std::vector<int64_t>{call_in[1], call_in[0]}));  // (x, ws)
+  ASSERT_EQ(links(dot, TensorRole::kOutput).size(), 1u);
+  EXPECT_EQ(links(tanh, TensorRole::kInput), links(dot, TensorRole::kOutput));
+  EXPECT_EQ(links(tanh, TensorRole::kOutput), call_out);
+  const OpEvent& unpaired = op(ids[3]);
+  EXPECT_EQ(unpaired.thread_id, -thread);  // its dispatch span, on the program's thread
+  EXPECT_EQ(unpaired.start_ns, t0 + 3'000'000);
+  EXPECT_EQ(trace->meta.extra.at("xla.calls_held"), "4");
+  EXPECT_EQ(trace->meta.extra.at("xla.calls_retimed"), "3");
 }
 
 TEST(XlaProfile, NotATraceIsAnError) {

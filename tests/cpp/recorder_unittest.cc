@@ -87,6 +87,47 @@ TEST(Recorder, TensorIdentityThroughViewsAndInPlaceOps) {
   EXPECT_EQ(trace->tensors[x_id].producer_op_id, kNoId);
 }
 
+// A jitted JAX call's op ends at dispatch (DetachOp), ops after it do not
+// nest in it, its outputs come later (ReattachOp + AddOutput), and it is held
+// (HoldOp) with its detached times until written (jit_call_queue.py).
+TEST(Recorder, ADetachedOpGetsItsOutputsLaterAndIsHeldUntilWritten) {
+  std::string path = TempPath("detached.mtrace");
+  ASSERT_TRUE(Recorder::Start(path, RunMetadata{}).ok());
+  Recorder* rec = Recorder::Active();
+  FakeTensor x{0x1000, 0, {4}, {1}}, y{0x2000, 0, {4}, {1}};
+  const int64_t call = rec->BeginOp(rec->InternString("jax::jit(f)"), kNoId);
+  rec->AddInput(0, x.view());
+  ASSERT_EQ(rec->DetachOp(/*start_ns=*/0, /*dispatched_ns=*/0), call);
+  EXPECT_EQ(rec->OpDepth(), 0u);
+  const int64_t other = rec->BeginOp(rec->InternString("jax::add"), kNoId);  // not nested in the call
+  rec->EndOp("");
+  EXPECT_FALSE(rec->ReattachOp(other));  // never detached
+  ASSERT_TRUE(rec->ReattachOp(call));
+  rec->AddOutput(0, y.view());
+  rec->HoldOp("{}", "jax::jit(f)", "jit_f");
+  EXPECT_EQ(rec->OpDepth(), 0u);
+  const int64_t reader = rec->BeginOp(rec->InternString("jax::sin"), kNoId);
+  rec->AddInput(0, y.view());
+  rec->EndOp("");
+  std::vector<Recorder::HeldOp> held = rec->TakeHeldOps();
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].event.id, call);
+  EXPECT_EQ(held[0].module, "jit_f");
+  EXPECT_EQ(held[0].dispatched_ns, held[0].event.end_ns);  // ended at dispatch
+  EXPECT_EQ(held[0].links.size(), 2u);
+  rec->RecordCompletedOp(std::move(held[0].event), std::move(held[0].links));
+  EXPECT_TRUE(rec->TakeHeldOps().empty());
+  ASSERT_TRUE(Recorder::Stop().ok());
+
+  auto trace = ReadTrace(path);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  const int64_t y_id = Output(*trace, call);
+  ASSERT_NE(y_id, kNoId);
+  EXPECT_EQ(trace->tensors[y_id].producer_op_id, call);
+  EXPECT_EQ(Input(*trace, reader), y_id);  // the reader after it sees its output
+  for (const OpEvent& op : trace->ops) EXPECT_EQ(op.parent_id, kNoId);
+}
+
 TEST(Recorder, OutputsOfRepeatedAllocationsAreDistinctValues) {
   // An allocator hands the same address to a later tensor: a new output
   // there must not be merged with the earlier value.

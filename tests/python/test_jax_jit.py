@@ -18,6 +18,8 @@ require("jax")
 ENV = {"OMP_NUM_THREADS": "1", "MAGNETON_ENERGY": "0"}
 
 PROGRAM = textwrap.dedent("""\
+    import functools
+
     import jax
     import jax.numpy as jnp
 
@@ -33,7 +35,16 @@ PROGRAM = textwrap.dedent("""\
     for _ in range(3):
         y = layer(w, x)  # CALL
     n = jnp.linalg.norm(x)  # LIBRARY
-    print("disable_jit", jax.config.jax_disable_jit, float(y.sum()) + float(n))
+
+
+    @functools.partial(jax.jit, static_argnums=0)
+    def scale(k, v):
+        return jnp.sin(v) * k  # SCALE
+
+
+    for v in (x, w, x):  # two signatures, two executables; the first's again
+        s = scale(2.0, v)
+    print("disable_jit", jax.config.jax_disable_jit, float(y.sum()) + float(n), float(s.sum()))
 """)
 
 
@@ -107,6 +118,28 @@ def test_xla_ops_with_times_and_source_lines_nest_in_each_call(jit_run):
     assert int(meta(db, "xla.runs_linked")) >= 3
 
 
+def test_each_call_is_timed_by_its_execution_on_a_lane_of_its_own(jit_run):
+    """A call's op ends at its dispatch and takes its run's span from XLA's
+    profile (xla_profile.cc RetimeHeld): it starts with its first thunk and
+    ends with its last, on the dispatching thread's id negated, since the next
+    call is dispatched on that thread while it runs."""
+    _, db, _ = jit_run
+    assert int(meta(db, "xla.calls_held")) >= 4  # layer x3, norm
+    assert meta(db, "xla.calls_retimed") == meta(db, "xla.calls_held")
+    calls = db.query("SELECT o.id, o.thread_id, o.start_ns, o.end_ns FROM ops o JOIN strings s ON s.id = o.name_id "
+                     "WHERE s.value = 'jax::jit(layer)'")
+    main_threads = {r[0] for r in db.query("SELECT DISTINCT o.thread_id FROM ops o JOIN strings s ON s.id = o.name_id "
+                                           "WHERE s.value = 'jax::compile'")}
+    spans = []
+    for op, thread, start, end in calls:
+        assert -thread in main_threads
+        kids = db.query("SELECT min(start_ns), max(end_ns), count(*) FROM ops WHERE parent_id = ?", op)[0]
+        assert kids[2] > 0 and (kids[0], kids[1]) == (start, end)
+        spans.append((start, end))
+    spans.sort()
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))  # one at a time on the lane
+
+
 def test_compilation_is_its_own_op_before_the_first_call(jit_run):
     _, db, _ = jit_run
     compiles = [r for r in db.query("SELECT o.id, o.start_ns, o.end_ns, o.args, o.parent_id FROM ops o JOIN strings s "
@@ -117,6 +150,45 @@ def test_compilation_is_its_own_op_before_the_first_call(jit_run):
     assert json.loads(args)["hlo_module"] == "jit_layer" and parent is None
     first_call = min(times(db, op)[0] for op, *_ in db.ops("jax::jit(layer)"))
     assert c_end <= first_call
+
+
+def test_each_call_names_its_executable_on_both_paths(jit_run):
+    """Every call op carries its executable's number, as its jax::compile op
+    does (diff counts an executable's runs by it, docs/DIFF.md "One-time
+    compilation"): calls through JAX's fast path (RecordedJit: layer, scale)
+    and through pjit's Python path (norm, jitted at import). scale's second
+    signature is a recompilation, and its third call (the first signature
+    again, on the fast path) names the first executable."""
+    _, db, _ = jit_run
+    compiles = {}
+    for (args,) in db.query("SELECT o.args FROM ops o JOIN strings s ON s.id = o.name_id "
+                            "WHERE s.value = 'jax::compile'"):
+        a = json.loads(args)
+        compiles.setdefault(a["function"], []).append((a["executable"], a["compile_kind"]))
+    assert len(compiles["layer"]) == 1 and compiles["layer"][0][1] == "first"
+    assert [k for _, k in compiles["scale"]] == ["first", "recompile"]
+
+    def executables(name):
+        return [json.loads(db.query("SELECT args FROM ops WHERE id = ?", op)[0][0])["executable"]
+                for op in sorted(op for op, *_ in db.ops(name))]
+
+    assert executables("jax::jit(layer)") == [compiles["layer"][0][0]] * 3
+    first, again = compiles["scale"][0][0], compiles["scale"][1][0]
+    assert first != again and executables("jax::jit(scale)") == [first, again, first]
+    (norm_exe,) = executables("jax::jit(norm)")
+    assert (norm_exe, "first") in compiles["norm"]
+
+
+def test_values_of_a_fast_path_call_with_a_static_argument(jit_run):
+    """--values on a RecordedJit's call: its op's inputs are the call's
+    leaves, the static 2.0 among them; the replayed jaxpr's argument is the
+    op's second input, which the sin thunk reads."""
+    _, db, _ = jit_run
+    first = min(op for op, *_ in db.ops("jax::jit(scale)"))
+    arg = db.tensors(first, 0)[-1]
+    kids = [op for (op,) in db.query("SELECT id FROM ops WHERE parent_id = ? ORDER BY start_ns", first)]
+    assert any(db.tensors(op, 1) for op in kids), kids
+    assert any(arg in db.tensors(op, 0) for op in kids), [(db.tensors(op, 0), arg) for op in kids]
 
 
 def test_a_jitted_library_function_names_itself_in_the_call_path(jit_run):
@@ -153,12 +225,30 @@ def test_in_process_recording_restores_jax(tmp_path):
 
     f = jax.jit(lambda v: v * 3.0)
     f(jnp.ones(5))
-    fastpath, impl = pjit._get_fastpath_data, pjit._pjit_call_impl_python
+    hooks = pjit._get_fastpath_data, pjit._pjit_call_impl_python, pjit._cpp_pjit
     with magneton.record(str(tmp_path / "inproc.mtrace"), energy=False):
         y = f(jnp.ones(5))
-    assert (pjit._get_fastpath_data, pjit._pjit_call_impl_python) == (fastpath, impl)
+
+        # Made while recording: it keeps JAX's fast path (jax_jit_wrap.py).
+        # Each call takes the one before's output (donated: gone after the
+        # call, so read before it): that output is read before the call's op
+        # begins, so the dataflow links them.
+        def step(v):
+            return v * 2.0 + 1.0
+
+        g = jax.jit(step, donate_argnums=0)
+        v = jnp.ones(5)
+        for _ in range(3):
+            v = g(v)
+    assert (pjit._get_fastpath_data, pjit._pjit_call_impl_python, pjit._cpp_pjit) == hooks
     assert not jax.config.jax_disable_jit and float(y.sum()) == 15.0
-    assert TraceDB(str(tmp_path / "inproc.mtrace")).count("jax::jit(<lambda>)") == 1
+    db = TraceDB(str(tmp_path / "inproc.mtrace"))
+    assert db.count("jax::jit(<lambda>)") == 1
+    steps = sorted(op for op, *_ in db.ops("jax::jit(step)"))
+    assert len(steps) == 3
+    for a, b in zip(steps, steps[1:]):
+        assert db.tensors(a, 1) == db.tensors(b, 0)
+    assert float(g(v).sum()) == 5 * 31.0  # after the recording: called straight through
 
 
 def test_values_inside_the_first_call_from_a_replay(jit_run):

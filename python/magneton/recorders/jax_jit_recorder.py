@@ -1,14 +1,15 @@
 """JAX jit mode (the default): jit stays on and the program that runs is the
-one the user wrote. Three pieces, all installed while a recording is active:
+one the user wrote. Four pieces, all installed while a recording is active:
 
 1. Every jitted call is an op ``jax::jit(<function>)`` with its argument and
-   result arrays. JAX's C++ dispatch (``PjitFunction``) is told to keep no
-   fast path (``pjit._get_fastpath_data`` returns None), so each call of any
-   jitted function (the user's, and JAX's own such as ``expm``) comes back to
-   Python, to ``pjit._pjit_call_impl_python``, which is wrapped: begin the op
-   (the arrays, the user's line as call path), run the compiled executable,
-   end it with the outputs. ~30 µs of JAX's Python dispatch plus the two
-   ``_core`` calls per call.
+   result arrays. Functions jitted while recording keep JAX's C++ fast path
+   (jax_jit_wrap.py wraps them). Those jitted before (JAX's own, made at
+   import) are told to keep none (``pjit._get_fastpath_data`` returns None),
+   so their calls come back to Python, to ``pjit._pjit_call_impl_python``,
+   which is wrapped: begin the op (the arrays, the user's line as call path),
+   run the compiled executable. Either way the op ends at dispatch and its
+   outputs are read later (jit_call_queue.py); with XLA's profile it takes its
+   run's span (4).
 2. Compilation is an op of its own, ``jax::compile``: the first time a
    (jaxpr, argument types) pair is seen, JAX's own cached lowering and
    compilation are run before the call's op begins (the call then finds
@@ -19,6 +20,9 @@ one the user wrote. Three pieces, all installed while a recording is active:
    thunk (fusion, dot, copy) XLA:CPU ran under the op that ran it as
    ``xla::<hlo_op>``, with the primitives and source lines from the HLO
    metadata.
+4. The calls' ops, held since their dispatch, are given their runs' spans
+   there (their execution), on a lane of their own. Without the profile
+   (MAGNETON_JAX_XLA_PROFILE=0) a call's op waits for its outputs instead.
 
 Eager primitives outside any jit are still recorded one by one by the eval
 trace hook in jax_recorder.py (its busy flag is shared: a primitive's own
@@ -27,13 +31,14 @@ single-op jit is part of that op). docs/JAX.md, "Jit mode"."""
 from __future__ import annotations
 
 import glob
+import threading
 import gzip
 import os
 import shutil
 import tempfile
 
 from magneton import _core
-from magneton.recorders import jax_jit_values
+from magneton.recorders import jax_jit_values, jax_jit_wrap, jit_call_queue
 
 MODE_ENV = "MAGNETON_JAX_MODE"
 
@@ -54,6 +59,11 @@ class JitRecording:
         self._trace_dir = None
         self._hlo_texts: list[str] = []
         self.call_names: dict[str, str] = {}
+        self._calls = jit_call_queue.CallQueue()  # calls ended at dispatch, outputs not read yet
+        self._local = threading.local()  # .wrapped: inside a jax_jit_wrap.RecordedJit's call
+        self._hooks = None  # jax_jit_wrap.Hooks, with XLA's profile only
+        self._orig_cpp_pjit = None
+        self.flush = self._calls.flush  # the eager hook reads them before an op of its own
         self._values = jax_jit_values.ValueReplays(busy)  # --values: per-thunk values, replayed at stop
 
     def install(self, jax) -> None:
@@ -62,15 +72,26 @@ class JitRecording:
         self._pjit = pjit
         self._orig_fastpath = pjit._get_fastpath_data
         self._orig_impl = pjit._pjit_call_impl_python
-        pjit._get_fastpath_data = _no_fastpath
-        pjit._pjit_call_impl_python = self._make_impl(pjit, self._orig_impl)
+        pjit._get_fastpath_data = _make_fastpath(self._orig_fastpath, self._local)
         # Calls cached before the recording started would keep their fast path.
         for cache in ("_cpp_pjit_cache_fun_only", "_cpp_pjit_cache_explicit_attributes"):
             getattr(getattr(pjit, cache, None), "clear", lambda: None)()
         self._start_profiler(jax)
+        pjit._pjit_call_impl_python = self._make_impl(pjit, self._orig_impl)
+        if self._trace_dir is not None:  # calls end at dispatch: jitted functions made from now keep the fast path
+            self._hooks = jax_jit_wrap.Hooks(jax, self._busy, self._stamp_state, self._calls, self._local,
+                                             self.call_names, self._callee_of.from_text)
+            self._orig_cpp_pjit = jax_jit_wrap.install(pjit, self._hooks)
 
     def uninstall(self) -> None:
+        self._calls.flush()
+        if self._hooks is not None:
+            self._hooks.active = False  # RecordedJit objects the program keeps call straight through
+            self._hooks = None
         if self._pjit is not None:
+            if self._orig_cpp_pjit is not None:
+                self._pjit._cpp_pjit = self._orig_cpp_pjit
+                self._orig_cpp_pjit = None
             self._pjit._get_fastpath_data = self._orig_fastpath
             self._pjit._pjit_call_impl_python = self._orig_impl
             self._pjit = None
@@ -78,6 +99,7 @@ class JitRecording:
             try:
                 self._ingest()
             finally:
+                _core.write_held_ops()  # those the profile did not take (it failed or stopped early)
                 if not os.environ.get("MAGNETON_KEEP_XLA_PROFILE"):  # a debugging aid: the folder stays
                     shutil.rmtree(self._trace_dir, ignore_errors=True)
                 self._trace_dir = None
@@ -122,9 +144,14 @@ class JitRecording:
         busy, stamp_state = self._busy, self._stamp_state
         seen: dict = {}  # (jaxpr, argument types) -> the op's args (hlo_module)
         names = self.call_names = {}  # function name -> op name; non-empty once a call was recorded
-        callee_of = _make_callee_of()
+        callee_of = self._callee_of = _make_callee_of()
         convert = pjit.convert_to_metaty
         hlo_texts = self._hlo_texts
+        # With XLA's profile the call's op ends at its dispatch, and its time
+        # becomes its run's from the profile (jit_call_queue.py); without it,
+        # the op waits for its outputs and spans dispatch and run.
+        calls = self._calls if self._trace_dir is not None else None
+        local = self._local
         compiled_names: set = set()
         note_values = self._values.note
 
@@ -137,6 +164,8 @@ class JitRecording:
 
             if config.enable_pgle.value:
                 return {}
+            # Inside a RecordedJit's call its op is open: compilation is beside it, not in it.
+            outer = _core.detach_array_op() if getattr(local, "wrapped", False) else -1
             begin("jax::compile", ())
             fname = str(params.get("name", "?"))
             # A function compiled again (other shapes or dtypes) is a
@@ -164,6 +193,8 @@ class JitRecording:
                 pass  # the call compiles as it would unrecorded
             finally:
                 end((), op_args)
+                if outer >= 0:
+                    _core.reattach_array_op(outer)
             return {k: v for k, v in op_args.items() if k in ("hlo_module", "executable")}
 
         def impl(*args, **params):
@@ -182,17 +213,31 @@ class JitRecording:
                 stamp_state()
                 if op_args is None:
                     op_args = seen[key] = compile_ahead(args, params)
+                if getattr(local, "wrapped", False):  # a RecordedJit's call, which records it (jax_jit_wrap.py)
+                    local.op_args = op_args
+                    result = orig(*args, **params)
+                    # --values: the RecordedJit's op is the call; its inputs
+                    # are the call's argument leaves, of which these are the
+                    # jaxpr's arguments (static ones left out).
+                    note_values(key, local.op_id, params, args, op_args.get("hlo_module"),
+                                jax_jit_wrap.input_slots(local.inputs, args))
+                    return result
                 fname = str(params.get("name", "?"))
                 name = names.get(fname)
                 if name is None:
                     name = names.setdefault(fname, "jax::jit(" + fname + ")")
+                if calls is not None:
+                    calls.before(args)
                 op_id = begin(name, args, "", callee_of(params["jaxpr"]))
                 try:
                     result = orig(*args, **params)
                 except BaseException:
                     end((), None)
                     raise
-                end(result[0], op_args)
+                if calls is None:
+                    end(result[0], op_args)
+                else:
+                    calls.dispatched(result[0], op_args, name)
                 note_values(key, op_id, params, args, op_args.get("hlo_module"))
                 return result
             finally:
@@ -221,7 +266,11 @@ def _make_callee_of():
 
     def callee_of(closed_jaxpr):
         info = getattr(getattr(closed_jaxpr, "jaxpr", None), "debug_info", None)
-        text = getattr(info, "func_src_info", None)
+        return from_text(getattr(info, "func_src_info", None))
+
+    def from_text(text):
+        """The same from "<function> at <file>:<line>" (a jaxpr's func_src_info,
+        a jitted callable's _jit_info.fun_sourceinfo)."""
         if not isinstance(text, str):
             return None
         found = cache.get(text, False)
@@ -235,8 +284,15 @@ def _make_callee_of():
         cache[text] = callee
         return callee
 
+    callee_of.from_text = from_text
     return callee_of
 
 
-def _no_fastpath(*args, **kwargs):
-    return None
+def _make_fastpath(orig, local):
+    """JAX's fast path for a jax_jit_wrap.RecordedJit's call (it records the
+    call itself), none for any other: those come back to Python."""
+
+    def fastpath(*args, **kwargs):
+        return orig(*args, **kwargs) if getattr(local, "wrapped", False) else None
+
+    return fastpath

@@ -36,8 +36,11 @@ class ValueReplays:
         self._keys: set = set()
         self._enabled = None
 
-    def note(self, key, op_id, params, args, module) -> None:
-        """After a recorded call: keep the first call of each executable."""
+    def note(self, key, op_id, params, args, module, input_slots=None) -> None:
+        """After a recorded call: keep the first call of each executable.
+        input_slots: the op's input slot of each of `args` (a RecordedJit's
+        op has the call's argument leaves, static ones among them), None
+        when argument i is input i."""
         if self._enabled is None:
             self._enabled = bool(_core.record_values())
         if not self._enabled or key is None or key in self._keys or op_id is None or op_id < 0 or not module:
@@ -45,10 +48,11 @@ class ValueReplays:
         self._keys.add(key)
         if any(params.get("donated_invars", ())):  # its arguments are gone after the call
             return
-        self._samples.append((op_id, module, params["jaxpr"], str(params.get("name", "?")), tuple(args)))
+        self._samples.append((op_id, module, params["jaxpr"], str(params.get("name", "?")), tuple(args),
+                              input_slots))
 
     def replay(self) -> list:
-        """[(op_id, hlo_module, [(op_name, "file:line", array), ...])] for
+        """[(op_id, hlo_module, [(op_name, "file:line", array), ...], input slots or None)] for
         _core.ingest_xla_profile; run at stop, outside every timed op."""
         samples, self._samples = self._samples, []
         if not samples:
@@ -60,7 +64,7 @@ class ValueReplays:
         _core.begin_array_op(REPLAY_OP, ())
         start = time.perf_counter()
         try:
-            for op_id, module, closed, name, args in samples:
+            for op_id, module, closed, name, args, slots in samples:
                 values: list = []
                 began = time.perf_counter()
                 try:
@@ -70,7 +74,7 @@ class ValueReplays:
                     continue
                 finally:
                     per_call.append(f"{name}={(time.perf_counter() - began) * 1e3:.1f}")
-                out.append((op_id, module, values))
+                out.append((op_id, module, values, slots))
         finally:
             elapsed_ms = (time.perf_counter() - start) * 1e3
             _core.end_array_op((), None)

@@ -132,12 +132,14 @@ class JaxRecorder(Recorder):
             jax.config.update("jax_disable_jit", True)
         self._wrap_config_update(jax)
         self._wrap_config_contexts(jax, jax_config)
-        self._trace_cls = core.EvalTrace
-        self._orig_process = core.EvalTrace.process_primitive
-        self._trace_cls.process_primitive = _make_process_primitive(self._orig_process, core, source_info_util,
-                                                                     jax_config, jit_mode, self._primitive_names)
         if jit_mode:
             self._jit = jax_jit_recorder.JitRecording(_busy, _make_state_stamper(jax_config))
+        self._trace_cls = core.EvalTrace
+        self._orig_process = core.EvalTrace.process_primitive
+        self._trace_cls.process_primitive = _make_process_primitive(
+            self._orig_process, core, source_info_util, jax_config, jit_mode, self._primitive_names,
+            self._jit.flush if self._jit is not None else None)
+        if self._jit is not None:
             self._jit.install(jax)
         self.hooked = True
 
@@ -267,7 +269,8 @@ def _make_state_stamper(jax_config):
     return stamp
 
 
-def _make_process_primitive(orig, core, source_info_util, jax_config, jit_mode=False, names=None):
+def _make_process_primitive(orig, core, source_info_util, jax_config, jit_mode=False, names=None, flush_calls=None):
+    # flush_calls: reads the outputs of jitted calls ended at dispatch (jit_call_queue.py), which this op may take.
     local = _busy
     names = {} if names is None else names  # primitive -> op name: non-empty once one was recorded
     # recording_open: a recording is active and its window (magneton.window) open.
@@ -307,6 +310,8 @@ def _make_process_primitive(orig, core, source_info_util, jax_config, jit_mode=F
             name = names.setdefault(pname, "jax::" + pname)
         local.busy = True
         try:
+            if flush_calls is not None:
+                flush_calls()
             stamp_state()
             warm_up(primitive, args, params, lambda: orig(trace, primitive, args, params))
             begin(name, args, scope())
