@@ -38,7 +38,15 @@ std::vector<SourceSite> SitesOf(const Trace& t, PathCache& paths, const std::vec
   std::vector<std::pair<std::string, std::string>> order;
   for (int64_t id : ops) {
     if (!ValidOp(t, id)) continue;
-    const auto& frames = paths.Of(id);
+    // An XLA thunk of a compiled call (JAX jit with --values: the graph takes
+    // the call as its thunks, graph/dataflow_graph.cc) was issued where the
+    // call was; its HLO source line inside the library is a detail of it.
+    // Counted at the call's site, the call's API names the site (the thunks
+    // of one expm call at twenty HLO lines would otherwise be twenty sites).
+    int64_t site_op = id;
+    const OpEvent& op = t.ops[id];
+    if (ValidOp(t, op.parent_id) && t.str(op.name_id).rfind("xla::", 0) == 0) site_op = op.parent_id;
+    const auto& frames = paths.Of(site_op);
     if (frames.empty()) continue;
     std::string user, api;
     for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
