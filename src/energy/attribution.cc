@@ -12,6 +12,8 @@
 #include <map>
 #include <unordered_map>
 
+#include <nlohmann/json.hpp>
+
 namespace magneton::energy {
 namespace {
 
@@ -37,6 +39,36 @@ std::vector<bool> RecorderWork(const Trace& trace) {
       auto it = index_of.find(p);
       if (it == index_of.end() || it->second == i) break;
       out[i] = IsRecorderOp(trace, trace.ops[it->second]);
+      p = trace.ops[it->second].parent_id;
+    }
+  }
+  return out;
+}
+
+// The recorder's work at stop: recorder ops whose args mark them "at_stop"
+// (docs/TRACE_FORMAT.md "Recorder ops") and every op nested in one.
+std::vector<bool> AtStopWork(const Trace& trace) {
+  std::vector<bool> marked(trace.ops.size(), false);
+  std::unordered_map<int64_t, size_t> index_of;
+  bool any = false;
+  for (size_t i = 0; i < trace.ops.size(); ++i) {
+    index_of[trace.ops[i].id] = i;
+    const OpEvent& op = trace.ops[i];
+    if (op.args.find("\"at_stop\"") == std::string::npos || !IsRecorderOp(trace, op)) continue;
+    const nlohmann::json args = nlohmann::json::parse(op.args, nullptr, /*allow_exceptions=*/false);
+    if (!args.is_object()) continue;
+    auto it = args.find("at_stop");
+    marked[i] = it != args.end() && it->is_boolean() && it->get<bool>();
+    any = any || marked[i];
+  }
+  std::vector<bool> out = marked;
+  if (!any) return out;
+  for (size_t i = 0; i < trace.ops.size(); ++i) {
+    int64_t p = trace.ops[i].parent_id;
+    for (int depth = 0; depth < 256 && !out[i] && p != kNoId; ++depth) {  // bounded: a parent loop must end
+      auto it = index_of.find(p);
+      if (it == index_of.end() || it->second == i) break;
+      out[i] = marked[it->second];
       p = trace.ops[it->second].parent_id;
     }
   }
@@ -162,24 +194,20 @@ StatusOr<Attribution> AttributeHostWork(const Trace& trace, const std::vector<En
     issuing_delta[cut_index(p.start_ns)] += 1;
     issuing_delta[cut_index(p.end_ns)] -= 1;
   }
-  // The job runs from the first op to the program's last: the recorder's
-  // work after that (JAX jit's --values replay and the profile's ingest, at
-  // stop) is outside it, not a pause inside it. Recorder work before or
-  // between the program's ops (a CUDA graph capture, a warm-up) is inside,
-  // its energy given back below.
+  // The job runs from the first op to the last. The recorder's work at stop
+  // (an op marked "at_stop": JAX jit's --values replay) is not the program's
+  // time: neither it nor the pause before it is inside the job (that pause
+  // was seconds "outside every op" in a JAX side's diff). Recorder ops the
+  // program's time runs through (a window's unrecorded span, a warm-up, a
+  // CUDA graph capture) stay inside, their energy given back below.
+  const std::vector<bool> at_stop = AtStopWork(trace);
   out.ops_start_ns = out.ops_end_ns = curve.start();
   if (!pieces.empty()) {
     out.ops_start_ns = curve.end();
-    bool any_work = false;
     for (const auto& p : pieces) {
-      if (p.end_ns <= p.start_ns) continue;
+      if (p.end_ns <= p.start_ns || at_stop[p.op]) continue;
       out.ops_start_ns = std::min(out.ops_start_ns, p.start_ns);
-      if (recorder_op[p.op]) continue;
-      out.ops_end_ns = any_work ? std::max(out.ops_end_ns, p.end_ns) : p.end_ns;
-      any_work = true;
-    }
-    if (!any_work) {  // only the recorder's: its span, all of it given back
-      for (const auto& p : pieces) out.ops_end_ns = std::max(out.ops_end_ns, p.end_ns);
+      out.ops_end_ns = std::max(out.ops_end_ns, p.end_ns);
     }
     out.ops_start_ns = std::min(out.ops_start_ns, out.ops_end_ns);
   }

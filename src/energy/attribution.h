@@ -44,9 +44,10 @@ struct Attribution {
   double attributed_uj = 0;    // sum of exclusive_uj
   double unattributed_uj = 0;  // energy while no op ran (idle gaps)
   double issue_uj = 0;         // the part of unattributed_uj charged to ops as issue time
-  // The job: from the first op's start to the end of the program's last op
-  // (clipped to the window). Before it lie interpreter start-up and imports,
-  // after it exit and the recorder's work at stop; none is the work compared.
+  // The job: from the first op's start to the last op's end, the recorder's
+  // work at stop ("at_stop" recorder ops) left out (clipped to the window).
+  // Before it lie interpreter start-up and imports, after it exit and that
+  // work at stop; none is the work compared.
   int64_t ops_start_ns = 0;
   int64_t ops_end_ns = 0;
   double job_uj = 0;               // energy over [ops_start_ns, ops_end_ns], less recorder_in_job_uj

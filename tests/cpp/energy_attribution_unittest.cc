@@ -177,29 +177,33 @@ TEST(AttributionTest, FingerprintingInsideAnOpIsNeitherItsEnergyNorItsTime) {
   EXPECT_DOUBLE_EQ(a->job_uj, 30);
 }
 
-TEST(AttributionTest, TheRecordersWorkAfterTheLastOpIsOutsideTheJob) {
-  // [10,30) and [30,50) the program's ops; [150,250) a recorder op at stop
-  // (JAX jit's --values replay): neither it nor the pause before it [50,150)
-  // is the job's; the job is [10,50) (it was [10,250) less the replay: the
-  // pause became 100 µJ of energy "outside every op" in each JAX diff).
+TEST(AttributionTest, TheRecordersWorkAtStopIsOutsideTheJob) {
+  // [10,30) and [30,50) the program's ops; [150,250) the recorder's work at
+  // stop (JAX jit's --values replay, marked "at_stop"): neither it nor the
+  // pause before it [50,150) is the job's, which is [10,50). Unmarked, the
+  // same recorder op is one the program's time runs through (a window's
+  // unrecorded span): the job runs to its end, its own energy given back.
   Trace trace;
   trace.strings = {"aten::mm", "aten::tanh", "magneton::jax_values_replay"};
   trace.ops = {Op(0, 1, 10, 30), Op(1, 1, 30, 50), Op(2, 1, 150, 250)};
   trace.ops[1].name_id = 1;
   trace.ops[2].name_id = 2;
-  auto a = AttributeEnergy(trace, Samples(0, 300, 5, [](int64_t) { return 1.0; }), "cpu-package-0");
+  trace.ops[2].args = R"({"at_stop":true})";
+  const auto samples = Samples(0, 300, 5, [](int64_t) { return 1.0; });
+  auto a = AttributeEnergy(trace, samples, "cpu-package-0");
   ASSERT_TRUE(a.ok()) << a.status().message();
   EXPECT_EQ(a->ops_end_ns, 50);
   EXPECT_DOUBLE_EQ(a->job_uj, 40);
   EXPECT_DOUBLE_EQ(a->unclaimed_in_job_uj, 0);
   EXPECT_DOUBLE_EQ(a->recorder_uj, 100);
-  // The twin: the same op as the program's own extends the job, pause included.
-  trace.strings[2] = "aten::add";
-  auto b = AttributeEnergy(trace, Samples(0, 300, 5, [](int64_t) { return 1.0; }), "cpu-package-0");
+  EXPECT_DOUBLE_EQ(a->recorder_in_job_uj, 0);
+  trace.ops[2].args = "";
+  auto b = AttributeEnergy(trace, samples, "cpu-package-0");
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b->ops_end_ns, 250);
-  EXPECT_DOUBLE_EQ(b->job_uj, 240);
-  EXPECT_DOUBLE_EQ(b->idle_in_job_uj, 100);  // the add's issue time
+  EXPECT_DOUBLE_EQ(b->job_uj, 140);
+  EXPECT_DOUBLE_EQ(b->recorder_in_job_uj, 100);
+  EXPECT_DOUBLE_EQ(b->unclaimed_in_job_uj, 100);
 }
 
 TEST(AttributionTest, OpsCapturedIntoACudaGraphAreTheRecordersNotTheJobs) {

@@ -77,7 +77,8 @@ class ValueReplays:
                 out.append((op_id, module, values, slots))
         finally:
             elapsed_ms = (time.perf_counter() - start) * 1e3
-            _core.end_array_op((), None)
+            # At stop: not the program's time, so outside its job (src/energy/attribution.cc).
+            _core.end_array_op((), {"at_stop": True})
             busy.busy = was
         _core.set_meta("xla.values_replay_calls", str(len(samples)))
         _core.set_meta("xla.values_replay_failed", str(failed))
