@@ -33,6 +33,28 @@ const json* TraceEventsOf(const json& root) {
   return nullptr;
 }
 
+bool AsCompleteEvent(const json& e, CompleteEvent* out) {
+  if (!e.is_object()) return false;
+  auto ph = e.find("ph");
+  auto name = e.find("name");
+  if (ph == e.end() || *ph != "X" || name == e.end() || !name->is_string()) return false;
+  static const json kNoArgs = json::object();
+  auto args = e.find("args");
+  out->name = &name->get_ref<const std::string&>();
+  out->args = args != e.end() && args->is_object() ? &*args : &kNoArgs;
+  return true;
+}
+
+bool CompleteEventSpan(const json& e, int64_t* start_ns, int64_t* end_ns, int64_t* thread_id) {
+  double ts = 0, dur = 0, tid = 0;
+  if (!TraceEventNumber(e, "ts", &ts) || !TraceEventNumber(e, "dur", &dur) || dur < 0) return false;
+  TraceEventNumber(e, "tid", &tid);
+  *start_ns = std::llround(ts * 1000.0);
+  *end_ns = std::llround((ts + dur) * 1000.0);
+  *thread_id = static_cast<int64_t>(tid);
+  return true;
+}
+
 StatusOr<ProfileClock> PairClockByEnds(const std::map<std::string, std::vector<int64_t>>& profiler_ends,
                                        std::map<std::string, std::vector<int64_t>> recorded_ends,
                                        int64_t tolerance_ns) {

@@ -24,6 +24,17 @@ std::string TraceEventText(const nlohmann::json& args, const char* key);
 // when it is an array); nullptr when it has none.
 const nlohmann::json* TraceEventsOf(const nlohmann::json& root);
 
+// A complete event ("ph": "X") with a string name: the name, and its args
+// (an empty object when it has none). False for any other event.
+struct CompleteEvent {
+  const std::string* name = nullptr;
+  const nlohmann::json* args = nullptr;
+};
+bool AsCompleteEvent(const nlohmann::json& e, CompleteEvent* out);
+// A complete event's span on the profiler clock (µs in the file, ns here) and
+// its thread; false when it has no time (no finite ts or dur, or dur < 0).
+bool CompleteEventSpan(const nlohmann::json& e, int64_t* start_ns, int64_t* end_ns, int64_t* thread_id);
+
 struct ProfileClock {
   int64_t offset_ns = 0;  // op clock = profiler clock - offset
   int64_t paired = 0;     // calls whose end met a recorded op's end within the tolerance

@@ -1,7 +1,6 @@
 #include "record/tf_profile.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
@@ -90,14 +89,10 @@ StatusOr<TfProfile> ParseTfProfile(std::string_view json_text) {
   }
   TfProfile out;
   for (const json& e : *events) {
-    if (!e.is_object()) continue;
-    auto ph = e.find("ph");
-    auto name = e.find("name");
-    if (ph == e.end() || *ph != "X" || name == e.end() || !name->is_string()) continue;
-    const std::string& n = name->get_ref<const std::string&>();
-    auto args_it = e.find("args");
-    static const json kEmpty = json::object();
-    const json& args = args_it != e.end() && args_it->is_object() ? *args_it : kEmpty;
+    CompleteEvent event;
+    if (!AsCompleteEvent(e, &event)) continue;
+    const std::string& n = *event.name;
+    const json& args = *event.args;
     enum { kNone, kCallEvent, kRun, kNode, kXla } kind = kNone;
     int64_t group = 0, eager = 1;
     if (n.compare(0, kCall.size(), kCall) == 0 && n.compare(kCall.size(), kInference.size(), kInference) == 0) {
@@ -110,14 +105,11 @@ StatusOr<TfProfile> ParseTfProfile(std::string_view json_text) {
       kind = kXla;
     }
     if (kind == kNone) continue;
-    double ts = 0, dur = 0, tid = 0;
-    if (!TraceEventNumber(e, "ts", &ts) || !TraceEventNumber(e, "dur", &dur) || dur < 0) {
+    int64_t start = 0, end = 0, thread = 0;
+    if (!CompleteEventSpan(e, &start, &end, &thread)) {
       out.dropped[kind == kNode || kind == kXla ? "node.no_time" : kind == kRun ? "run.no_time" : "call.no_time"]++;
       continue;
     }
-    TraceEventNumber(e, "tid", &tid);
-    const int64_t start = std::llround(ts * 1000.0), end = std::llround((ts + dur) * 1000.0);
-    const auto thread = static_cast<int64_t>(tid);
     if (kind == kCallEvent) {
       std::string graph = n.substr(kCall.size());
       std::string function = TfFunctionName(graph);

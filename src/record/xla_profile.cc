@@ -1,7 +1,6 @@
 #include "record/xla_profile.h"
 
 #include <algorithm>
-#include <cmath>
 #include <deque>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -144,32 +143,28 @@ StatusOr<XlaProfile> ParseXlaProfile(std::string_view json_text) {
   if (!events) return InvalidArgument("the XLA profile has no traceEvents");
   XlaProfile out;
   for (const json& e : *events) {
-    if (!e.is_object()) continue;
-    auto ph = e.find("ph");
-    auto name = e.find("name");
-    if (ph == e.end() || *ph != "X" || name == e.end() || !name->is_string()) continue;
-    const std::string& n = name->get_ref<const std::string&>();
-    auto args = e.find("args");
-    const bool thunk = args != e.end() && args->is_object() && args->contains("hlo_op") && args->contains("run_id");
+    CompleteEvent event;
+    if (!AsCompleteEvent(e, &event)) continue;
+    const std::string& n = *event.name;
+    const json& args = *event.args;
+    const bool thunk = args.contains("hlo_op") && args.contains("run_id");
     const bool call = n.size() > kPjit.size() + 1 && n.compare(0, kPjit.size(), kPjit) == 0 && n.back() == ')';
     if (!thunk && !call) continue;
-    double ts = 0, dur = 0, tid = 0;
-    if (!TraceEventNumber(e, "ts", &ts) || !TraceEventNumber(e, "dur", &dur) || dur < 0) {
+    int64_t start = 0, end = 0, tid = 0;
+    if (!CompleteEventSpan(e, &start, &end, &tid)) {
       out.dropped[thunk ? "thunk.no_time" : "call.no_time"]++;
       continue;
     }
-    TraceEventNumber(e, "tid", &tid);
-    const int64_t start = std::llround(ts * 1000.0), end = std::llround((ts + dur) * 1000.0);
     if (thunk) {
-      XlaThunk t{TraceEventText(*args, "hlo_module"), TraceEventText(*args, "hlo_op"), TraceEventText(*args, "run_id"),
-                 static_cast<int64_t>(tid), start, end};
+      XlaThunk t{TraceEventText(args, "hlo_module"), TraceEventText(args, "hlo_op"), TraceEventText(args, "run_id"),
+                 tid, start, end};
       if (t.op.empty() || t.run_id.empty()) {
         out.dropped["thunk.no_op"]++;
         continue;
       }
       out.thunks.push_back(std::move(t));
     } else {
-      out.calls.push_back({n.substr(kPjit.size(), n.size() - kPjit.size() - 1), static_cast<int64_t>(tid), start, end});
+      out.calls.push_back({n.substr(kPjit.size(), n.size() - kPjit.size() - 1), tid, start, end});
     }
   }
   // The profiler stamps each call twice, nested (the Python binding and the
