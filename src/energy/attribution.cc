@@ -17,55 +17,16 @@
 namespace magneton::energy {
 namespace {
 
-// The recorder's work: its own ops (IsRecorderOp) and every op nested in one.
-// An op run inside a recorder op is not the job's either: the ops run while a
-// CUDA graph is captured (inside magneton::cuda_graph_capture) queued no
-// work, they only added nodes to the graph its replays run
-// (docs/TRACE_FORMAT.md "CUDA graphs").
-std::vector<bool> RecorderWork(const Trace& trace) {
-  std::vector<bool> out(trace.ops.size(), false);
+// The marked ops and every op nested in one (a bounded walk up the parents:
+// a parent loop in a file from someone else must end).
+std::vector<bool> WithNested(const Trace& trace, const std::vector<bool>& marked) {
+  std::vector<bool> out = marked;
+  if (std::find(marked.begin(), marked.end(), true) == marked.end()) return out;
   std::unordered_map<int64_t, size_t> index_of;
-  bool any = false;
+  for (size_t i = 0; i < trace.ops.size(); ++i) index_of[trace.ops[i].id] = i;
   for (size_t i = 0; i < trace.ops.size(); ++i) {
-    index_of[trace.ops[i].id] = i;
-    out[i] = IsRecorderOp(trace, trace.ops[i]);
-    any = any || out[i];
-  }
-  if (!any) return out;
-  for (size_t i = 0; i < trace.ops.size(); ++i) {
-    // Bounded walk: a parent loop in a file from someone else must end.
     int64_t p = trace.ops[i].parent_id;
     for (int depth = 0; depth < 256 && !out[i] && p != kNoId; ++depth) {
-      auto it = index_of.find(p);
-      if (it == index_of.end() || it->second == i) break;
-      out[i] = IsRecorderOp(trace, trace.ops[it->second]);
-      p = trace.ops[it->second].parent_id;
-    }
-  }
-  return out;
-}
-
-// The recorder's work at stop: recorder ops whose args mark them "at_stop"
-// (docs/TRACE_FORMAT.md "Recorder ops") and every op nested in one.
-std::vector<bool> AtStopWork(const Trace& trace) {
-  std::vector<bool> marked(trace.ops.size(), false);
-  std::unordered_map<int64_t, size_t> index_of;
-  bool any = false;
-  for (size_t i = 0; i < trace.ops.size(); ++i) {
-    index_of[trace.ops[i].id] = i;
-    const OpEvent& op = trace.ops[i];
-    if (op.args.find("\"at_stop\"") == std::string::npos || !IsRecorderOp(trace, op)) continue;
-    const nlohmann::json args = nlohmann::json::parse(op.args, nullptr, /*allow_exceptions=*/false);
-    if (!args.is_object()) continue;
-    auto it = args.find("at_stop");
-    marked[i] = it != args.end() && it->is_boolean() && it->get<bool>();
-    any = any || marked[i];
-  }
-  std::vector<bool> out = marked;
-  if (!any) return out;
-  for (size_t i = 0; i < trace.ops.size(); ++i) {
-    int64_t p = trace.ops[i].parent_id;
-    for (int depth = 0; depth < 256 && !out[i] && p != kNoId; ++depth) {  // bounded: a parent loop must end
       auto it = index_of.find(p);
       if (it == index_of.end() || it->second == i) break;
       out[i] = marked[it->second];
@@ -73,6 +34,32 @@ std::vector<bool> AtStopWork(const Trace& trace) {
     }
   }
   return out;
+}
+
+// The recorder's work: its own ops (IsRecorderOp) and every op nested in one.
+// An op run inside a recorder op is not the job's either: the ops run while a
+// CUDA graph is captured (inside magneton::cuda_graph_capture) queued no
+// work, they only added nodes to the graph its replays run
+// (docs/TRACE_FORMAT.md "CUDA graphs").
+std::vector<bool> RecorderWork(const Trace& trace) {
+  std::vector<bool> marked(trace.ops.size(), false);
+  for (size_t i = 0; i < trace.ops.size(); ++i) marked[i] = IsRecorderOp(trace, trace.ops[i]);
+  return WithNested(trace, marked);
+}
+
+// The recorder's work at stop: recorder ops whose args mark them "at_stop"
+// (docs/TRACE_FORMAT.md "Recorder ops") and every op nested in one.
+std::vector<bool> AtStopWork(const Trace& trace) {
+  std::vector<bool> marked(trace.ops.size(), false);
+  for (size_t i = 0; i < trace.ops.size(); ++i) {
+    const OpEvent& op = trace.ops[i];
+    if (op.args.find("\"at_stop\"") == std::string::npos || !IsRecorderOp(trace, op)) continue;
+    const nlohmann::json args = nlohmann::json::parse(op.args, nullptr, /*allow_exceptions=*/false);
+    if (!args.is_object()) continue;
+    auto it = args.find("at_stop");
+    marked[i] = it != args.end() && it->is_boolean() && it->get<bool>();
+  }
+  return WithNested(trace, marked);
 }
 
 // Op indices with every op before the op that encloses it: by descending start,
