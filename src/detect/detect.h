@@ -346,8 +346,6 @@ int64_t SetupEndNs(const Trace& trace);
 // (torch.num_threads, tf.config.threading.intra_op_parallelism_threads);
 // 0 when none is recorded or one is the framework's default (op_threads.cc).
 int OpThreadsOf(const Trace& trace);
-// The ops of `ops` that are set-up (setup = true) or job (false), in order.
-std::vector<int64_t> SetupOps(const Trace& trace, const std::vector<int64_t>& ops, int64_t setup_end_ns, bool setup);
 // The phases an op can be in (setup_phase.cc, docs/DIFF.md "Set-up" and
 // "One-time compilation"); regions never span two.
 enum class Phase { kJob = 0, kSetup = 1, kOneTime = 2 };

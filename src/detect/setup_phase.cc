@@ -115,14 +115,4 @@ std::vector<int64_t> PhaseOps(const Trace& trace, const std::vector<int64_t>& op
   return out;
 }
 
-std::vector<int64_t> SetupOps(const Trace& trace, const std::vector<int64_t>& ops, int64_t setup_end_ns, bool setup) {
-  std::vector<int64_t> out;
-  for (int64_t id : ops) {
-    const bool in_setup =
-        id >= 0 && static_cast<size_t>(id) < trace.ops.size() && trace.ops[id].start_ns < setup_end_ns;
-    if (in_setup == setup) out.push_back(id);
-  }
-  return out;
-}
-
 }  // namespace magneton::detect
