@@ -200,8 +200,17 @@ struct MachineLoadShares {
   // (a corrupt machine.load_samples, a job too short for its ticks); empty
   // otherwise. Said in the reports, never silent.
   std::string over_job_error;
+  // Over several runs (MeanLoad): the mean of each run's OneThreadLogSlowdown;
+  // negative for one run, where it follows from Total().
+  double mean_log_slowdown = -1;
   // others + steal, or negative when unknown.
   double Total() const { return others_cpu_share < 0 ? -1 : others_cpu_share + std::max(0.0, steal_share); }
+  // ln(1 / (1 - load)): what the load can do to one thread's time, on a log
+  // scale; the load counted up to kMaxLoadCounted. Over several runs the mean
+  // of the runs' values, not the value at their mean load: the bound is convex
+  // in the load, and the ratio it is held against is a mean of log ratios, so
+  // runs at 30% and 70% allow more than two at 50%. 0 when unknown.
+  double OneThreadLogSlowdown() const;
   // T of the load bounds: the CPUs it could use, no more than its ops' threads
   // when those are known (one thread has no barrier to wait at).
   int BarrierThreads() const {
@@ -221,6 +230,8 @@ MachineLoadShares MeanLoad(const std::vector<MachineLoadShares>& runs);
 // between the sides, is material: a quiet machine drifts by a few percent
 // between runs.
 inline constexpr double kMaterialLoad = 0.10;
+// Beyond this share the load bounds grow without limit; counted as this.
+inline constexpr double kMaxLoadCounted = 0.9;
 
 struct SideSummary {
   double total_uj = 0;        // the domain's energy over the sample window

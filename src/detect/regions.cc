@@ -53,15 +53,23 @@ MachineLoadShares MachineLoadOf(const RunMetadata& meta, int64_t job_start_ns, i
   return load;
 }
 
+double MachineLoadShares::OneThreadLogSlowdown() const {
+  if (mean_log_slowdown >= 0) return mean_log_slowdown;
+  const double load = Total();
+  return load < 0 ? 0 : -std::log(1 - std::min(load, kMaxLoadCounted));
+}
+
 MachineLoadShares MeanLoad(const std::vector<MachineLoadShares>& runs) {
   if (runs.empty()) return {};
   MachineLoadShares mean;
   mean.others_cpu_share = mean.steal_share = 0;
+  double log_slowdown = 0;
   mean.over_job = true;
   for (const MachineLoadShares& r : runs) {
     if (r.others_cpu_share < 0) return {};
     mean.others_cpu_share += r.others_cpu_share / static_cast<double>(runs.size());
     mean.steal_share += std::max(0.0, r.steal_share) / static_cast<double>(runs.size());
+    log_slowdown += r.OneThreadLogSlowdown() / static_cast<double>(runs.size());
     mean.over_job = mean.over_job && r.over_job;
     mean.cpus = std::max(mean.cpus, r.cpus);
     // Known only when every run says (a run at the framework's default is no count).
@@ -69,6 +77,7 @@ MachineLoadShares MeanLoad(const std::vector<MachineLoadShares>& runs) {
     mean.op_threads = known ? std::max(mean.op_threads, r.op_threads) : 0;
     if (mean.over_job_error.empty()) mean.over_job_error = r.over_job_error;
   }
+  mean.mean_log_slowdown = log_slowdown;
   return mean;
 }
 

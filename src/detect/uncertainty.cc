@@ -32,13 +32,12 @@
 
 namespace magneton::detect {
 
-// Beyond this the bound below grows without limit; count it as this.
-constexpr double kMaxLoadCounted = 0.9;
-
 double LoadSlowdownBound(const SideSummary& costly, const SideSummary& cheap) {
   const double lc = costly.machine.Total(), lo = cheap.machine.Total();
   if (lc < 0 || lo < 0 || lc - lo < kMaterialLoad) return 1;
-  const double one_thread = (1 - std::min(lo, kMaxLoadCounted)) / (1 - std::min(lc, kMaxLoadCounted));
+  // (1 - lo) / (1 - lc) for one run; the mean over runs of it, on a log scale, for several.
+  const double one_thread =
+      std::exp(std::max(0.0, costly.machine.OneThreadLogSlowdown() - cheap.machine.OneThreadLogSlowdown()));
   // Threads that wait for one another at a barrier all stall while any one
   // of them is off its CPU: on this project's 2-core VM, a Linear layer on 2
   // threads beside two spinning processes (51% of the machine against 0%)
@@ -49,7 +48,7 @@ double LoadSlowdownBound(const SideSummary& costly, const SideSummary& cheap) {
 double RegionLoadBound(const SideSummary& costly) {
   const double lc = costly.machine.Total();
   if (lc < kMaterialLoad) return 1;  // a quiet machine, or one that does not say
-  return std::pow(1 / (1 - std::min(lc, kMaxLoadCounted)), std::max(1, costly.machine.BarrierThreads()));
+  return std::exp(costly.machine.OneThreadLogSlowdown() * std::max(1, costly.machine.BarrierThreads()));
 }
 
 namespace {

@@ -69,12 +69,19 @@ std::vector<SourceSite> SitesOf(const Trace& t, PathCache& paths, const std::vec
     s.library_frame = frames.back();
     if (s.api_frame.empty()) s.api_frame = api;
     ++s.op_count;
+    s.duration_ns += std::max<int64_t>(0, op.end_ns - op.start_ns);
     const std::string& name = t.str(t.ops[id].name_id);
     if (std::find(s.op_names.begin(), s.op_names.end(), name) == s.op_names.end()) s.op_names.push_back(name);
   }
   std::vector<SourceSite> out;
   for (const auto& k : order) out.push_back(by_site[k]);
-  std::stable_sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.op_count > y.op_count; });
+  // The site that issued most of the region's time first: it names the
+  // region and is the line whose arguments are contrasted first. By count, a
+  // line issuing six cheap normalize ops outranked the lambda that issued the
+  // cdist holding nearly all of the region's time.
+  std::stable_sort(out.begin(), out.end(), [](const auto& x, const auto& y) {
+    return x.duration_ns != y.duration_ns ? x.duration_ns > y.duration_ns : x.op_count > y.op_count;
+  });
   if (out.size() > max_sites) out.resize(max_sites);
   return out;
 }

@@ -43,6 +43,7 @@ struct SourceSite {
   std::string api_frame;
   std::vector<std::string> op_names;  // distinct op names issued there
   int op_count = 0;
+  int64_t duration_ns = 0;  // the ops' own spans, summed: what orders the sites
 };
 
 struct ConfigDifference {

@@ -150,7 +150,10 @@ std::string ScopeName(const Trace& t, const Finding& f, bool side_a) {
 // "gen.py:13 → GenerationMixin.generate": the user's line that issued most of
 // one side's ops, and the library function it called; "" without a user line.
 std::string SourceName(const Trace& t, const Finding& f, bool side_a) {
-  std::map<std::pair<std::string, std::string>, size_t> count;
+  // Per (line, api): the ops' time, then their count. The line with the
+  // region's time names it, as in TopParts: by count alone, the line issuing
+  // six cheap normalize ops named a region whose time is one cdist's.
+  std::map<std::pair<std::string, std::string>, std::pair<int64_t, size_t>> weight;
   std::map<int64_t, std::vector<std::string>> paths;
   for (size_t i = 0; i < f.instances.size() && i < kMaxInstances; ++i) {
     for (int64_t id : side_a ? f.instances[i].ops_a : f.instances[i].ops_b) {
@@ -169,13 +172,16 @@ std::string SourceName(const Trace& t, const Finding& f, bool side_a) {
           api = inner.function;
           if (!IsPassThroughFrame(inner)) break;
         }
-        ++count[{FileLine(*f_it), api}];
+        auto& w = weight[{FileLine(*f_it), api}];
+        w.first += std::max<int64_t>(0, t.ops[id].end_ns - t.ops[id].start_ns);
+        ++w.second;
         break;
       }
     }
   }
-  if (count.empty()) return "";
-  auto best = std::max_element(count.begin(), count.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+  if (weight.empty()) return "";
+  auto best =
+      std::max_element(weight.begin(), weight.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
   const auto& [line, api] = best->first;
   return ShortPath(line) + (api.empty() ? "" : " → " + api);
 }

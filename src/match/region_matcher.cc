@@ -41,6 +41,11 @@ struct Dominance {
   std::vector<int32_t> path;                      // path nodes after the virtual entry, in order
   std::unordered_map<int32_t, int32_t> path_pos;  // node -> 1-based position on path
   std::vector<int32_t> segment;                   // per member: deepest strict path dominator position, or -1
+  // Per member: off the path, and dominated by no path node, only by the
+  // entry (a value made inside the level from nothing it computed: the query
+  // a loop draws with randn each iteration). Such a member is placed with its
+  // consumers, not in the first region (SplitMembers).
+  std::vector<bool> off_entry;
 };
 
 // Removes `gone` (node indices that left the level) from `members`.
@@ -151,9 +156,12 @@ class Matcher {
       seg_local[l] = pos_of_local[id] >= 0 ? pos_of_local[id] : seg_local[id];
     }
     d.segment.assign(level.members.size(), -1);
+    d.off_entry.assign(level.members.size(), false);
     for (size_t i = 0; i < level.members.size(); ++i) {
       const int32_t l = side.local[level.members[i]];
-      if (l >= 1) d.segment[i] = seg_local[l];
+      if (l < 1) continue;
+      d.segment[i] = seg_local[l];
+      d.off_entry[i] = seg_local[l] == 0 && pos_of_local[l] < 0;
     }
     for (int32_t v : dom) side.local[v] = -1;
     return d;
@@ -291,7 +299,13 @@ class Matcher {
 
   // Region of each member: for dependent members, the number of cut
   // positions at or before its segment; for the rest, the earliest region of
-  // a consumer inside the level (else the last region).
+  // a consumer inside the level (else the last region). A member that hangs
+  // off the entry (Dominance::off_entry) goes with its earliest consumer too,
+  // else to the first region: segment 0 says only that nothing on the path
+  // comes before it. Taken as the first region, a loop's later iterations
+  // left their inputs (randn, normalize) in the first iteration's region on
+  // the side where they were main flow, and that region came out 24 ops
+  // against 9 and costlier for the wrong reason.
   std::vector<std::vector<int32_t>> SplitMembers(const Side& side, const Level& level, const Dominance& d,
                                                  const std::vector<int32_t>& cut_pos) {
     const DataflowGraph& g = *side.graph;
@@ -299,21 +313,21 @@ class Matcher {
     std::unordered_map<int32_t, int32_t> region_of;
     region_of.reserve(level.members.size());
     for (size_t i = 0; i < level.members.size(); ++i) {
-      if (d.segment[i] < 0) continue;
+      if (d.segment[i] < 0 || d.off_entry[i]) continue;
       region_of[level.members[i]] = static_cast<int32_t>(
           std::upper_bound(cut_pos.begin(), cut_pos.end(), d.segment[i]) - cut_pos.begin());
     }
     for (size_t i = level.members.size(); i-- > 0;) {
       const int32_t v = level.members[i];
       if (region_of.count(v)) continue;
-      int32_t r = last;
+      int32_t r = -1;
       if (v != level.end_node) {
         for (int32_t e : g.out_edges[v]) {
           auto it = region_of.find(g.edges[e].to);
-          if (it != region_of.end()) r = std::min(r, it->second);
+          if (it != region_of.end()) r = r < 0 ? it->second : std::min(r, it->second);
         }
       }
-      region_of[v] = r;
+      region_of[v] = r >= 0 ? r : d.off_entry[i] ? 0 : last;
     }
     std::vector<std::vector<int32_t>> regions(static_cast<size_t>(last) + 1);
     for (int32_t v : level.members) regions[region_of[v]].push_back(v);

@@ -557,5 +557,25 @@ TEST(DetectUncertainty, RunsThatAgreeOnABusyMachineAreInconclusive) {
   EXPECT_EQ(Named(mild, "aten::matmul")->verdict, Verdict::kWaste) << Named(mild, "aten::matmul")->uncertainty_note;
 }
 
+TEST(DetectUncertainty, RunsAtUnevenLoadsAreBoundByEachRunsLoad) {
+  // The region's ratio over runs is a mean of log ratios; what the load can
+  // do to it is the mean of each run's log bound, which the bound at the mean
+  // load understates (the bound is convex in the load): runs at 10% and 80%
+  // allow sqrt(1/0.9 * 1/0.2) = 2.36x, not 1/0.55 = 1.82x.
+  auto run = [](double load_a) {
+    auto r = Detect(Loaded(MakeSide(Names(), Costs(200, 50)), load_a), Loaded(MakeSide(Names(), Costs(100, 50)), 0.02));
+    EXPECT_TRUE(r.ok());
+    return *r;
+  };
+  DetectResult uneven = CombineRuns(run(0.1), {run(0.8)}, {});
+  EXPECT_NEAR(uneven.a.machine.Total(), 0.45, 1e-9);
+  EXPECT_NEAR(RegionLoadBound(uneven.a), std::sqrt(1 / 0.9 * 1 / 0.2), 1e-9);
+  EXPECT_NEAR(LoadSlowdownBound(uneven.a, uneven.b), std::sqrt(1 / 0.9 * 1 / 0.2) * 0.98, 1e-9);
+  // Runs at one load: the bound at that load, as for one run.
+  DetectResult even = CombineRuns(run(0.45), {run(0.45)}, {});
+  EXPECT_NEAR(RegionLoadBound(even.a), 1 / 0.55, 1e-9);
+  EXPECT_NEAR(RegionLoadBound(run(0.45).a), 1 / 0.55, 1e-9);
+}
+
 }  // namespace
 }  // namespace magneton::detect

@@ -119,6 +119,9 @@ def test_a_control_beside_a_busy_neighbour_on_threaded_ops_is_no_waste(tmp_path)
             report = json.load(f)
         linear = [f for f in report["findings"] if "aten::linear" in f["a"]["ops"]]
         assert linear, [f["a"]["ops"] for f in report["findings"]]  # the layers were paired and judged
-        blamed = [(f["verdict"], f["costlier_side"], f["uncertainty"]["note"]) for f in report["findings"]
-                  if f["verdict"] in ("waste", "trade_off")]
-        assert blamed == [], (name, blamed)
+        blamed = [(f["verdict"], f["costlier_side"], f["uncertainty"]["note"], f["uncertainty"]["energy_ratio"], f["uncertainty"]["runs"])
+                  for f in report["findings"] if f["verdict"] in ("waste", "trade_off")]
+        # Each run's load beside the verdict: what a failure needs to be told from the bound.
+        loads = ([load_of(t) for t in runs_a], [load_of(t) for t in runs_b], report["a"]["others_cpu_share"],
+                 report["b"]["others_cpu_share"])
+        assert blamed == [], (name, blamed, loads)
