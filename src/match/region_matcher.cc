@@ -41,10 +41,12 @@ struct Dominance {
   std::vector<int32_t> path;                      // path nodes after the virtual entry, in order
   std::unordered_map<int32_t, int32_t> path_pos;  // node -> 1-based position on path
   std::vector<int32_t> segment;                   // per member: deepest strict path dominator position, or -1
-  // Per member: off the path, and dominated by no path node, only by the
-  // entry (a value made inside the level from nothing it computed: the query
-  // a loop draws with randn each iteration). Such a member is placed with its
-  // consumers, not in the first region (SplitMembers).
+  // Per member: off the path, dominated by no path node, only by the entry,
+  // and made inside the level from nothing the level was given (the query a
+  // loop draws with randn each iteration). Such a member is placed with its
+  // consumers, not in the first region (SplitMembers). A member that reads
+  // the level's inputs (a sibling projection of x, an embedding of the ids)
+  // is not: it belongs to the start of the level.
   std::vector<bool> off_entry;
 };
 
@@ -155,13 +157,27 @@ class Matcher {
       if (id < 0) continue;
       seg_local[l] = pos_of_local[id] >= 0 ? pos_of_local[id] : seg_local[id];
     }
+    // Members made inside the level from nothing it was given: every input
+    // comes from another such member (randn, then normalize). Members are in
+    // topological order, so one pass settles each after its producers.
+    std::unordered_map<int32_t, bool> fresh;
+    fresh.reserve(level.members.size());
+    for (int32_t v : level.members) {
+      bool made_here = true;
+      for (int32_t e : g.in_edges[v]) {
+        if (g.edges[e].tensor_id == kNoId) continue;  // the source's structural edge to a node that reads nothing
+        auto it = fresh.find(g.edges[e].from);
+        made_here = made_here && it != fresh.end() && it->second;
+      }
+      fresh.emplace(v, made_here);
+    }
     d.segment.assign(level.members.size(), -1);
     d.off_entry.assign(level.members.size(), false);
     for (size_t i = 0; i < level.members.size(); ++i) {
       const int32_t l = side.local[level.members[i]];
       if (l < 1) continue;
       d.segment[i] = seg_local[l];
-      d.off_entry[i] = seg_local[l] == 0 && pos_of_local[l] < 0;
+      d.off_entry[i] = seg_local[l] == 0 && pos_of_local[l] < 0 && fresh[level.members[i]];
     }
     for (int32_t v : dom) side.local[v] = -1;
     return d;
