@@ -92,7 +92,10 @@ def test_line_trace_names_use_cache_with_its_origin_and_values(record):
     the first differing operand at the deviation line) is followed back to the
     `use_cache` argument, with False / True on the two sides."""
     report, text = diff(record("nocache", False, "sdpa"), record("cache", True, "sdpa"))
-    lines = [f["diagnosis"]["line_diagnosis"] for f in flagged(report) if f["diagnosis"]["line_diagnosis"]]
+    # Whatever the verdict: on a busy machine the load can explain the ratio and the finding is inconclusive, and
+    # the line trace then explains it all the same (ChooseLineTraceTarget); the verdicts are other tests' subject.
+    traced = [f for f in report["findings"] if f["diagnosis"] and f["diagnosis"]["line_diagnosis"]]
+    lines = [f["diagnosis"]["line_diagnosis"] for f in traced]
     assert len(lines) == 1, text
     line = lines[0]
     # The note says why nothing was found (pytest cuts the dict short).
@@ -109,7 +112,7 @@ def test_line_trace_names_use_cache_with_its_origin_and_values(record):
     assert (origin["value_a"], origin["value_b"]) == ("False", "True"), line
     assert "/transformers/" in origin["file"] and origin["line"] > 0
     assert line["config_key"] == "call.generate.use_cache"
-    top = next(f for f in flagged(report) if f["diagnosis"]["line_diagnosis"])["diagnosis"]["candidates"][0]
+    top = traced[0]["diagnosis"]["candidates"][0]
     assert top["key"] == "call.generate.use_cache" and top["evidence"].endswith("(line trace)")
     assert "line trace:" in text and "use_cache" in text
 
