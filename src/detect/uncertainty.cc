@@ -51,6 +51,14 @@ double RegionLoadBound(const SideSummary& costly) {
   return std::exp(costly.machine.OneThreadLogSlowdown() * std::max(1, costly.machine.BarrierThreads()));
 }
 
+double RegionStallBound(const SideSummary& costly, double op_ns) {
+  const double mean = RegionLoadBound(costly);
+  if (mean <= 1 || op_ns <= 0) return mean;
+  const double load = std::min(costly.machine.Total(), kMaxLoadCounted);
+  const double waiting_per_cpu = std::max(1.0, load / (1 - load));
+  return mean * (1 + static_cast<double>(kSchedulerSliceNs) * waiting_per_cpu / op_ns);
+}
+
 namespace {
 
 constexpr char kMoreRuns[] =
@@ -260,6 +268,16 @@ std::string ShiftReason(const DetectResult& r, const Finding& f, const Options& 
                      f.wasteful_side, Percent(run), f.uncertainty.ratio.known ? " (by its interval)" : "");
 }
 
+// The cheaper side's time per top-level op of the region (what the stall
+// bound divides a time slice by); 0 when it holds no op or no time.
+double CheaperSidesOpNs(const Finding& f) {
+  const bool b_costly = f.wasteful_side == 'B';
+  size_t ops = 0;
+  for (const RegionInstance& in : f.instances) ops += b_costly ? in.ops_a.size() : in.ops_b.size();
+  const int64_t time_ns = b_costly ? f.a.time_ns : f.b.time_ns;
+  return ops == 0 || time_ns <= 0 ? 0 : static_cast<double>(time_ns) / static_cast<double>(ops);
+}
+
 // A finding whose costlier side ran on a busy machine, by no more than that
 // load can explain, says nothing about the code: the same program recorded
 // beside two busy loops on this project's 2-core VM ran 4.6x slower, and a
@@ -295,14 +313,22 @@ std::string LoadReason(const DetectResult& r, const Finding& f, const Options& o
                        100 * costly.machine.Total(), b_costly ? 'B' : 'A', while_, 100 * cheap.machine.Total(),
                        b_costly ? 'A' : 'B', while_other, bound, kMoreRuns);
   }
+  const double op_ns = CheaperSidesOpNs(f);
+  const double stall_bound = RegionStallBound(costly, op_ns);
   const double region = CostlyRatioEvidence(f);
-  if (region > bound * (1 + options.tau)) return "";
+  if (region > stall_bound * (1 + options.tau)) return "";
+  const std::string stalls =
+      stall_bound > bound * 1.01
+          ? fmt::format(" (its mean effect {:.2f}x; its ops take {:.2g} ms each on {}, and a preempted op waits out "
+                        "a neighbour's time slice)",
+                        bound, op_ns / 1e6, b_costly ? 'A' : 'B')
+          : "";
   return fmt::format("other work took {:.0f}% of the machine's CPU time while {}{} ({:.0f}% while {}{}): "
-                     "that alone can make {} up to {:.2f}x costlier, and this region{} is costlier by no more; "
+                     "that alone can make {} up to {:.2f}x costlier{}, and this region{} is costlier by no more; "
                      "record both sides again on a quiet machine, or {}",
                      100 * costly.machine.Total(), b_costly ? 'B' : 'A', while_, 100 * cheap.machine.Total(),
-                     b_costly ? 'A' : 'B', while_other,
-                     b_costly ? 'B' : 'A', bound, f.uncertainty.ratio.known ? " (by its interval)" : "", kMoreRuns);
+                     b_costly ? 'A' : 'B', while_other, b_costly ? 'B' : 'A', stall_bound, stalls,
+                     f.uncertainty.ratio.known ? " (by its interval)" : "", kMoreRuns);
 }
 
 // Why a timing-only finding of one recording per side cannot be told from
