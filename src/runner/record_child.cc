@@ -99,31 +99,27 @@ StatusOr<RecordRunResult> RecordChild(const RecordRunRequest& req) {
                                              " and wrote no trace (is it a Python program that imports torch?)");
     return result;
   }
-  auto trace = ReadTrace(out.string());
+  // Counts only: a trace of an hour's job never has to fit in memory to be summarised.
+  auto trace = ReadTraceCounts(out.string());
   if (!trace.ok()) {
     result.trace_status = Status(trace.status().code(),
                                  "the trace " + out.string() + " cannot be read: " + trace.status().message());
     return result;
   }
-  result.ops = trace->ops.size();
-  result.tensors = trace->tensors.size();
-  auto meta_int = [&](const char* key) -> int64_t {
-    auto it = trace->meta.extra.find(key);
-    return it == trace->meta.extra.end() ? 0 : std::strtoll(it->second.c_str(), nullptr, 10);
-  };
-  result.writer_waits = meta_int("trace.backpressure_waits");
-  result.writer_wait_ms = meta_int("trace.backpressure_wait_ms");
+  result.ops = trace->ops;
+  result.tensors = trace->tensors;
   auto meta = [&](const char* key) {
     auto it = trace->meta.extra.find(key);
     return it == trace->meta.extra.end() ? std::string() : it->second;
   };
+  auto meta_int = [&](const char* key) -> int64_t { return std::strtoll(meta(key).c_str(), nullptr, 10); };
+  result.writer_waits = meta_int("trace.backpressure_waits");
+  result.writer_wait_ms = meta_int("trace.backpressure_wait_ms");
   if (!meta("gpu.error").empty()) {
     result.gpu_note = "GPU kernels not recorded: " + meta("gpu.error");
   } else if (!meta("gpu.source").empty()) {
-    size_t linked = 0;
-    for (const DeviceActivity& a : trace->device_activities) linked += a.op_id != kNoId;
-    result.gpu_note = std::to_string(trace->device_activities.size()) + " GPU activities (kernels, copies, fills), " +
-                      std::to_string(linked) + " linked to the ops that launched them; clock " +
+    result.gpu_note = std::to_string(trace->device_activities) + " GPU activities (kernels, copies, fills), " +
+                      std::to_string(trace->device_activities_linked) + " linked to the ops that launched them; clock " +
                       meta("gpu.clock_method") + ", error <= " + meta("gpu.clock_error_ns") + " ns";
   } else if (!meta("gpu.off").empty()) {
     result.gpu_note = "GPU kernels: off (" + meta("gpu.off") + ")";

@@ -528,9 +528,8 @@ StatusOr<Trace> ReadOpenDb(sqlite3* db, const std::string& what) {
   return trace;
 }
 
-}  // namespace
-
-StatusOr<Trace> ReadTrace(const std::string& path) {
+// Opens a trace file after checking it is one (an SQLite file header).
+StatusOr<DbPtr> OpenTraceFile(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return NotFound("trace file " + path + " does not exist");
   if (std::filesystem::is_directory(path, ec)) return InvalidArgument(path + " is a directory, not a trace file");
@@ -554,7 +553,59 @@ StatusOr<Trace> ReadTrace(const std::string& path) {
   }
   DbPtr db(raw);
   if (rc != SQLITE_OK) return sqlite::ErrorFrom(raw, rc, "cannot open trace " + path);
+  return db;
+}
+
+}  // namespace
+
+StatusOr<Trace> ReadTrace(const std::string& path) {
+  MAGNETON_ASSIGN_OR_RETURN(DbPtr db, OpenTraceFile(path));
   return ReadOpenDb(db.get(), path);
+}
+
+StatusOr<TraceCounts> ReadTraceCounts(const std::string& path) {
+  MAGNETON_ASSIGN_OR_RETURN(DbPtr db, OpenTraceFile(path));
+  if (Status st = sqlite::HardenUntrustedDb(db.get()); !st.ok()) {
+    return Status(st.code(), path + " is not read: " + st.message());
+  }
+  sqlite::QueryBudget budget(db.get());
+  TraceCounts counts;
+  Trace meta_only;
+  auto version = LoadMeta(db.get(), &meta_only);
+  if (!version.ok()) {
+    if (budget.exhausted()) return budget.Exceeded(path);
+    const Status& st = version.status();
+    if (st.code() == StatusCode::kInternal && st.message().find("no such table") != std::string::npos) {
+      return Corrupt(path + " is not a Magneton trace or is damaged: " + st.message());
+    }
+    return Status(st.code(), path + ": " + st.message());
+  }
+  counts.meta = std::move(meta_only.meta);
+  const bool v2 = *version == 2;
+  auto count = [&](const char* sql, size_t* out) -> Status {
+    auto s = Statement::Prepare(db.get(), sql);
+    if (!s.ok()) return s.status();
+    auto row = s->Step(db.get());
+    if (!row.ok()) return row.status();
+    *out = *row ? static_cast<size_t>(std::max<int64_t>(s->ColumnInt(0), 0)) : 0;
+    return Status::Ok();
+  };
+  Status st = count(v2 ? "SELECT count(*) FROM ops" : "SELECT count(*) FROM op_rows", &counts.ops);
+  if (st.ok()) st = count(v2 ? "SELECT count(*) FROM tensors" : "SELECT count(*) FROM tensor_rows", &counts.tensors);
+  if (st.ok()) st = count("SELECT count(*) FROM device_activities", &counts.device_activities);
+  if (st.ok()) {
+    st = count("SELECT count(*) FROM device_activities WHERE op_id IS NOT NULL", &counts.device_activities_linked);
+  }
+  if (!st.ok()) {
+    if (budget.exhausted()) return budget.Exceeded(path);
+    return Corrupt(path + " is not a Magneton trace or is damaged: " + st.message());
+  }
+  // Text from a file reaches terminals: no escape sequence passes (trace/control_chars.h).
+  Trace neutral;
+  neutral.meta = std::move(counts.meta);
+  NeutralizeControlCharacters(&neutral);
+  counts.meta = std::move(neutral.meta);
+  return counts;
 }
 
 StatusOr<Trace> ReadTraceFromBytes(const void* data, size_t size) {

@@ -166,6 +166,40 @@ std::string EditedSample(const std::string& name, const char* sql) {
 
 // parent_back 0 made op 3 its own parent: `magneton diff` spun forever in
 // the dataflow graph's walk to the root.
+// The closing summary of `magneton record` counts without loading the trace:
+// the same counts as the loaded trace, on either schema version, and the
+// same refusals.
+TEST(TraceCounts, CountsWhatTheLoadedTraceHolds) {
+  for (const bool v2 : {false, true}) {
+    std::string path = WriteSampleTrace(v2 ? "counts_v2.mtrace" : "counts.mtrace", 37);
+    if (v2) DowngradeToSchemaV2(path);
+    auto trace = ReadTrace(path);
+    ASSERT_TRUE(trace.ok()) << trace.status().message();
+    auto counts = ReadTraceCounts(path);
+    ASSERT_TRUE(counts.ok()) << counts.status().message();
+    EXPECT_EQ(counts->ops, trace->ops.size());
+    EXPECT_GT(counts->ops, 0u);
+    EXPECT_EQ(counts->tensors, trace->tensors.size());
+    EXPECT_EQ(counts->device_activities, trace->device_activities.size());
+    EXPECT_EQ(counts->meta.label, trace->meta.label);
+    EXPECT_EQ(counts->meta.extra, trace->meta.extra);
+  }
+  std::string text = TempPath("counts_notes.mtrace");
+  WriteBytes(text, {'h', 'e', 'l', 'l', 'o'});
+  EXPECT_EQ(ReadTraceCounts(text).status().code(), StatusCode::kCorrupt);
+  std::string foreign = TempPath("counts_other.db");
+  ExecSql(foreign, "CREATE TABLE people(name TEXT); INSERT INTO people VALUES('x');");
+  auto r = ReadTraceCounts(foreign);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorrupt);
+  EXPECT_NE(r.status().message().find("not a Magneton trace"), std::string::npos) << r.status().message();
+  std::string future = WriteSampleTrace("counts_future.mtrace", 3);
+  ExecSql(future, "UPDATE meta SET value='99' WHERE key='schema_version'");
+  EXPECT_EQ(ReadTraceCounts(future).status().code(), ReadTrace(future).status().code());
+  EXPECT_FALSE(ReadTraceCounts(future).ok());
+  EXPECT_EQ(ReadTraceCounts(TempPath("counts_nope.mtrace")).status().code(), StatusCode::kNotFound);
+}
+
 TEST(TraceReaderStructure, ParentBackZeroIsRefused) {
   const std::string m = Refusal(EditedSample("pb0.mtrace", "UPDATE op_rows SET parent_back=0 WHERE id=3"));
   EXPECT_HAS(m, "table op_rows, row id 3: parent_back 0 is not positive");
