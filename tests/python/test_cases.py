@@ -72,9 +72,18 @@ def test_case_folder_is_complete(case):
             assert all(isinstance(r, str) and r and not re.match(r"torch($|[=<>!~\[ ;])", r) for r in reqs), reqs
 
 
-def run_script(case, script):
-    return subprocess.run([sys.executable, os.path.join(CASES, case, script)], capture_output=True, text=True,
-                          timeout=600, env=dict(os.environ, HF_HUB_OFFLINE="1"))
+def start_script(case, script):
+    return subprocess.Popen([sys.executable, os.path.join(CASES, case, script)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, HF_HUB_OFFLINE="1"))
+
+
+def finish_script(proc):
+    try:
+        out, err = proc.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 @pytest.mark.parametrize("case", IDS)
@@ -93,8 +102,17 @@ def test_both_runs_compute_the_same_result(case):
         if any("import jax" in open(os.path.join(CASES, case, s)).read() for s in ("a.py", "b.py")):
             require("jax")
     outputs = []
+    # Both sides at once: most of each run is the interpreter importing torch and the frameworks, one CPU each.
+    procs = {script: start_script(case, script) for script in ("a.py", "b.py")}
+    try:
+        results = {script: finish_script(p) for script, p in procs.items()}
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     for script in ("a.py", "b.py"):
-        r = run_script(case, script)
+        r = results[script]
         if gpu_case and not cuda_available():
             # Without a GPU the script must stop early and say why, not fail or fake a result.
             assert r.returncode == NEEDS_GPU_EXIT, (r.returncode, r.stderr[-2000:])
