@@ -329,19 +329,6 @@ double LoadSlowdownBound(const SideSummary& costly, const SideSummary& cheap);
 // means over a whole job; a region is a slice of one run, and its side may
 // have met a burst of other work that the other side's region did not.
 double RegionLoadBound(const SideSummary& costly);
-// The load's mean bound is reached only by ops much longer than a scheduler
-// time slice. A thread preempted in an op stalls it (and, at a barrier, all
-// its threads) until the neighbour's slice ends, whatever the op's length:
-// beside two spinners on this project's 2-core VM (55-58% of the machine, a
-// 5.4x mean bound for two threads) a same-work region of sub-millisecond ops
-// (Linear layers at 0.24 ms, their weights' init) came out 18-27x costlier in
-// each of three runs (tests/python/test_machine_load.py, on CI). Each op can lose one such slice, kSchedulerSliceNs times the
-// neighbours waiting per CPU (load / (1 - load), at least one), so a region
-// whose ops take op_ns each on the cheaper side is bounded by
-// RegionLoadBound x (1 + slice / op_ns). 1 under kMaterialLoad, as above;
-// RegionLoadBound alone when op_ns is not known (<= 0).
-inline constexpr int64_t kSchedulerSliceNs = 4'000'000;  // a 250 Hz tick; CFS/EEVDF slices are 0.75-3 ms x log2 CPUs
-double RegionStallBound(const SideSummary& costly, double op_ns);
 
 // The uncertainty step on one recording per side (called by
 // DetectFromMatch): an interval per finding by a paired bootstrap over its
