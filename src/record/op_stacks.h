@@ -88,8 +88,10 @@ struct ThreadState {
   }
 };
 
-// Each thread's, shared by all sessions (OpStacks::Local resets it per session).
-inline thread_local ThreadState t_thread_state;
+// Each thread's, shared by all sessions (OpStacks::Local resets it per
+// session). Hidden: only libmagneton.so's recorder reads it, and a
+// non-exported TLS variable is reached without a dynamic symbol lookup.
+[[gnu::visibility("hidden")]] inline thread_local ThreadState t_thread_state;
 
 class OpStacks {
  public:
@@ -106,8 +108,9 @@ class OpStacks {
 
   // This thread's state, reset the first time it is used in this session.
   ThreadState& Local() const {
-    if (t_thread_state.generation != generation_) t_thread_state.Reset(generation_);
-    return t_thread_state;
+    ThreadState& ts = t_thread_state;  // one TLS lookup per call
+    if (ts.generation != generation_) ts.Reset(generation_);
+    return ts;
   }
 
   // Opens an op on this thread (Recorder::BeginOp) and returns its id.
