@@ -1,6 +1,9 @@
 // The in-process recording session that every engine hook feeds: it assigns
 // op and tensor ids, tracks tensor identity through views and in-place ops,
 // interns names, frames and scopes, and hands finished records to the writer.
+// This header is the facade the hooks call; the work is done by parts with
+// one job each, private to src/record/ (recorder_parts.h), so that their
+// state and locks are not part of the API and a change to one rebuilds no hook.
 #pragma once
 
 #include <atomic>
@@ -98,8 +101,8 @@ struct RecorderParts;  // record/recorder_parts.h
 inline constexpr std::string_view kFingerprintOpName = "magneton::fingerprint";
 
 // One thread's in-flight marker for Recorder::Ref (see src/record/recorder.cc
-// for the stop protocol). Owned by one thread at a time, on a cache line of its own,
-// so entering a callback writes only memory no other thread writes.
+// for the stop protocol). Owned by one thread at a time, on a cache line of
+// its own, so entering a callback writes only memory no other thread writes.
 struct alignas(64) RecorderRefSlot {
   std::atomic<uint32_t> depth{0};  // Refs alive on the owning thread
   std::atomic<bool> in_use{false};

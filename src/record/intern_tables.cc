@@ -13,7 +13,8 @@ int64_t InternTables::InternString(std::string_view s) {
 
 int64_t InternTables::InternFrame(int64_t file_id, int64_t line, int64_t function_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  uint64_t h = Mix(Mix(static_cast<uint64_t>(file_id), static_cast<uint64_t>(line)), static_cast<uint64_t>(function_id));
+  const uint64_t h =
+      Mix(Mix(static_cast<uint64_t>(file_id), static_cast<uint64_t>(line)), static_cast<uint64_t>(function_id));
   auto& candidates = frame_index_[h];
   for (int64_t id : candidates) {
     const Frame& f = frames_[id];
