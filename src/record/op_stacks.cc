@@ -3,6 +3,33 @@
 #include "record/op_stacks.h"
 
 namespace magneton::record {
+namespace {
+
+constinit thread_local bool t_thread_exited = false;
+
+// Frees the thread's state when the thread exits.
+struct ThreadStateOwner {
+  ThreadState state;
+  ~ThreadStateOwner() {
+    t_thread_exited = true;
+    t_thread_state = nullptr;
+  }
+};
+
+}  // namespace
+
+ThreadState* NewThreadState() {
+  if (t_thread_exited) [[unlikely]] {
+    // An op from a destructor that runs after this thread's state was freed
+    // (another thread_local's): a state of its own, never freed, as the
+    // reference slot such a destructor claims (recorder.cc).
+    t_thread_state = new ThreadState();
+    return t_thread_state;
+  }
+  thread_local ThreadStateOwner owner;
+  t_thread_state = &owner.state;
+  return t_thread_state;
+}
 
 void OpStacks::End(std::string args, int64_t start_ns, int64_t end_ns) {
   ThreadState& ts = Local();

@@ -88,10 +88,14 @@ struct ThreadState {
   }
 };
 
-// Each thread's, shared by all sessions (OpStacks::Local resets it per
-// session). Hidden: only libmagneton.so's recorder reads it, and a
-// non-exported TLS variable is reached without a dynamic symbol lookup.
-[[gnu::visibility("hidden")]] inline thread_local ThreadState t_thread_state;
+// Each thread's state, shared by all sessions (OpStacks::Local resets it per
+// session), made on the thread's first op (NewThreadState). A pointer with a
+// constant initializer, so that reading it is one TLS access: a thread_local
+// ThreadState needs an init-guard call on every access from another file.
+// Hidden: only libmagneton.so's recorder reads it (no dynamic symbol lookup).
+[[gnu::visibility("hidden")]] inline constinit thread_local ThreadState* t_thread_state = nullptr;
+// Makes this thread's state (freed at thread exit) and points t_thread_state at it.
+ThreadState* NewThreadState();
 
 class OpStacks {
  public:
@@ -108,9 +112,10 @@ class OpStacks {
 
   // This thread's state, reset the first time it is used in this session.
   ThreadState& Local() const {
-    ThreadState& ts = t_thread_state;  // one TLS lookup per call
-    if (ts.generation != generation_) ts.Reset(generation_);
-    return ts;
+    ThreadState* ts = t_thread_state;
+    if (!ts) [[unlikely]] ts = NewThreadState();
+    if (ts->generation != generation_) ts->Reset(generation_);
+    return *ts;
   }
 
   // Opens an op on this thread (Recorder::BeginOp) and returns its id.
