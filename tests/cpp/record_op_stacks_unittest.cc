@@ -143,6 +143,39 @@ TEST(OpStacks, EachThreadHasItsOwnStack) {
   ops.End("", 0, MonotonicNowNs());
 }
 
+// A hook can record from a destructor that runs at thread exit after the
+// thread's own state was freed (another thread_local's): it gets a state of
+// its own rather than the freed one (using the freed one shows as invalid
+// writes under the ASan build or valgrind, not in a plain run).
+struct RecordsAtThreadExit {
+  OpStacks* ops = nullptr;
+  size_t* depth = nullptr;
+  ~RecordsAtThreadExit() {
+    if (!ops) return;
+    ops->Begin(0, kNoId, kNoId, 0);
+    *depth = ops->Depth();
+    ops->End("", 0, MonotonicNowNs());
+  }
+};
+
+TEST(OpStacks, AnOpFromALateThreadExitDestructorIsRecorded) {
+  TestTrace t = NewTestTrace("thread_exit.mtrace");
+  t.writer->AppendString(0, "op");
+  std::atomic<int64_t> next_id{0};
+  OpStacks ops(t.writer.get(), NewGeneration(), &next_id);
+  size_t depth_at_exit = 0;
+  std::thread([&] {
+    // Made before the thread's op state, so destroyed after it.
+    thread_local RecordsAtThreadExit at_exit;
+    at_exit.ops = &ops;
+    at_exit.depth = &depth_at_exit;
+    ops.Begin(0, kNoId, kNoId, 0);
+    ops.End("", 0, MonotonicNowNs());
+  }).join();
+  EXPECT_EQ(depth_at_exit, 1u);
+  EXPECT_EQ(t.Close().ops.size(), 2u);
+}
+
 // A jitted call's op is detached at dispatch, reattached (on any thread)
 // for its outputs once, then held with its detached times until taken.
 TEST(OpStacks, ADetachedOpIsReattachedOnceAndHeldUntilTaken) {
