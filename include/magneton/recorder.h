@@ -1,13 +1,15 @@
 // The in-process recording session that every engine hook feeds: it assigns
 // op and tensor ids, tracks tensor identity through views and in-place ops,
 // interns names, frames and scopes, and hands finished records to the writer.
+// This header is the facade the hooks call; the work is done by parts with
+// one job each, private to src/record/ (recorder_parts.h), so that their
+// state and locks are not part of the API and a change to one rebuilds no hook.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -89,16 +91,18 @@ struct RecorderOptions {
 };
 
 struct TensorBuffer;  // fingerprint/fingerprint.h
-class RecordWindow;  // record/window.h
+namespace record {
+struct RecorderParts;  // record/recorder_parts.h
+}  // namespace record
 
 // The recorder op that covers --values fingerprinting on the traced thread
 // (an IsRecorderOp name): its time and energy are the recorder's, not the
 // enclosing op's, and not the job's.
 inline constexpr std::string_view kFingerprintOpName = "magneton::fingerprint";
 
-// One thread's in-flight marker for Recorder::Ref (see recorder.cc for the
-// stop protocol). Owned by one thread at a time, on a cache line of its own,
-// so entering a callback writes only memory no other thread writes.
+// One thread's in-flight marker for Recorder::Ref (see src/record/recorder.cc
+// for the stop protocol). Owned by one thread at a time, on a cache line of
+// its own, so entering a callback writes only memory no other thread writes.
 struct alignas(64) RecorderRefSlot {
   std::atomic<uint32_t> depth{0};  // Refs alive on the owning thread
   std::atomic<bool> in_use{false};
@@ -269,65 +273,22 @@ class Recorder {
   ~Recorder();
 
  private:
-  struct State;
   Recorder(std::unique_ptr<TraceWriter> writer, uint64_t generation, bool record_values);
-  // viewed_id: for a view output, the id of the input value it aliases, else kNoId.
-  void FingerprintValue(int64_t tensor_id, const TensorView& t, int64_t viewed_id);
-  // Keeps `encoded` for views of value_id read at this offset and layout;
-  // the fingerprint mutex held.
-  void CacheFingerprintLocked(int64_t value_id, int64_t storage_offset, uint64_t layout_hash,
-                              const std::shared_ptr<const std::string>& encoded);
-  // Counts a device fingerprint's outcome (meta recorder.device_fingerprint*).
-  void NoteDeviceFingerprint(const Status& status);
-  // buffer_write: an output the op wrote into a buffer one of its inputs
-  // held (TensorEntry::buffer_write).
-  int64_t ResolveTensor(const TensorView& t, bool is_output, int64_t op_id, int64_t viewed_id = kNoId,
-                        bool buffer_write = false);
-  // Registers a new value; state mutex held. key_ptr: the private TensorKey.
-  // fingerprinted: the caller fingerprints it now (else the op that returns
-  // it does, once its values exist).
-  int64_t NewTensor(const TensorView& t, bool is_output, int64_t op_id, const void* key_ptr, bool fingerprinted,
-                    bool buffer_write = false);
-
   // Marks this thread in flight and returns the active session; with none,
   // leaves the mark at once (a null Ref never delays a Stop).
   static Recorder* Enter(RecorderRefSlot** slot);
-  // Waits until no thread is inside a Ref taken before active_ was cleared.
-  static void WaitForRefs();
-
-  // Opens or closes the window as window_ says (window_mu_ held).
-  void ApplyWindowLocked(int64_t now_ns);
-  void WriteRecorderOp(std::string_view name, int64_t start_ns, int64_t end_ns, std::string args);
-  void ForgetAllValues();
-  void WriteWindowMeta();  // at Stop
-  void WriteMachineLoadMeta();  // at Stop
 
   static std::atomic<Recorder*> active_;
-  std::mutex window_mu_;
-  std::unique_ptr<RecordWindow> window_;  // created by ConfigureWindow or the first Step
-  std::atomic<bool> window_open_{true};
-  int64_t window_closed_since_ns_ = 0;
-  int64_t window_closed_at_step_ = 0;
-  int64_t window_steps_recorded_ = 0;
-  int64_t window_gaps_ = 0;
-  bool window_configured_ = false;  // ConfigureWindow was called (--window, --start-after, --duration)
   std::unique_ptr<TraceWriter> writer_;
-  std::unique_ptr<class EnergySession> energy_;
-  // /proc/stat and this process's CPU time at Start: the machine's load over
-  // the recording is written at Stop (record/machine_load.h).
-  std::unique_ptr<struct MachineLoadStart> load_start_;
-  std::unique_ptr<State> state_;
   uint64_t generation_;
   bool record_values_;
+  // Read or bumped inline by hooks on every op, so they live here and not in
+  // parts_; the parts that set them hold their address.
   std::atomic<int64_t> next_op_id_{0};
-  std::atomic<bool> storage_sweep_due_{false};
-  // --values on device tensors: fingerprints computed there, skipped (the
-  // reader said Unavailable) and failed; the first failure's message.
-  std::atomic<int64_t> device_fingerprints_{0};
-  std::atomic<int64_t> device_fingerprints_skipped_{0};
-  std::atomic<int64_t> device_fingerprint_errors_{0};
-  std::atomic<bool> device_error_noted_{false};
-  int64_t fingerprint_name_id_ = kNoId;  // interned kFingerprintOpName, with --values
+  std::atomic<bool> storage_sweep_due_{false};  // set by tensor identity
+  std::atomic<bool> window_open_{true};         // set by the window
+  // Everything else, one part per job (src/record/recorder_parts.h).
+  std::unique_ptr<record::RecorderParts> parts_;
 };
 
 }  // namespace magneton

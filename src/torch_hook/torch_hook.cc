@@ -292,7 +292,8 @@ void AddTensor(Recorder& rec, bool output, int32_t slot, const at::Tensor& t, bo
   } else {
     v.storage_addr = reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl());
   }
-  // The op being recorded is already on the thread's stack: depth > 1 is a nested op (Recorder::ResolveTensor).
+  // The op being recorded is already on the thread's stack: depth > 1 is a nested op
+  // (TensorIdentity::Resolve, src/record/tensor_identity.cc).
   v.nested_input = !output && rec.OpDepth() > 1;
   v.uninitialized = output && !initialized;
   v.version_tracked = !t.is_inference();

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "magneton/recorder.h"
+#include "magneton/trace_reader.h"
 #include "trace/schema.h"
 
 namespace magneton::testing {
@@ -18,6 +19,23 @@ std::string TempPath(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() / ("magneton_test_" + std::to_string(getpid())) / test;
   std::filesystem::create_directories(dir);
   return (dir / name).string();
+}
+
+TestTrace NewTestTrace(const std::string& name) {
+  TestTrace t{TempPath(name), nullptr};
+  auto writer = TraceWriter::Create(t.path, RunMetadata{});
+  EXPECT_TRUE(writer.ok()) << writer.status().message();
+  if (writer.ok()) t.writer = std::move(writer).value();
+  return t;
+}
+
+Trace TestTrace::Close() {
+  if (!writer) return Trace{};
+  Status closed = writer->Close();
+  EXPECT_TRUE(closed.ok()) << closed.message();
+  auto trace = ReadTrace(path);
+  EXPECT_TRUE(trace.ok()) << trace.status().message();
+  return trace.ok() ? std::move(trace).value() : Trace{};
 }
 
 std::string WriteSampleTrace(const std::string& name, int n_ops) {

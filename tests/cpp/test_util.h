@@ -1,14 +1,29 @@
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "magneton/trace.h"
+#include "magneton/trace_writer.h"
 
 namespace magneton::testing {
 
 // A fresh path under a per-test temporary directory.
 std::string TempPath(const std::string& name);
+
+// A trace written straight through a TraceWriter, for tests of one part of
+// the recorder (src/record/) without a Recorder: the part writes its rows to
+// `writer`, and Close() reads back what reached the file.
+struct TestTrace {
+  std::string path;
+  std::unique_ptr<TraceWriter> writer;
+  // Closes the writer and reads the trace; a failure fails the test (and
+  // returns an empty Trace).
+  Trace Close();
+};
+// A fresh trace at TempPath(name); a writer that cannot start fails the test.
+TestTrace NewTestTrace(const std::string& name);
 
 // Records a small synthetic run (ops, tensors, frames, scopes, config) with
 // the real Recorder and returns the trace path.

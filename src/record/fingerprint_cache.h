@@ -1,0 +1,105 @@
+// --values fingerprints for one recording: a new value's fingerprint is
+// computed on the thread that owns the value, while it is alive (host memory
+// in place, device memory through the hook's reader), and only the
+// fingerprint is written, never the values. Encoded fingerprints are kept by
+// (value, offset, layout) so that views made again every step (weight.t() in
+// each forward) take their value's fingerprint instead of computing it again.
+//
+// A lock of its own (fingerprint computation runs outside it). Tensor
+// identity drops a value's entries when it forgets the value, holding its own
+// lock: the lock order is tensor identity's, then this one; never the reverse.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "magneton/recorder.h"
+#include "magneton/status.h"
+#include "magneton/trace_writer.h"
+#include "record/op_stacks.h"
+
+namespace magneton::record {
+
+// The fingerprint --values records for a value (same options for every
+// engine, so traces of different engines compare), encoded; and the same
+// from parts read where the values live (same options, same sample grid).
+StatusOr<std::string> EncodeValueFingerprint(const TensorBuffer& buffer);
+StatusOr<std::string> EncodeDeviceValueFingerprint(const DeviceValueReader& reader, std::string_view dtype,
+                                                   const std::vector<int64_t>& shape);
+
+class FingerprintCache {
+ public:
+  explicit FingerprintCache(TraceWriter* writer) : writer_(writer) {}
+  FingerprintCache(const FingerprintCache&) = delete;
+  FingerprintCache& operator=(const FingerprintCache&) = delete;
+
+  // Writes the fingerprint of value tensor_id, read through t (its values
+  // readable: TensorView::has_readable_values). viewed_id: for a view
+  // output, the id of the input value it aliases, else kNoId. Returns the
+  // time this thread spent computing it, which the caller charges to the
+  // recorder (RecorderSpan); none when a kept one was taken or the dtype has
+  // no fingerprint.
+  std::optional<RecorderSpan> FingerprintValue(int64_t tensor_id, const TensorView& t, int64_t viewed_id);
+
+  // Drops what was kept for views of value_id (the value is gone or was
+  // written anew).
+  void Drop(int64_t value_id);
+  // Drops everything kept (every value was forgotten).
+  void Clear();
+
+  // The recorder.device_fingerprint* and recorder.fingerprints_reused meta, at Stop.
+  void WriteStopMeta();
+
+  int64_t fingerprints_reused() const;
+  size_t bytes_cached() const;
+
+ private:
+  // A value read through one layout, and its encoded fingerprint: reused for
+  // a view that reads the same elements in the same order (weight.t() made
+  // again in every forward; view(1, 1, n) of an op's (1, n) result). Found
+  // by the value's id, not by address, because freed memory is reused at
+  // once by new values; dropped when that value is forgotten.
+  struct ViewFingerprint {
+    int64_t storage_offset;
+    uint64_t layout_hash;  // ValueLayoutHash
+    std::shared_ptr<const std::string> encoded;
+  };
+
+  // The fingerprint kept for value `id` read at this offset and layout, or null; mu_ held.
+  ViewFingerprint* FindLocked(int64_t id, int64_t storage_offset, uint64_t layout_hash);
+  // Keeps `encoded` for views of value_id read at this offset and layout; mu_ held.
+  void CacheLocked(int64_t value_id, int64_t storage_offset, uint64_t layout_hash,
+                   const std::shared_ptr<const std::string>& encoded);
+  void DropLocked(int64_t id);
+  // Counts a device fingerprint's outcome (meta recorder.device_fingerprint*).
+  void NoteDeviceFingerprint(const Status& status);
+
+  TraceWriter* const writer_;
+  // Encoded fingerprints by (value, offset, layout), for the views of that
+  // value: a value's own and those of its views. A view that reads its
+  // value's elements in the value's own order (HF's view(1, 1, n) of a
+  // Conv1D's addmm result) takes the value's fingerprint. Nothing else is
+  // reused: an address with the same layout and version can hold a new value
+  // (freed and reallocated memory, writes by nested ops that bump no version
+  // counter).
+  mutable std::mutex mu_;
+  std::unordered_map<int64_t, std::vector<ViewFingerprint>> fingerprints_;  // by value id
+  size_t bytes_cached_ = 0;
+  int64_t fingerprints_reused_ = 0;
+  // Device tensors: fingerprints computed there, skipped (the reader said
+  // Unavailable) and failed; the first failure's message goes to the meta.
+  std::atomic<int64_t> device_fingerprints_{0};
+  std::atomic<int64_t> device_fingerprints_skipped_{0};
+  std::atomic<int64_t> device_fingerprint_errors_{0};
+  std::atomic<bool> device_error_noted_{false};
+};
+
+}  // namespace magneton::record
