@@ -1,5 +1,8 @@
 #include "trace/control_chars.h"
 
+#include <map>
+#include <utility>
+
 namespace magneton {
 
 size_t NeutralizeControlCharacters(std::string* text) {
@@ -20,24 +23,34 @@ size_t NeutralizeControlCharacters(std::string* text) {
   return replaced;
 }
 
-size_t NeutralizeControlCharacters(Trace* t) {
+namespace {
+
+// Map keys are const: rebuilds a map whose keys might hold one.
+size_t NeutralizeMap(std::map<std::string, std::string>* map) {
   size_t n = 0;
+  std::map<std::string, std::string> out;
+  for (const auto& [key, value] : *map) {
+    std::string k = key, v = value;
+    n += NeutralizeControlCharacters(&k) + NeutralizeControlCharacters(&v);
+    out.emplace(std::move(k), std::move(v));
+  }
+  *map = std::move(out);
+  return n;
+}
+
+}  // namespace
+
+size_t NeutralizeControlCharacters(RunMetadata* m) {
+  size_t n = 0;
+  for (std::string* s : {&m->label, &m->command_line, &m->host, &m->cwd, &m->engine}) {
+    n += NeutralizeControlCharacters(s);
+  }
+  return n + NeutralizeMap(&m->versions) + NeutralizeMap(&m->extra);
+}
+
+size_t NeutralizeControlCharacters(Trace* t) {
+  size_t n = NeutralizeControlCharacters(&t->meta);
   auto fix = [&n](std::string& s) { n += NeutralizeControlCharacters(&s); };
-  RunMetadata& m = t->meta;
-  for (std::string* s : {&m.label, &m.command_line, &m.host, &m.cwd, &m.engine}) fix(*s);
-  // Map keys are const: rebuild the maps whose keys might hold one.
-  auto fix_map = [&](std::map<std::string, std::string>& map) {
-    std::map<std::string, std::string> out;
-    for (const auto& [key, value] : map) {
-      std::string k = key, v = value;
-      fix(k);
-      fix(v);
-      out.emplace(std::move(k), std::move(v));
-    }
-    map = std::move(out);
-  };
-  fix_map(m.versions);
-  fix_map(m.extra);
   for (ConfigEntry& c : t->config) {
     fix(c.key);
     fix(c.value);
@@ -50,7 +63,7 @@ size_t NeutralizeControlCharacters(Trace* t) {
     fix(tensor.dtype);
     fix(tensor.device);
   }
-  for (RuntimeState& r : t->runtime_states) fix_map(r.values);
+  for (RuntimeState& r : t->runtime_states) n += NeutralizeMap(&r.values);
   for (StateSetter& s : t->state_setters) {
     fix(s.key);
     fix(s.value);

@@ -14,6 +14,9 @@ namespace magneton {
 // (U+0080..U+009F in UTF-8) replaced by '?'. Returns how many it replaced.
 size_t NeutralizeControlCharacters(std::string* text);
 
+// The same over a trace's meta (ReadTraceCounts reads no more).
+size_t NeutralizeControlCharacters(RunMetadata* meta);
+
 // The same over every text field of a trace read from a file; the count of
 // replacements (the reader notes it in meta "reader.control_characters").
 size_t NeutralizeControlCharacters(Trace* trace);

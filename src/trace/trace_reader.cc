@@ -63,8 +63,11 @@ StatusOr<bool> HasTable(sqlite3* db, const char* table) {
 // How many rows `table` holds, to reserve vectors exactly: a vector grown
 // row by row holds up to twice its rows (the ops of a 2.4 M-op trace: 470 MB
 // of capacity for 270 MB of ops).
-StatusOr<size_t> RowCount(sqlite3* db, const char* table) {
-  MAGNETON_ASSIGN_OR_RETURN(Statement s, Statement::Prepare(db, (std::string("SELECT count(*) FROM ") + table).c_str()));
+// `where`: a condition on the rows counted (ReadTraceCounts), none when null.
+StatusOr<size_t> RowCount(sqlite3* db, const char* table, const char* where = nullptr) {
+  std::string sql = std::string("SELECT count(*) FROM ") + table;
+  if (where != nullptr) sql += std::string(" WHERE ") + where;
+  MAGNETON_ASSIGN_OR_RETURN(Statement s, Statement::Prepare(db, sql.c_str()));
   MAGNETON_ASSIGN_OR_RETURN(bool row, s.Step(db));
   return row ? static_cast<size_t>(std::max<int64_t>(s.ColumnInt(0), 0)) : 0;
 }
@@ -505,22 +508,28 @@ Status LoadTables(sqlite3* db, Trace* t) {
   return Status::Ok();
 }
 
-StatusOr<Trace> ReadOpenDb(sqlite3* db, const std::string& what) {
-  // The file may come from anyone: its schema is checked and every query
-  // bounded before any row is read (trace/untrusted_db.h).
-  if (Status st = sqlite::HardenUntrustedDb(db); !st.ok()) {
-    return Status(st.code(), what + " is not read: " + st.message());
+// The file may come from anyone: its schema is checked before any row is
+// read, and every query is then bounded by a QueryBudget (trace/untrusted_db.h).
+Status Harden(sqlite3* db, const std::string& what) {
+  Status st = sqlite::HardenUntrustedDb(db);
+  return st.ok() ? st : Status(st.code(), what + " is not read: " + st.message());
+}
+
+// What a failed read of `what` says: the budget if it ran out, a missing
+// table as a file that is no trace, else the error with the file's name.
+Status ReadFailure(const sqlite::QueryBudget& budget, const std::string& what, const Status& st) {
+  if (budget.exhausted()) return budget.Exceeded(what);
+  if (st.code() == StatusCode::kInternal && st.message().find("no such table") != std::string::npos) {
+    return Corrupt(what + " is not a Magneton trace or is damaged: " + st.message());
   }
+  return Status(st.code(), what + ": " + st.message());
+}
+
+StatusOr<Trace> ReadOpenDb(sqlite3* db, const std::string& what) {
+  MAGNETON_RETURN_IF_ERROR(Harden(db, what));
   sqlite::QueryBudget budget(db);
   Trace trace;
-  Status st = LoadTables(db, &trace);
-  if (!st.ok()) {
-    if (budget.exhausted()) return budget.Exceeded(what);
-    if (st.code() == StatusCode::kInternal && st.message().find("no such table") != std::string::npos) {
-      return Corrupt(what + " is not a Magneton trace or is damaged: " + st.message());
-    }
-    return Status(st.code(), what + ": " + st.message());
-  }
+  if (Status st = LoadTables(db, &trace); !st.ok()) return ReadFailure(budget, what, st);
   // Text from a file reaches terminals: no escape sequence passes (trace/control_chars.h).
   if (const size_t n = NeutralizeControlCharacters(&trace); n > 0) {
     trace.meta.extra["reader.control_characters"] = std::to_string(n);
@@ -565,46 +574,27 @@ StatusOr<Trace> ReadTrace(const std::string& path) {
 
 StatusOr<TraceCounts> ReadTraceCounts(const std::string& path) {
   MAGNETON_ASSIGN_OR_RETURN(DbPtr db, OpenTraceFile(path));
-  if (Status st = sqlite::HardenUntrustedDb(db.get()); !st.ok()) {
-    return Status(st.code(), path + " is not read: " + st.message());
-  }
+  MAGNETON_RETURN_IF_ERROR(Harden(db.get(), path));
   sqlite::QueryBudget budget(db.get());
-  TraceCounts counts;
   Trace meta_only;
   auto version = LoadMeta(db.get(), &meta_only);
-  if (!version.ok()) {
-    if (budget.exhausted()) return budget.Exceeded(path);
-    const Status& st = version.status();
-    if (st.code() == StatusCode::kInternal && st.message().find("no such table") != std::string::npos) {
-      return Corrupt(path + " is not a Magneton trace or is damaged: " + st.message());
-    }
-    return Status(st.code(), path + ": " + st.message());
-  }
-  counts.meta = std::move(meta_only.meta);
+  if (!version.ok()) return ReadFailure(budget, path, version.status());
   const bool v2 = *version == 2;
-  auto count = [&](const char* sql, size_t* out) -> Status {
-    auto s = Statement::Prepare(db.get(), sql);
-    if (!s.ok()) return s.status();
-    auto row = s->Step(db.get());
-    if (!row.ok()) return row.status();
-    *out = *row ? static_cast<size_t>(std::max<int64_t>(s->ColumnInt(0), 0)) : 0;
+  TraceCounts counts;
+  auto count = [&](const char* table, size_t* out, const char* where = nullptr) -> Status {
+    MAGNETON_ASSIGN_OR_RETURN(*out, RowCount(db.get(), table, where));
     return Status::Ok();
   };
-  Status st = count(v2 ? "SELECT count(*) FROM ops" : "SELECT count(*) FROM op_rows", &counts.ops);
-  if (st.ok()) st = count(v2 ? "SELECT count(*) FROM tensors" : "SELECT count(*) FROM tensor_rows", &counts.tensors);
-  if (st.ok()) st = count("SELECT count(*) FROM device_activities", &counts.device_activities);
-  if (st.ok()) {
-    st = count("SELECT count(*) FROM device_activities WHERE op_id IS NOT NULL", &counts.device_activities_linked);
-  }
-  if (!st.ok()) {
-    if (budget.exhausted()) return budget.Exceeded(path);
-    return Corrupt(path + " is not a Magneton trace or is damaged: " + st.message());
-  }
+  Status st = count(v2 ? "ops" : "op_rows", &counts.ops);
+  if (st.ok()) st = count(v2 ? "tensors" : "tensor_rows", &counts.tensors);
+  if (st.ok()) st = count("device_activities", &counts.device_activities);
+  if (st.ok()) st = count("device_activities", &counts.device_activities_linked, "op_id IS NOT NULL");
+  if (!st.ok()) return ReadFailure(budget, path, st);
+  counts.meta = std::move(meta_only.meta);
   // Text from a file reaches terminals: no escape sequence passes (trace/control_chars.h).
-  Trace neutral;
-  neutral.meta = std::move(counts.meta);
-  NeutralizeControlCharacters(&neutral);
-  counts.meta = std::move(neutral.meta);
+  if (const size_t n = NeutralizeControlCharacters(&counts.meta); n > 0) {
+    counts.meta.extra["reader.control_characters"] = std::to_string(n);
+  }
   return counts;
 }
 
