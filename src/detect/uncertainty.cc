@@ -270,6 +270,15 @@ std::string ShiftReason(const DetectResult& r, const Finding& f, const Options& 
 // machine on both sides, the cheaper side's regions ran as fast as a burst
 // allowed, and solve() on 2 threads came out 4x costlier than inv() +
 // matmul, a bound of 4 = (1 / 0.5)^2.
+// "other work took X% of the machine's CPU time while B's job ran (Y% while
+// A's did)": both sides' loads, over their jobs where both traces say.
+std::string BothLoads(const SideSummary& costly, const SideSummary& cheap, bool b_costly) {
+  const bool over_job = costly.machine.over_job && cheap.machine.over_job;
+  return fmt::format("other work took {:.0f}% of the machine's CPU time while {}{} ({:.0f}% while {}{})",
+                     100 * costly.machine.Total(), b_costly ? 'B' : 'A', over_job ? "'s job ran" : " was recorded",
+                     100 * cheap.machine.Total(), b_costly ? 'A' : 'B', over_job ? "'s did" : " was");
+}
+
 std::string LoadReason(const DetectResult& r, const Finding& f, const Options& options) {
   const bool b_costly = f.wasteful_side == 'B';
   const SideSummary& costly = b_costly ? r.b : r.a;
@@ -282,27 +291,20 @@ std::string LoadReason(const DetectResult& r, const Finding& f, const Options& o
   // project's 2-core VM (64% of the machine, a 2.74x bound) a one-op region
   // came out 58x costlier and the whole model 4.4x: with no interval, a
   // region on the busier side is inconclusive at any ratio.
-  const bool over_job = costly.machine.over_job && cheap.machine.over_job;
-  const char* while_ = over_job ? "'s job ran" : " was recorded";
-  const char* while_other = over_job ? "'s did" : " was";
   // Any ratio only where the costlier side was the busier one; elsewhere a
   // one-occurrence region is open within the bound, like any other.
   if (!f.uncertainty.ratio.known && LoadSlowdownBound(costly, cheap) > 1) {
-    return fmt::format("other work took {:.0f}% of the machine's CPU time while {}{} ({:.0f}% while {}{}), "
-                       "and this region occurs once: a busy machine can make one occurrence costlier by any "
+    return fmt::format("{}, and this region occurs once: a busy machine can make one occurrence costlier by any "
                        "amount (its mean effect alone is up to {:.2f}x); record both sides again on a quiet machine, "
                        "or {}",
-                       100 * costly.machine.Total(), b_costly ? 'B' : 'A', while_, 100 * cheap.machine.Total(),
-                       b_costly ? 'A' : 'B', while_other, bound, kMoreRuns);
+                       BothLoads(costly, cheap, b_costly), bound, kMoreRuns);
   }
   const double region = CostlyRatioEvidence(f);
   if (region > bound * (1 + options.tau)) return "";
-  return fmt::format("other work took {:.0f}% of the machine's CPU time while {}{} ({:.0f}% while {}{}): "
-                     "that alone can make {} up to {:.2f}x costlier, and this region{} is costlier by no more; "
+  return fmt::format("{}: that alone can make {} up to {:.2f}x costlier, and this region{} is costlier by no more; "
                      "record both sides again on a quiet machine, or {}",
-                     100 * costly.machine.Total(), b_costly ? 'B' : 'A', while_, 100 * cheap.machine.Total(),
-                     b_costly ? 'A' : 'B', while_other,
-                     b_costly ? 'B' : 'A', bound, f.uncertainty.ratio.known ? " (by its interval)" : "", kMoreRuns);
+                     BothLoads(costly, cheap, b_costly), b_costly ? 'B' : 'A', bound,
+                     f.uncertainty.ratio.known ? " (by its interval)" : "", kMoreRuns);
 }
 
 // Why a timing-only finding of one recording per side cannot be told from
@@ -343,15 +345,11 @@ std::string BusierSideTimingReason(const DetectResult& r, const Finding& f, cons
   const SideSummary& costly = b_costly ? r.b : r.a;
   const SideSummary& cheap = b_costly ? r.a : r.b;
   if (LoadSlowdownBound(costly, cheap) <= 1) return "";
-  const bool over_job = costly.machine.over_job && cheap.machine.over_job;
-  return fmt::format("{}; other work took {:.0f}% of the machine's CPU time while {}{} ({:.0f}% while {}{}) in "
-                     "these runs, and short ops whose threads wait for one another stall by a whole time slice "
-                     "while any of them is off a CPU: a busier machine can make them costlier by any amount "
-                     "(its mean effect alone is up to {:.2f}x); record both sides again on a quiet machine, or "
-                     "interleaved so that both share its load (`magneton compare -n 3 -- CMD_A -- CMD_B`)",
-                     TimingOnlyReason(f), 100 * costly.machine.Total(), b_costly ? 'B' : 'A',
-                     over_job ? "'s jobs ran" : " was recorded", 100 * cheap.machine.Total(), b_costly ? 'A' : 'B',
-                     over_job ? "'s did" : " was", RegionLoadBound(costly));
+  return fmt::format("{}; {} in these runs, and short ops whose threads wait for one another stall by a whole "
+                     "time slice while any of them is off a CPU: a busier machine can make them costlier by any "
+                     "amount (its mean effect alone is up to {:.2f}x); record both sides again on a quiet machine, "
+                     "or interleaved so that both share its load (`magneton compare -n 3 -- CMD_A -- CMD_B`)",
+                     TimingOnlyReason(f), BothLoads(costly, cheap, b_costly), RegionLoadBound(costly));
 }
 
 double Mean(const std::vector<double>& v) {
