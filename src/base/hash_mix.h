@@ -1,12 +1,12 @@
-// The one mixing step every recorder hash table uses (interned frames, call
-// paths and scopes, tensor keys, layouts). The tables compare full keys, so
-// a collision costs a probe, never a wrong id; sharing the step keeps the
-// parts' tables hashing alike after the split of the recorder.
+// The one mixing step of the project's hash tables over ids and integers (the
+// recorder's interned frames, call paths and scopes, tensor keys and layouts;
+// the matcher's tensor index cells). The tables compare full keys, so a
+// collision costs a probe, never a wrong id.
 #pragma once
 
 #include <cstdint>
 
-namespace magneton::record {
+namespace magneton {
 
 inline uint64_t Mix(uint64_t h, uint64_t v) {
   // 64-bit FNV-style mixing; collisions only cost a map probe.
@@ -14,4 +14,4 @@ inline uint64_t Mix(uint64_t h, uint64_t v) {
   return h;
 }
 
-}  // namespace magneton::record
+}  // namespace magneton

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <functional>
 
+#include "base/hash_mix.h"
 #include "match/match.h"
 
 namespace magneton {
@@ -19,11 +20,6 @@ constexpr int64_t kWildcard = INT64_MIN / 2;  // statistic not keyed (not compar
 // with the moment pre-filter making a rejected entry cheap, the 1 M-op
 // match_bench was fastest at 4 (3.4 s CPU; 2: 4.4 s; 3: 3.6 s).
 constexpr double kCellWidth = 4;
-
-uint64_t Mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  return h;
-}
 
 struct Coord {
   double x = 0;

@@ -21,7 +21,7 @@
 #include "magneton/recorder.h"
 #include "magneton/trace.h"
 #include "magneton/trace_writer.h"
-#include "record/hash_mix.h"
+#include "base/hash_mix.h"
 
 namespace magneton::record {
 

@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "magneton/recorder.h"
-#include "record/hash_mix.h"
+#include "base/hash_mix.h"
 
 namespace magneton::record {
 
