@@ -75,8 +75,8 @@ def differing_fingerprints(trace_a, trace_b):
     assert len(a) > 500  # the run's values are fingerprinted ...
     assert a.keys() == b.keys()
     differing = sorted(k for k in a if a[k] != b[k])
-    beyond_reordering = [(k, torch_values.compare(a[k], b[k], REORDERING_EPSILON)[1]) for k in differing
-                         if not torch_values.compare(a[k], b[k], REORDERING_EPSILON)[0]]
+    verdicts = {k: torch_values.compare(a[k], b[k], REORDERING_EPSILON) for k in differing}
+    beyond_reordering = [(k, why) for k, (equivalent, why) in verdicts.items() if not equivalent]
     return len(a), differing, beyond_reordering
 
 
