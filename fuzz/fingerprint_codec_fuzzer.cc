@@ -1,9 +1,9 @@
 // libFuzzer target: the fingerprint codec (src/fingerprint/codec.cc, and the
-// mfp1 decoder of version-2 traces, codec_mfp1.cc). An arbitrary blob must
-// decode to a Status or a fingerprint, never a crash or sanitizer report; a
-// decoded mfp2 fingerprint must encode back to the very same bytes (the blob
-// is canonical); a decoded mfp1 fingerprint must come back from mfp2 with
-// every field bit for bit (the conversion is lossless); and comparing must be
+// decoders of older traces, codec_mfp2.cc and codec_mfp1.cc). An arbitrary
+// blob must decode to a Status or a fingerprint, never a crash or sanitizer
+// report; a decoded mfp3 fingerprint must encode back to the very same bytes
+// (the blob is canonical); a decoded mfp1 or mfp2 fingerprint must come back
+// from mfp3 with every field bit for bit (the conversion is lossless); and comparing must be
 // safe whatever the numbers say (NaN moments, absurd dims, empty marginals).
 //   ninja -C build/fuzz fingerprint_codec_fuzzer
 //   build/fuzz/fuzz/fingerprint_codec_fuzzer -max_total_time=60 fuzz/corpus/fingerprint_codec
@@ -58,12 +58,14 @@ bool SameFields(const magneton::Fingerprint& a, const magneton::Fingerprint& b) 
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view blob(reinterpret_cast<const char*>(data), size);
-  // As an mfp1 blob: read, it must survive mfp2 unchanged.
-  if (auto old = magneton::DecodeFingerprint("mfp1", blob); old.ok()) {
-    auto back = magneton::DecodeFingerprint(magneton::kFingerprintKind, magneton::EncodeFingerprint(*old));
-    if (!back.ok() || !SameFields(*old, *back)) {
-      std::fprintf(stderr, "fingerprint_codec_fuzzer: mfp1 -> mfp2 lost or changed a field\n");
-      std::abort();
+  // As an mfp1 or mfp2 blob: read, it must survive mfp3 unchanged.
+  for (const char* old_kind : {"mfp1", "mfp2"}) {
+    if (auto old = magneton::DecodeFingerprint(old_kind, blob); old.ok()) {
+      auto back = magneton::DecodeFingerprint(magneton::kFingerprintKind, magneton::EncodeFingerprint(*old));
+      if (!back.ok() || !SameFields(*old, *back)) {
+        std::fprintf(stderr, "fingerprint_codec_fuzzer: %s -> mfp3 lost or changed a field\n", old_kind);
+        std::abort();
+      }
     }
   }
   auto fp = magneton::DecodeFingerprint(magneton::kFingerprintKind, blob);

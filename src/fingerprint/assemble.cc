@@ -7,6 +7,7 @@
 
 #include "fingerprint/order_stats.h"
 #include "fingerprint/strong_part.h"
+#include "fingerprint/value_grid.h"
 
 namespace magneton::fingerprint_internal {
 namespace {
@@ -38,37 +39,6 @@ void FillQuantiles(std::vector<double> finite, LayoutInvariantPart* out) {
   }
 }
 
-// A quantile, extreme, chunk sum or singular value rounded to the nearest
-// float32 when that is a normal float (or zero). The comparison's tolerances
-// are epsilon (1e-2 by default; 1e-5 the smallest the case suite is scored
-// at) of a scale at least the statistic's own order, and float32 rounds by at
-// most 6e-8 of it, so the mfp2 codec can store these in 4 bytes instead of 8
-// without moving a verdict (docs/MATCHING.md, "Precision"). Out of float
-// range, or below its normal range, the double stays: rounding would turn it
-// into an infinity or lose its digits.
-double NearestFloat(double v) {
-  if (!std::isfinite(v)) return v;
-  const double magnitude = std::fabs(v);
-  if (magnitude > std::numeric_limits<float>::max()) return v;
-  if (magnitude != 0 && magnitude < std::numeric_limits<float>::min()) return v;
-  return static_cast<double>(static_cast<float>(v));
-}
-
-void RoundToFloat(Fingerprint* fp) {
-  LayoutInvariantPart& p = fp->invariant;
-  // The four moments stay fp64 (32 bytes): they are what a reader of the
-  // fingerprint takes as its summary, and a 1e6 offset must not eat a
-  // mean's fraction there.
-  for (double* v : {&p.min, &p.max}) *v = NearestFloat(*v);
-  for (double& q : p.quantiles) q = NearestFloat(q);
-  for (AxisMarginal& m : fp->strong.marginals) {
-    for (double& s : m.chunk_sums) s = NearestFloat(s);
-  }
-  for (UnfoldingSpectrum& u : fp->strong.spectra) {
-    for (double& s : u.singular_values) s = NearestFloat(s);
-  }
-}
-
 }  // namespace
 
 Fingerprint AssembleFingerprint(DType dtype, const MomentAccumulator& moments, std::vector<double> core,
@@ -89,7 +59,7 @@ Fingerprint AssembleFingerprint(DType dtype, const MomentAccumulator& moments, s
   if (options.compute_strong && all_finite && !core.empty()) {
     fp.strong = ComputeStrongPart(core, grid.full_sizes, grid.core_sizes(), options);
   }
-  RoundToFloat(&fp);
+  RoundToGrids(&fp);
   return fp;
 }
 

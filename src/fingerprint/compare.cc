@@ -4,6 +4,7 @@
 // relevant scale; genuinely different data moves the statistics by O(1) of it.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
@@ -49,6 +50,58 @@ std::vector<std::pair<int64_t, int64_t>> DimPairs(const StrongPart& s) {
   return out;
 }
 
+// A marginal folded into `chunks` chunks, when each of their boundaries is
+// one of its own: a trace written before the chunk count fell from 64 to 16
+// (mfp2) still compares with one written after (the fold of 64 chunks of an
+// axis into 16 has exactly the 16-chunk boundaries, c * n / 16).
+std::optional<AxisMarginal> Folded(const AxisMarginal& m, size_t chunks) {
+  const size_t have = m.chunk_sums.size();
+  if (chunks == 0 || chunks >= have || m.chunk_elements.size() != have) return std::nullopt;
+  const int64_t n = m.axis_size;
+  AxisMarginal out;
+  out.axis_size = n;
+  size_t j = 0;
+  for (size_t c = 0; c < chunks; ++c) {
+    const int64_t hi = static_cast<int64_t>(c + 1) * n / static_cast<int64_t>(chunks);
+    double sum = 0;
+    int64_t elements = 0;
+    // Old chunk j spans [j * n / have, (j + 1) * n / have).
+    while (j < have && static_cast<int64_t>(j + 1) * n / static_cast<int64_t>(have) <= hi) {
+      sum += m.chunk_sums[j];
+      elements += m.chunk_elements[j];
+      ++j;
+    }
+    if (static_cast<int64_t>(j) * n / static_cast<int64_t>(have) != hi) return std::nullopt;  // boundary not shared
+    out.chunk_sums.push_back(sum);
+    out.chunk_elements.push_back(elements);
+  }
+  return out;
+}
+
+// RMS over chunks of the chunk sums' differences, each in units of
+// sqrt(chunk elements) * scale; nullopt when the chunks are not the same.
+std::optional<double> MarginalDistance(const AxisMarginal& ma, const AxisMarginal& mb, double scale) {
+  if (ma.axis_size != mb.axis_size) return std::nullopt;
+  if (ma.chunk_sums.size() != mb.chunk_sums.size()) {
+    // Written with other chunk counts: compare at the coarser one.
+    const bool a_finer = ma.chunk_sums.size() > mb.chunk_sums.size();
+    const std::optional<AxisMarginal> folded = Folded(a_finer ? ma : mb, (a_finer ? mb : ma).chunk_sums.size());
+    if (!folded) return std::nullopt;
+    return a_finer ? MarginalDistance(*folded, mb, scale) : MarginalDistance(ma, *folded, scale);
+  }
+  if (ma.chunk_elements != mb.chunk_elements) return std::nullopt;
+  double sq = 0;
+  size_t k = 0;
+  for (const ChunkCounts::Run& run : ma.chunk_elements.runs()) {
+    const double per_chunk = static_cast<double>(std::max<int64_t>(run.value, 1)) * scale * scale;
+    for (int64_t r = 0; r < run.length && k < ma.chunk_sums.size(); ++r, ++k) {
+      const double d = ma.chunk_sums[k] - mb.chunk_sums[k];
+      sq += d * d / per_chunk;
+    }
+  }
+  return std::sqrt(sq / static_cast<double>(std::max<size_t>(ma.chunk_sums.size(), 1)));
+}
+
 // Axis marginals as a multiset over axes: each axis of `a` must pair with a
 // distinct axis of `b` whose chunk sums agree. Chunk sums of c values differ
 // by ~sqrt(c)*scale between unrelated data, so distances are in those units.
@@ -59,20 +112,11 @@ bool CompareMarginals(const StrongPart& a, const StrongPart& b, double scale, do
     bool found = false;
     double best = INFINITY;
     for (size_t j = 0; j < b.marginals.size() && !found; ++j) {
-      const AxisMarginal& mb = b.marginals[j];
-      if (used[j] || ma.axis_size != mb.axis_size || ma.chunk_elements != mb.chunk_elements) continue;
-      double sq = 0;
-      size_t k = 0;
-      for (const ChunkCounts::Run& run : ma.chunk_elements.runs()) {
-        const double per_chunk = static_cast<double>(std::max<int64_t>(run.value, 1)) * scale * scale;
-        for (int64_t r = 0; r < run.length && k < ma.chunk_sums.size(); ++r, ++k) {
-          const double d = ma.chunk_sums[k] - mb.chunk_sums[k];
-          sq += d * d / per_chunk;
-        }
-      }
-      const double dist = std::sqrt(sq / static_cast<double>(std::max<size_t>(ma.chunk_sums.size(), 1)));
-      best = std::min(best, dist);
-      if (dist <= epsilon) {
+      if (used[j]) continue;
+      const std::optional<double> dist = MarginalDistance(ma, b.marginals[j], scale);
+      if (!dist) continue;
+      best = std::min(best, *dist);
+      if (*dist <= epsilon) {
         used[j] = true;
         found = true;
       }

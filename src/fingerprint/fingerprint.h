@@ -155,7 +155,7 @@ inline FingerprintOptions ValueFingerprintOptions() {
   return options;
 }
 
-inline constexpr int kMaxMarginalValues = 64;
+inline constexpr int kMaxMarginalValues = 16;
 inline constexpr int kMaxSingularValues = 8;
 
 StatusOr<Fingerprint> ComputeFingerprint(const TensorBuffer& tensor, const FingerprintOptions& options = {});
@@ -192,9 +192,10 @@ EquivalenceVerdict CompareFingerprints(const Fingerprint& a, const Fingerprint& 
 bool Equivalent(const Fingerprint& a, const Fingerprint& b, double epsilon);
 
 // Serialisation into the trace's fingerprints(kind, data) table: written as
-// "mfp2" (lossless, every field in as few bytes as it needs; codec.cc), read
-// as mfp2 or as the fixed-width "mfp1" of schema version 2 traces.
-inline constexpr std::string_view kFingerprintKind = "mfp2";
+// "mfp3" (lossless; grid values as small integers; codec.cc), read as mfp3,
+// as the "mfp2" of earlier traces or as the fixed-width "mfp1" of schema
+// version 2 traces.
+inline constexpr std::string_view kFingerprintKind = "mfp3";
 std::string EncodeFingerprint(const Fingerprint& fp);  // the `data` blob, kind kFingerprintKind
 StatusOr<Fingerprint> DecodeFingerprint(std::string_view kind, std::string_view data);
 

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -7,6 +8,7 @@
 #include <limits>
 #include <random>
 
+#include "fingerprint/codec_io.h"
 #include "fingerprint/codec_mfp1.h"
 
 #include "fingerprint/fingerprint.h"
@@ -52,7 +54,7 @@ TEST(FingerprintCodec, RejectsTruncatedAndUnknown) {
 // other than 0 or 1 was once read as "present" and written back as 1.
 TEST(FingerprintCodec, RejectsAFlagByteTheEncoderNeverWrites) {
   std::string blob = EncodeFingerprint(Sample(3));
-  ASSERT_EQ(blob[0], 4);  // floating, strong part present
+  ASSERT_EQ(blob[0], 4 | 8);  // floating, strong part present, quantiles on their grid
   ASSERT_TRUE(DecodeFingerprint(kFingerprintKind, blob).ok());  // the positive twin
   blob[0] = static_cast<char>(0xFF);
   auto bad = DecodeFingerprint(kFingerprintKind, blob);
@@ -131,8 +133,8 @@ void ExpectSameFields(const Fingerprint& a, const Fingerprint& b) {
 }
 
 // The mfp1 blobs of real torch tensors (the fuzz corpus: float32, bfloat16,
-// bool; ranks 0-4) read as mfp1, and written as mfp2 lose nothing, in fewer bytes.
-TEST(FingerprintCodec, Mfp1CorpusConvertsToMfp2Losslessly) {
+// bool; ranks 0-4) read as mfp1, and written as mfp3 lose nothing, in fewer bytes.
+TEST(FingerprintCodec, Mfp1CorpusConvertsToMfp3Losslessly) {
   int converted = 0;
   for (const auto& entry : std::filesystem::directory_iterator(MAGNETON_FINGERPRINT_CORPUS)) {
     if (entry.path().extension() != ".mfp1") continue;
@@ -174,7 +176,7 @@ TEST(FingerprintCodec, EveryDoubleAndIntegerComesBackBitForBit) {
   fp.invariant.element_count = INT64_MAX;
   {  // a last chunk unlike the others: a second run
     ChunkCounts& counts = fp.strong.marginals[0].chunk_elements;
-    std::vector<int64_t> values = counts.Expanded();
+    std::vector<int64_t> values(counts.size(), counts[0]);
     values.back() = 123456789;
     counts.clear();
     for (int64_t v : values) counts.push_back(v);
@@ -194,8 +196,9 @@ TEST(FingerprintCodec, RefusesSpellingsTheEncoderNeverWrites) {
   Fingerprint zeros;
   zeros.invariant.element_count = 1;
   const std::string blob = EncodeFingerprint(zeros);
-  // head, 5 counts, 10 tag bytes (mean +0: tag 1, then 37 repeats: tag 0).
-  ASSERT_EQ(blob, std::string("\x00\x02\x00\x00\x00\x00\x01", 7) + std::string(9, '\0'));
+  // head, 5 counts, 2 tag bytes of the 6 moments (mean +0: tag 1, then 5
+  // repeats: tag 0), 8 tag bytes of the 32 quantiles as doubles (rms 0: no grid).
+  ASSERT_EQ(blob, std::string("\x00\x02\x00\x00\x00\x00\x01\x00\x01", 9) + std::string(7, '\0'));
   ASSERT_TRUE(DecodeFingerprint(kFingerprintKind, blob).ok());
   std::string longer = blob;
   longer.replace(1, 1, std::string("\x82\x00", 2));  // element_count 1 in two bytes
@@ -205,14 +208,90 @@ TEST(FingerprintCodec, RefusesSpellingsTheEncoderNeverWrites) {
   EXPECT_FALSE(DecodeFingerprint(kFingerprintKind, zero_again).ok());
   std::string raw_zero = blob;
   raw_zero[6] = 0x03;  // +0.0 as 8 raw bytes
-  raw_zero.insert(16, std::string(8, '\0'));
+  raw_zero.insert(8, std::string(8, '\0'));
   EXPECT_FALSE(DecodeFingerprint(kFingerprintKind, raw_zero).ok());
   std::string stray = blob;
-  stray[15] = 0x40;  // tag bits past the 38th value
+  stray[7] = 0x40;  // tag bits past the 6th moment
   EXPECT_FALSE(DecodeFingerprint(kFingerprintKind, stray).ok());
   std::string repeat_first = blob;
   repeat_first[6] = 0x00;  // the first value cannot repeat one before it
   EXPECT_FALSE(DecodeFingerprint(kFingerprintKind, repeat_first).ok());
+  std::string grid_without_scale = blob;
+  grid_without_scale[0] = 0x08;  // quantiles "on the grid" of an rms of 0
+  EXPECT_FALSE(DecodeFingerprint(kFingerprintKind, grid_without_scale).ok());
+}
+
+// Values on their grid are stored as steps of it; the same values spelled as
+// doubles are a second blob for one fingerprint, refused.
+TEST(FingerprintCodec, RefusesGridValuesSpelledAsDoubles) {
+  Fingerprint fp = Sample(6);
+  fp.strong = StrongPart{};
+  const std::string blob = EncodeFingerprint(fp);
+  ASSERT_EQ(blob[0], 8);  // floating, no strong part, quantiles on their grid
+  ASSERT_TRUE(DecodeFingerprint(kFingerprintKind, blob).ok());  // the positive twin
+  fingerprint_codec::Writer w;
+  const LayoutInvariantPart& p = fp.invariant;
+  w.Byte(0);
+  for (int64_t v : {p.element_count, p.nan_count, p.pos_inf_count, p.neg_inf_count, p.quantile_sample_size}) w.Int(v);
+  w.Doubles(std::array<double, 6>{p.mean, p.variance, p.skewness, p.kurtosis, p.min, p.max});
+  w.Doubles(p.quantiles);
+  const std::string as_doubles = w.Take();
+  EXPECT_GT(as_doubles.size(), blob.size());
+  auto refused = DecodeFingerprint(kFingerprintKind, as_doubles);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kCorrupt);
+  // Off the grid (one quantile nudged by an ulp) the doubles are the blob.
+  fp.invariant.quantiles[3] = std::nextafter(fp.invariant.quantiles[3], 1e300);
+  auto off_grid = DecodeFingerprint(kFingerprintKind, EncodeFingerprint(fp));
+  ASSERT_TRUE(off_grid.ok()) << off_grid.status().message();
+  EXPECT_EQ(off_grid->invariant.quantiles[3], fp.invariant.quantiles[3]);
+}
+
+// Packed integers have one spelling: the narrowest width, zero padding.
+TEST(FingerprintCodec, PackedIntegersRefuseAWiderWidthAndSetPadding) {
+  fingerprint_codec::Writer w;
+  w.Packed({1, -1, 3, 0});  // zigzag 2, 1, 6, 0: 3 bits each, 12 bits in 2 bytes
+  const std::string blob = w.Take();
+  ASSERT_EQ(blob.size(), 3u);
+  ASSERT_EQ(blob[0], 3);
+  auto read = [](const std::string& b) {
+    fingerprint_codec::Reader r(b);
+    std::vector<int64_t> values;
+    return r.Packed(4, &values) && r.AtEnd() ? values : std::vector<int64_t>{};
+  };
+  EXPECT_EQ(read(blob), (std::vector<int64_t>{1, -1, 3, 0}));  // the positive twin
+  // The same values in 4-bit fields (zigzag 2, 1 | 6, 0): none needs the 4th bit.
+  const std::string wider("\x04\x12\x06", 3);
+  EXPECT_TRUE(read(wider).empty());
+  std::string padding = blob;
+  padding[2] = static_cast<char>(static_cast<uint8_t>(padding[2]) | 0x80);  // a bit past the 12th
+  EXPECT_TRUE(read(padding).empty());
+}
+
+// Every blob the decoder accepts is one the encoder writes: mutations of real
+// blobs (a byte changed, one dropped, one inserted) either fail to decode or
+// decode to a fingerprint that encodes back to the mutated bytes. A small
+// deterministic version of fuzz/fingerprint_codec_fuzzer that runs in ctest.
+TEST(FingerprintCodec, MutatedBlobsDecodeOnlyToTheirOwnEncoding) {
+  std::mt19937 rng(7);
+  int accepted = 0;
+  for (uint32_t seed = 10; seed < 14; ++seed) {
+    const std::string blob = EncodeFingerprint(Sample(seed));
+    for (int trial = 0; trial < 3000; ++trial) {
+      std::string mutated = blob;
+      const size_t at = rng() % mutated.size();
+      switch (rng() % 3) {
+        case 0: mutated[at] = static_cast<char>(rng()); break;
+        case 1: mutated.erase(at, 1); break;
+        default: mutated.insert(at, 1, static_cast<char>(rng())); break;
+      }
+      auto fp = DecodeFingerprint(kFingerprintKind, mutated);
+      if (!fp.ok()) continue;
+      ++accepted;
+      ASSERT_EQ(EncodeFingerprint(*fp), mutated) << "seed " << seed << " trial " << trial;
+    }
+  }
+  EXPECT_GT(accepted, 100);  // the mutations reach the decoder's far end, not only its first refusal
 }
 
 TEST(FingerprintCodec, TraceTableRoundTrip) {

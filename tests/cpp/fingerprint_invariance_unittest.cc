@@ -233,20 +233,20 @@ TEST(FingerprintInvariance, ChunkCountsAreRunsOfTheCountsTheyReplace) {
   ASSERT_TRUE(fp.strong.present);
   ASSERT_EQ(fp.strong.marginals.size(), 2u);
   for (const AxisMarginal& m : fp.strong.marginals) {
-    EXPECT_EQ(m.chunk_elements.size(), 64u);
+    EXPECT_EQ(m.chunk_elements.size(), 16u);
     ASSERT_EQ(m.chunk_elements.runs().size(), 1u);
-    EXPECT_EQ(m.chunk_elements[63], 64);
+    EXPECT_EQ(m.chunk_elements[15], 4 * 64);
   }
-  // 100 rows fold into 64 chunks of 1 or 2 rows of 3 elements.
+  // 100 rows fold into 16 chunks of 6 or 7 rows of 3 elements.
   const std::vector<float> uneven = Random(100 * 3, 8);
   const Fingerprint fu = Fp(uneven.data(), DType::kFloat32, {100, 3});
   ASSERT_TRUE(fu.strong.present);
   const ChunkCounts& counts = fu.strong.marginals[0].chunk_elements;
-  ASSERT_EQ(counts.size(), 64u);
+  ASSERT_EQ(counts.size(), 16u);
   std::vector<int64_t> expanded = counts.Expanded();
   int64_t total = 0;
   for (size_t k = 0; k < expanded.size(); ++k) {
-    EXPECT_TRUE(expanded[k] == 3 || expanded[k] == 6) << k;
+    EXPECT_TRUE(expanded[k] == 18 || expanded[k] == 21) << k;
     EXPECT_EQ(counts[k], expanded[k]) << k;
     total += expanded[k];
   }
@@ -255,7 +255,7 @@ TEST(FingerprintInvariance, ChunkCountsAreRunsOfTheCountsTheyReplace) {
   ChunkCounts rebuilt;
   for (int64_t v : expanded) rebuilt.push_back(v);
   EXPECT_EQ(rebuilt, counts);
-  rebuilt.push_back(6);
+  rebuilt.push_back(21);
   EXPECT_FALSE(rebuilt == counts);
 }
 
@@ -278,6 +278,69 @@ TEST(FingerprintInvariance, SizeOneDimsDoNotChangeTheEncodedFingerprint) {
   // Other non-trivial dims, or the same ones in another order, change it.
   EXPECT_NE(grid, flat);
   EXPECT_NE(EncodeFingerprint(Fp(v.data(), DType::kFloat32, {64, 12}, {1, 64})), grid);
+}
+
+}  // namespace
+}  // namespace magneton
+
+namespace magneton {
+namespace {
+
+// The per-row marginal an mfp2-era fingerprint held: one chunk per row (64
+// chunks for 64 rows), summed in fp64 and rounded to float32 as then.
+AxisMarginal RowMarginalOf64Chunks(const std::vector<float>& v, int64_t rows, int64_t cols) {
+  AxisMarginal m;
+  m.axis_size = rows;
+  for (int64_t r = 0; r < rows; ++r) {
+    double sum = 0;
+    for (int64_t c = 0; c < cols; ++c) sum += v[static_cast<size_t>(r * cols + c)];
+    m.chunk_sums.push_back(static_cast<float>(sum));
+    m.chunk_elements.push_back(cols);
+  }
+  return m;
+}
+
+// A trace recorded before marginals fell from 64 chunks to 16 still matches
+// one recorded after: the 64 chunks fold into the 16 (their boundaries are
+// the 16's), and a row-shuffled tensor folded the same way still differs.
+TEST(FingerprintInvariance, MarginalsOf64ChunksCompareWithThoseOf16) {
+  const std::vector<float> v = Random(64 * 48, 21);
+  const Fingerprint now = Fp(v.data(), DType::kFloat32, {64, 48});
+  ASSERT_TRUE(now.strong.present);
+  ASSERT_EQ(now.strong.marginals[0].chunk_sums.size(), 16u);
+  Fingerprint before = now;
+  before.strong.marginals[0] = RowMarginalOf64Chunks(v, 64, 48);
+  EXPECT_TRUE(CompareFingerprints(now, before, 1e-5).equivalent) << CompareFingerprints(now, before, 1e-5).reason;
+  EXPECT_TRUE(CompareFingerprints(before, now, 1e-5).equivalent);
+
+  // Rows 0-31 swapped with rows 32-63: the same column sums, other row sums.
+  std::vector<float> swapped(v.begin() + 32 * 48, v.end());
+  swapped.insert(swapped.end(), v.begin(), v.begin() + 32 * 48);
+  Fingerprint shuffled_before = now;
+  shuffled_before.strong.marginals[0] = RowMarginalOf64Chunks(swapped, 64, 48);
+  const EquivalenceVerdict differ = CompareFingerprints(now, shuffled_before, 1e-2);
+  EXPECT_FALSE(differ.equivalent);
+  EXPECT_NE(differ.reason.find("axis marginals"), std::string::npos) << differ.reason;
+}
+
+// The grids bound what storing a fingerprint moves: a tensor and a copy of
+// it with every value nudged by one float32 ulp (what another summation
+// order gives) stay equivalent at 1e-5, the smallest tolerance the case suite
+// is scored at, and a tensor with one row changed does not.
+TEST(FingerprintInvariance, GridRoundingStaysBelowTheSmallestScoredTolerance) {
+  for (uint32_t seed : {31u, 32u, 33u}) {
+    const std::vector<float> v = Random(96 * 80, seed, 0.3f);
+    std::vector<float> nudged = v;
+    for (float& x : nudged) x = std::nextafter(x, x > 0 ? 1e30f : -1e30f);
+    const Fingerprint a = Fp(v.data(), DType::kFloat32, {96, 80});
+    const Fingerprint b = Fp(nudged.data(), DType::kFloat32, {96, 80});
+    const EquivalenceVerdict same = CompareFingerprints(a, b, 1e-5);
+    EXPECT_TRUE(same.equivalent) << seed << ": " << same.reason;
+    std::vector<float> one_row = v;
+    for (int c = 0; c < 80; ++c) one_row[static_cast<size_t>(5 * 80 + c)] += 1.0f;
+    const Fingerprint d = Fp(one_row.data(), DType::kFloat32, {96, 80});
+    EXPECT_FALSE(CompareFingerprints(a, d, 1e-2).equivalent) << seed;
+  }
 }
 
 }  // namespace
