@@ -127,7 +127,7 @@ void DefineValueFunctions(nb::module_& m) {
         return nb::bytes(encoded->data(), encoded->size());
       },
       nb::arg("data_ptr"), nb::arg("shape"), nb::arg("strides"), nb::arg("dtype"), nb::arg("device"),
-      nb::arg("path"), "The encoded (mfp2) fingerprint --values would record, through path 'host' or 'device'.");
+      nb::arg("path"), "The encoded (mfp3) fingerprint --values would record, through path 'host' or 'device'.");
   m.def(
       "decode_fingerprint",
       [](const nb::bytes& data, const std::string& kind) {
@@ -136,7 +136,7 @@ void DefineValueFunctions(nb::module_& m) {
         return ToDict(*fp);
       },
       nb::arg("data"), nb::arg("kind") = std::string(kFingerprintKind),
-      "A fingerprint's fields, as a dict (kind: the fingerprints row's, 'mfp2' or 'mfp1').");
+      "A fingerprint's fields, as a dict (kind: the fingerprints row's, 'mfp3', 'mfp2' or 'mfp1').");
   m.def(
       "compare_fingerprints",
       [](const nb::bytes& a, const nb::bytes& b, double epsilon) {

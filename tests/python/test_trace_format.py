@@ -106,7 +106,7 @@ def test_version_2_trace_reads_as_the_magneton_that_wrote_it_read_it(tmp_path):
 def test_version_3_recording_reads_the_same_rewritten_as_version_2(recording, tmp_path):
     with sqlite3.connect(recording) as db:
         assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("3",)
-        assert {k for (k,) in db.execute("SELECT DISTINCT kind FROM fingerprints")} == {"mfp2"}
+        assert {k for (k,) in db.execute("SELECT DISTINCT kind FROM fingerprints")} == {"mfp3"}
         # Repeated text is stored once: far fewer dictionary rows than ops and tensors.
         n_ops, n_args = db.execute("SELECT (SELECT count(*) FROM op_rows), (SELECT count(*) FROM op_args)").fetchone()
         n_tensors, n_layouts = db.execute(

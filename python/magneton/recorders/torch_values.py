@@ -18,13 +18,15 @@ def value_path(t) -> str:
 
 
 def fingerprint(t, path: str) -> bytes:
-    """The encoded (mfp2) fingerprint --values would record for `t`, through 'host' or 'device'."""
+    """The encoded (mfp3) fingerprint --values would record for `t`, through 'host' or 'device'."""
     return _load_hook().fingerprint_values(*_view(t), path)
 
 
-def decode(data: bytes, kind: str = "mfp2") -> dict:
-    """A fingerprint's fields; `kind` is its fingerprints row's ('mfp2', or 'mfp1' in schema version 2 traces)."""
-    return _load_hook().decode_fingerprint(data, kind)
+def decode(data: bytes, kind: str | None = None) -> dict:
+    """A fingerprint's fields; `kind` is its fingerprints row's ('mfp3', the default: what this build writes;
+    'mfp2' in earlier traces, 'mfp1' in schema version 2 traces)."""
+    hook = _load_hook()
+    return hook.decode_fingerprint(data) if kind is None else hook.decode_fingerprint(data, kind)
 
 
 def compare(a: bytes, b: bytes, epsilon: float) -> tuple[bool, str]:
