@@ -18,7 +18,8 @@
 
 namespace {
 
-bool SameBits(const double* a, const double* b, size_t n) { return std::memcmp(a, b, n * sizeof(double)) == 0; }
+// n == 0: an empty vector's data() may be null, which memcmp must not see.
+bool SameBits(const double* a, const double* b, size_t n) { return n == 0 || std::memcmp(a, b, n * sizeof(double)) == 0; }
 
 bool SameFields(const magneton::Fingerprint& a, const magneton::Fingerprint& b) {
   const auto& p = a.invariant;

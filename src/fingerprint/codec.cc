@@ -148,18 +148,7 @@ StatusOr<Fingerprint> DecodeMfp3(std::string_view data) {
   if (!ReadValues(r, p.quantiles, head & 8, grid::QuantileScale(p), grid::kQuantileGridBits)) return truncated;
   if (head & 4) {
     StrongPart& s = fp.strong;
-    s.present = true;
-    uint8_t rank = 0;
-    if (!r.Byte(&rank) || rank > 16) return truncated;
-    s.dims.resize(rank);
-    s.core_dims.resize(rank);
-    for (auto& d : s.dims) {
-      if (!r.Int(&d)) return truncated;
-    }
-    for (auto& d : s.core_dims) {
-      if (!r.Int(&d)) return truncated;
-    }
-    s.marginals.resize(rank);
+    if (!r.StrongDims(&s)) return truncated;
     for (AxisMarginal& m : s.marginals) {
       uint8_t n = 0, on_grid = 0;
       if (!r.Int(&m.axis_size) || !r.Byte(&n) || !r.Runs(&m.chunk_elements, n) || !r.Byte(&on_grid) || on_grid > 1) {
@@ -197,9 +186,7 @@ std::string EncodeFingerprint(const Fingerprint& fp) {
   WriteValues(w, p.quantiles, quantile_grid);
   if (fp.strong.present) {
     const StrongPart& s = fp.strong;
-    w.Byte(static_cast<uint8_t>(s.dims.size()));
-    for (int64_t d : s.dims) w.Int(d);
-    for (int64_t d : s.core_dims) w.Int(d);
+    w.StrongDims(s);
     for (const AxisMarginal& m : s.marginals) {
       w.Int(m.axis_size);
       w.Byte(static_cast<uint8_t>(m.chunk_sums.size()));

@@ -96,6 +96,11 @@ class Writer {
     }
   }
 
+  void StrongDims(const StrongPart& s) {
+    Byte(static_cast<uint8_t>(s.dims.size()));
+    for (int64_t d : s.dims) Int(d);
+    for (int64_t d : s.core_dims) Int(d);
+  }
   void Packed(const std::vector<int64_t>& values) {
     int width = 0;
     for (int64_t v : values) width = std::max(width, 64 - std::countl_zero(ZigZag(v)));
@@ -183,6 +188,24 @@ class Reader {
       for (int64_t k = 0; k < length; ++k) counts->push_back(value);
     }
     return counts->size() == n;
+  }
+
+  // The strong part's head (mfp2 and mfp3): u8 rank (at most 16), int
+  // dims[rank], int core_dims[rank]; marks it present and sizes the marginals.
+  bool StrongDims(StrongPart* s) {
+    uint8_t rank = 0;
+    if (!Byte(&rank) || rank > 16) return false;
+    s->present = true;
+    s->dims.resize(rank);
+    s->core_dims.resize(rank);
+    for (auto& d : s->dims) {
+      if (!Int(&d)) return false;
+    }
+    for (auto& d : s->core_dims) {
+      if (!Int(&d)) return false;
+    }
+    s->marginals.resize(rank);
+    return true;
   }
 
   // Refuses a width wider than the largest value needs, or padding bits set.

@@ -33,18 +33,7 @@ StatusOr<Fingerprint> DecodeMfp2(std::string_view data) {
   for (size_t i = 0; i < fields.size(); ++i) *fields[i] = invariant[i];
   if (head & 4) {
     StrongPart& s = fp.strong;
-    s.present = true;
-    uint8_t rank = 0;
-    if (!r.Byte(&rank) || rank > 16) return truncated;
-    s.dims.resize(rank);
-    s.core_dims.resize(rank);
-    for (auto& d : s.dims) {
-      if (!r.Int(&d)) return truncated;
-    }
-    for (auto& d : s.core_dims) {
-      if (!r.Int(&d)) return truncated;
-    }
-    s.marginals.resize(rank);
+    if (!r.StrongDims(&s)) return truncated;
     for (AxisMarginal& m : s.marginals) {
       uint8_t n = 0;
       if (!r.Int(&m.axis_size) || !r.Byte(&n)) return truncated;

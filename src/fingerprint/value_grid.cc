@@ -53,7 +53,9 @@ bool GridSteps(double v, int e, int64_t* steps) {
   const double scaled = std::ldexp(v, -e);
   if (std::fabs(scaled) >= kMaxSteps || scaled != std::nearbyint(scaled)) return false;
   *steps = static_cast<int64_t>(scaled);
-  return true;
+  // Scaling down may have lost bits (a subnormal v under a large step
+  // underflows to 0 steps): only a value that comes back is on the grid.
+  return FromGridSteps(*steps, e) == v;
 }
 
 double FromGridSteps(int64_t steps, int e) { return std::ldexp(static_cast<double>(steps), e); }

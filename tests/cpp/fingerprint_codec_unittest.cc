@@ -158,6 +158,24 @@ TEST(FingerprintCodec, OlderCorpusBlobsConvertToMfp3Losslessly) {
   EXPECT_GE(converted, 20);
 }
 
+// The mfp3 blobs of real torch tensors in the fuzz corpus (float32, bfloat16,
+// bool, a scalar, a sampled 1024x300) decode and encode back to the very same
+// bytes: a change of the format that would make earlier mfp3 traces unreadable
+// or respelled fails here.
+TEST(FingerprintCodec, Mfp3CorpusBlobsReadAndWriteBackTheSameBytes) {
+  int read = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(MAGNETON_FINGERPRINT_CORPUS)) {
+    if (entry.path().extension() != ".mfp3") continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::string blob((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto fp = DecodeFingerprint(kFingerprintKind, blob);
+    ASSERT_TRUE(fp.ok()) << entry.path() << ": " << fp.status().message();
+    EXPECT_EQ(EncodeFingerprint(*fp), blob) << entry.path();
+    ++read;
+  }
+  EXPECT_GE(read, 7);
+}
+
 // Values the packing treats specially come back bit for bit: +0 and -0, a
 // repeat, float32-exact and not, NaN with a payload, infinities, subnormals,
 // magnitudes beyond float32; extreme integers.
