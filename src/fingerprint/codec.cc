@@ -20,6 +20,7 @@
 // (fuzz/fingerprint_codec_fuzzer checks decode then encode gives the same bytes).
 #include <array>
 #include <optional>
+#include <span>
 #include <tuple>
 #include <vector>
 
@@ -36,45 +37,41 @@ using fingerprint_codec::Reader;
 using fingerprint_codec::Writer;
 namespace grid = fingerprint_internal;
 
-// The grid exponent when every value of the array is on it.
+// Every value's steps on the array's grid, or nullopt when there is no grid
+// or a value is off it (then the array is stored as doubles).
 template <typename Range>
-std::optional<int> OnGrid(const Range& values, double scale, int bits) {
+std::optional<std::vector<int64_t>> StepsOnGrid(const Range& values, double scale, int bits) {
   const std::optional<int> e = grid::GridExponent(scale, bits);
   if (!e) return std::nullopt;
-  int64_t steps;
+  std::vector<int64_t> steps(std::size(values));
+  size_t i = 0;
   for (double v : values) {
-    if (!grid::GridSteps(v, *e, &steps)) return std::nullopt;
+    if (!grid::GridSteps(v, *e, &steps[i++])) return std::nullopt;
   }
-  return e;
+  return steps;
 }
 
+// Writes an array as StepsOnGrid found it: on its grid, the first value's
+// steps and the bit-packed differences of the rest; else tagged doubles. The
+// caller has written the grid flag already, where its layout puts it.
 template <typename Range>
-void WriteValues(Writer& w, const Range& values, std::optional<int> e) {
-  if (!e) {
+void WriteValues(Writer& w, const Range& values, std::optional<std::vector<int64_t>> steps) {
+  if (!steps) {
     w.Doubles(values);
     return;
   }
-  std::vector<int64_t> deltas;
-  int64_t previous = 0;
-  size_t i = 0;
-  for (double v : values) {
-    int64_t steps = 0;
-    grid::GridSteps(v, *e, &steps);
-    if (i++ == 0) {
-      w.Int(steps);
-    } else {
-      deltas.push_back(steps - previous);
-    }
-    previous = steps;
-  }
-  if (i > 1) w.Packed(deltas);
+  if (steps->empty()) return;
+  w.Int(steps->front());
+  // Each step count after the first becomes its difference from the one before.
+  for (size_t i = steps->size(); i-- > 1;) (*steps)[i] -= (*steps)[i - 1];
+  if (steps->size() > 1) w.Packed(std::span<const int64_t>(*steps).subspan(1));
 }
 
 // Reads values written by WriteValues; refuses an array stored as doubles that
 // the encoder would have put on the grid.
 template <typename Range>
 bool ReadValues(Reader& r, Range& values, bool on_grid, double scale, int bits) {
-  if (!on_grid) return r.Doubles(values) && !OnGrid(values, scale, bits);
+  if (!on_grid) return r.Doubles(values) && !StepsOnGrid(values, scale, bits);
   const std::optional<int> e = grid::GridExponent(scale, bits);
   const size_t n = std::size(values);
   if (!e) return false;
@@ -137,9 +134,7 @@ StatusOr<Fingerprint> DecodeMfp3(std::string_view data) {
   uint8_t head = 0;
   if (!r.Byte(&head) || (head & 3) > 2 || (head >> 4) != 0) return truncated;
   fp.dtype_class = static_cast<DTypeClass>(head & 3);
-  for (int64_t* v : {&p.element_count, &p.nan_count, &p.pos_inf_count, &p.neg_inf_count, &p.quantile_sample_size}) {
-    if (!r.Int(v)) return truncated;
-  }
+  if (!r.Counts(&p)) return truncated;
   std::array<double, 6> moments{};
   if (!r.Doubles(moments)) return truncated;
   std::tie(p.mean, p.variance, p.skewness, p.kurtosis, p.min, p.max) =
@@ -178,12 +173,12 @@ std::string EncodeFingerprint(const Fingerprint& fp) {
   Writer w;
   const LayoutInvariantPart& p = fp.invariant;
   const double rms = p.rms();
-  const std::optional<int> quantile_grid = OnGrid(p.quantiles, grid::QuantileScale(p), grid::kQuantileGridBits);
+  auto quantile_steps = StepsOnGrid(p.quantiles, grid::QuantileScale(p), grid::kQuantileGridBits);
   w.Byte(static_cast<uint8_t>(static_cast<uint8_t>(fp.dtype_class) & 3) | (fp.strong.present ? 4 : 0) |
-         (quantile_grid ? 8 : 0));
-  for (int64_t v : {p.element_count, p.nan_count, p.pos_inf_count, p.neg_inf_count, p.quantile_sample_size}) w.Int(v);
+         (quantile_steps ? 8 : 0));
+  w.Counts(p);
   w.Doubles(std::array<double, 6>{p.mean, p.variance, p.skewness, p.kurtosis, p.min, p.max});
-  WriteValues(w, p.quantiles, quantile_grid);
+  WriteValues(w, p.quantiles, std::move(quantile_steps));
   if (fp.strong.present) {
     const StrongPart& s = fp.strong;
     w.StrongDims(s);
@@ -191,9 +186,9 @@ std::string EncodeFingerprint(const Fingerprint& fp) {
       w.Int(m.axis_size);
       w.Byte(static_cast<uint8_t>(m.chunk_sums.size()));
       w.Runs(m.chunk_elements);
-      const std::optional<int> e = OnGrid(m.chunk_sums, grid::ChunkSumScale(m, rms), grid::kChunkSumGridBits);
-      w.Byte(e ? 1 : 0);
-      WriteValues(w, m.chunk_sums, e);
+      auto steps = StepsOnGrid(m.chunk_sums, grid::ChunkSumScale(m, rms), grid::kChunkSumGridBits);
+      w.Byte(steps ? 1 : 0);
+      WriteValues(w, m.chunk_sums, std::move(steps));
     }
     w.Byte(static_cast<uint8_t>(s.spectra.size()));
     const double spectrum_scale = grid::SpectrumScale(s, rms);
@@ -201,9 +196,9 @@ std::string EncodeFingerprint(const Fingerprint& fp) {
       w.Int(sp.rows);
       w.Int(sp.cols);
       w.Byte(static_cast<uint8_t>(sp.singular_values.size()));
-      const std::optional<int> e = OnGrid(sp.singular_values, spectrum_scale, grid::kSpectrumGridBits);
-      w.Byte(e ? 1 : 0);
-      WriteValues(w, sp.singular_values, e);
+      auto steps = StepsOnGrid(sp.singular_values, spectrum_scale, grid::kSpectrumGridBits);
+      w.Byte(steps ? 1 : 0);
+      WriteValues(w, sp.singular_values, std::move(steps));
     }
   }
   return w.Take();

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <span>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -96,12 +97,16 @@ class Writer {
     }
   }
 
+  // The five counts of the layout-invariant part (mfp2 and mfp3 alike).
+  void Counts(const LayoutInvariantPart& p) {
+    for (int64_t v : {p.element_count, p.nan_count, p.pos_inf_count, p.neg_inf_count, p.quantile_sample_size}) Int(v);
+  }
   void StrongDims(const StrongPart& s) {
     Byte(static_cast<uint8_t>(s.dims.size()));
     for (int64_t d : s.dims) Int(d);
     for (int64_t d : s.core_dims) Int(d);
   }
-  void Packed(const std::vector<int64_t>& values) {
+  void Packed(std::span<const int64_t> values) {
     int width = 0;
     for (int64_t v : values) width = std::max(width, 64 - std::countl_zero(ZigZag(v)));
     Byte(static_cast<uint8_t>(width));
@@ -188,6 +193,13 @@ class Reader {
       for (int64_t k = 0; k < length; ++k) counts->push_back(value);
     }
     return counts->size() == n;
+  }
+
+  bool Counts(LayoutInvariantPart* p) {
+    for (int64_t* v : {&p->element_count, &p->nan_count, &p->pos_inf_count, &p->neg_inf_count, &p->quantile_sample_size}) {
+      if (!Int(v)) return false;
+    }
+    return true;
   }
 
   // The strong part's head (mfp2 and mfp3): u8 rank (at most 16), int

@@ -24,9 +24,7 @@ StatusOr<Fingerprint> DecodeMfp2(std::string_view data) {
   uint8_t head = 0;
   if (!r.Byte(&head) || (head & 3) > 2 || (head >> 3) != 0) return truncated;
   fp.dtype_class = static_cast<DTypeClass>(head & 3);
-  for (int64_t* v : {&p.element_count, &p.nan_count, &p.pos_inf_count, &p.neg_inf_count, &p.quantile_sample_size}) {
-    if (!r.Int(v)) return truncated;
-  }
+  if (!r.Counts(&p)) return truncated;
   std::array<double, 6 + kFingerprintQuantiles> invariant{};
   if (!r.Doubles(invariant)) return truncated;
   auto fields = fingerprint_codec::InvariantDoubles(p);

@@ -151,7 +151,9 @@ TEST(FingerprintCodec, OlderCorpusBlobsConvertToMfp3Losslessly) {
     ExpectSameFields(*old, *back);
     if (kind == "mfp1") {
       EXPECT_LT(mfp3.size(), blob.size());
-      if (old->strong.present) EXPECT_LT(mfp3.size() * 10, blob.size() * 8);  // at least 20% smaller
+      if (old->strong.present) {
+        EXPECT_LT(mfp3.size() * 10, blob.size() * 8);  // at least 20% smaller
+      }
     }
     ++converted;
   }
@@ -272,7 +274,8 @@ TEST(FingerprintCodec, RefusesGridValuesSpelledAsDoubles) {
 // Packed integers have one spelling: the narrowest width, zero padding.
 TEST(FingerprintCodec, PackedIntegersRefuseAWiderWidthAndSetPadding) {
   fingerprint_codec::Writer w;
-  w.Packed({1, -1, 3, 0});  // zigzag 2, 1, 6, 0: 3 bits each, 12 bits in 2 bytes
+  const std::vector<int64_t> values = {1, -1, 3, 0};
+  w.Packed(values);  // zigzag 2, 1, 6, 0: 3 bits each, 12 bits in 2 bytes
   const std::string blob = w.Take();
   ASSERT_EQ(blob.size(), 3u);
   ASSERT_EQ(blob[0], 3);
