@@ -6,6 +6,7 @@
 // step sees the same traces, domain and results.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -35,6 +36,13 @@ struct AnalysisOptions {
   // directory (`--source-root`); a trace's own recorded folders count only
   // when it verifies as this user's recording (docs/DIFF.md, "Source snippets").
   std::vector<std::string> source_roots;
+  // Where the session says what it is doing: each re-run, and for runs of at
+  // least `progress_min_ops` ops on a side each step of the analysis with
+  // its seconds (reading each run, energy, matching, detection, diagnosis),
+  // so a long diff is not silent and a small one says nothing. Called on the
+  // caller's thread only. SetProgress replaces it.
+  std::function<void(const std::string&)> progress;
+  int64_t progress_min_ops = 200000;
 };
 
 // Whether a re-run may start a command a trace names (docs/DIFF.md, "Re-runs").
@@ -93,7 +101,7 @@ class AnalysisSession {
   std::string JsonReport() const;
   std::string HtmlReport() const;
 
-  // Where the session says what it is doing (re-runs); default: nowhere.
+  // AnalysisOptions::progress, after opening; default: nowhere.
   void SetProgress(std::function<void(const std::string&)> progress);
 
   const std::string& domain() const;
@@ -107,7 +115,6 @@ class AnalysisSession {
   explicit AnalysisSession(std::unique_ptr<analysis::SessionData> data);
   void Say(const std::string& line) const;
   std::unique_ptr<analysis::SessionData> data_;
-  std::function<void(const std::string&)> progress_;
 };
 
 }  // namespace magneton

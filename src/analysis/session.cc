@@ -1,5 +1,8 @@
 #include "magneton/analysis.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -13,8 +16,10 @@
 #include "analysis/session_data.h"
 #include "analysis/source_access.h"
 #include "analysis/step_window.h"
+#include "base/both_at_once.h"
 #include "diagnose/counterfactual.h"
 #include "diagnose/line_diagnosis.h"
+#include "magneton/clock.h"
 #include "magneton/trace_reader.h"
 #include "trace/redact.h"
 #include "trace/rerun_plan.h"
@@ -43,6 +48,42 @@ StatusOr<LoadedRun> Load(const std::string& path) {
   return run;
 }
 
+// Both sides' runs at once, each on its own core (they share nothing).
+StatusOr<std::pair<LoadedRun, LoadedRun>> LoadPair(const std::string& path_a, const std::string& path_b) {
+  auto [a, b] = BothAtOnce([&] { return Load(path_a); }, [&] { return Load(path_b); });
+  if (!a.ok()) return a.status();
+  if (!b.ok()) return b.status();
+  return std::pair<LoadedRun, LoadedRun>(std::move(*a), std::move(*b));
+}
+
+std::string Thousands(size_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ' ';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string ReadLine(const LoadedRun& a, const LoadedRun& b) {
+  auto one = [](const LoadedRun& run) {
+    return run.path + " (" + Thousands(run.trace.ops.size()) + " ops, " + Thousands(run.fingerprints.size()) +
+           " values)";
+  };
+  return "read " + one(a) + " and " + one(b);
+}
+
+StatusOr<std::pair<energy::Attribution, energy::Attribution>> AttributePair(const Trace& a, const Trace& b,
+                                                                             const std::string& domain) {
+  auto [ea, eb] = BothAtOnce([&] { return energy::AttributeEnergy(a, domain); },
+                             [&] { return energy::AttributeEnergy(b, domain); });
+  if (!ea.ok()) return ea.status();
+  if (!eb.ok()) return eb.status();
+  return std::pair<energy::Attribution, energy::Attribution>(std::move(*ea), std::move(*eb));
+}
+
+std::string Seconds(int64_t since_ns) { return fmt::format("{:.1f} s", static_cast<double>(MonotonicNowNs() - since_ns) / 1e9); }
+
 std::string Joined(const std::vector<LoadedRun>& runs, const std::vector<RepeatPair>& repeats, bool side_a) {
   std::string out;
   for (const LoadedRun& r : runs) out += (out.empty() ? "" : ",") + r.path;
@@ -51,6 +92,19 @@ std::string Joined(const std::vector<LoadedRun>& runs, const std::vector<RepeatP
 }
 
 }  // namespace
+
+bool SessionData::long_runs() const {
+  size_t ops = 0;
+  for (const auto* side : {&a, &b}) {
+    for (const LoadedRun& run : *side) ops = std::max(ops, run.trace.ops.size());
+  }
+  for (const RepeatPair& p : repeats) ops = std::max({ops, p.a.trace.ops.size(), p.b.trace.ops.size()});
+  return static_cast<int64_t>(ops) >= options.progress_min_ops;
+}
+
+void SessionData::SayStep(const std::string& what, int64_t since_ns) const {
+  if (options.progress && long_runs()) options.progress(what + " (" + Seconds(since_ns) + ")");
+}
 
 MatchOptions SessionData::match_options() const {
   MatchOptions m;
@@ -140,10 +194,11 @@ StatusOr<std::unique_ptr<AnalysisSession>> AnalysisSession::Open(const std::vect
   auto data = std::make_unique<analysis::SessionData>();
   data->options = options;
   for (size_t i = 0; i < traces_a.size(); ++i) {
-    MAGNETON_ASSIGN_OR_RETURN(analysis::LoadedRun a, analysis::Load(traces_a[i]));
-    MAGNETON_ASSIGN_OR_RETURN(analysis::LoadedRun b, analysis::Load(traces_b[i]));
-    data->a.push_back(std::move(a));
-    data->b.push_back(std::move(b));
+    const int64_t start_ns = MonotonicNowNs();
+    MAGNETON_ASSIGN_OR_RETURN(auto pair, analysis::LoadPair(traces_a[i], traces_b[i]));
+    data->a.push_back(std::move(pair.first));
+    data->b.push_back(std::move(pair.second));
+    data->SayStep(analysis::ReadLine(data->a.back(), data->b.back()), start_ns);
   }
   return FromData(std::move(data));
 }
@@ -158,14 +213,17 @@ StatusOr<std::unique_ptr<AnalysisSession>> AnalysisSession::OpenRuns(const std::
   auto data = std::make_unique<analysis::SessionData>();
   data->options = options;
   for (size_t i = 0; i < runs_a.size(); ++i) {
-    MAGNETON_ASSIGN_OR_RETURN(analysis::LoadedRun a, analysis::Load(runs_a[i]));
-    MAGNETON_ASSIGN_OR_RETURN(analysis::LoadedRun b, analysis::Load(runs_b[i]));
+    const int64_t start_ns = MonotonicNowNs();
+    MAGNETON_ASSIGN_OR_RETURN(auto pair, analysis::LoadPair(runs_a[i], runs_b[i]));
+    analysis::LoadedRun a = std::move(pair.first), b = std::move(pair.second);
+    const std::string read = analysis::ReadLine(a, b);
     if (i == 0) {
       data->a.push_back(std::move(a));
       data->b.push_back(std::move(b));
     } else {
       data->repeats.push_back({std::move(a), std::move(b), {}, {}});
     }
+    data->SayStep(read, start_ns);
   }
   return FromData(std::move(data));
 }
@@ -195,14 +253,15 @@ StatusOr<std::unique_ptr<AnalysisSession>> AnalysisSession::FromData(std::unique
   }
   // Matching needs no energy; a pair without a common domain fails only the
   // steps that compare energy.
+  const int64_t energy_start_ns = MonotonicNowNs();
   data->energy_status = [&]() -> Status {
     MAGNETON_ASSIGN_OR_RETURN(data->domain,
                               analysis::ChooseDomain(data->trace_a(), data->trace_b(), data->options.domain));
-    MAGNETON_ASSIGN_OR_RETURN(data->energy_a, energy::AttributeEnergy(data->trace_a(), data->domain));
-    MAGNETON_ASSIGN_OR_RETURN(data->energy_b, energy::AttributeEnergy(data->trace_b(), data->domain));
+    MAGNETON_ASSIGN_OR_RETURN(std::tie(data->energy_a, data->energy_b),
+                              analysis::AttributePair(data->trace_a(), data->trace_b(), data->domain));
     for (analysis::RepeatPair& p : data->repeats) {
-      MAGNETON_ASSIGN_OR_RETURN(p.energy_a, energy::AttributeEnergy(p.a.trace, data->domain));
-      MAGNETON_ASSIGN_OR_RETURN(p.energy_b, energy::AttributeEnergy(p.b.trace, data->domain));
+      MAGNETON_ASSIGN_OR_RETURN(std::tie(p.energy_a, p.energy_b),
+                                analysis::AttributePair(p.a.trace, p.b.trace, data->domain));
       if (p.energy_a.provenance != data->energy_a.provenance || p.energy_b.provenance != data->energy_b.provenance) {
         return FailedPrecondition("the repeated recordings " + p.a.path + " and " + p.b.path +
                                   " were metered differently from the first pair; record every run on the same meter");
@@ -210,6 +269,7 @@ StatusOr<std::unique_ptr<AnalysisSession>> AnalysisSession::FromData(std::unique
     }
     return Status::Ok();
   }();
+  if (data->energy_status.ok()) data->SayStep("energy attributed to every op in " + data->domain, energy_start_ns);
   return std::unique_ptr<AnalysisSession>(new AnalysisSession(std::move(data)));
 }
 
@@ -218,27 +278,34 @@ const std::vector<std::string>& AnalysisSession::notes() const { return data_->n
 const AnalysisOptions& AnalysisSession::options() const { return data_->options; }
 
 void AnalysisSession::SetProgress(std::function<void(const std::string&)> progress) {
-  progress_ = std::move(progress);
+  data_->options.progress = std::move(progress);
 }
 
 void AnalysisSession::Say(const std::string& line) const {
-  if (progress_) progress_(line);
+  if (data_->options.progress) data_->options.progress(line);
 }
 
 Status AnalysisSession::Match() {
+  const int64_t start_ns = MonotonicNowNs();
   MAGNETON_ASSIGN_OR_RETURN(data_->match, analysis::MatchRuns(*data_, data_->match_options()));
   MAGNETON_ASSIGN_OR_RETURN(data_->repeat_matches, analysis::MatchRepeats(*data_, data_->match_options()));
+  data_->SayStep("matched " + analysis::Thousands(data_->match->regions.size()) + " region pairs", start_ns);
   return Status::Ok();
 }
 
 Status AnalysisSession::Diff() {
   MAGNETON_RETURN_IF_ERROR(data_->energy_status);
   if (!data_->match) MAGNETON_RETURN_IF_ERROR(Match());
+  int64_t start_ns = MonotonicNowNs();
   MAGNETON_ASSIGN_OR_RETURN(data_->detection, analysis::DetectRuns(*data_, *data_->match, data_->repeat_matches,
                                                                      data_->detect_options()));
+  data_->SayStep("compared the energy of " + analysis::Thousands(data_->detection->findings.size()) + " findings",
+                 start_ns);
+  start_ns = MonotonicNowNs();
   diagnose::Options options;
   options.source_roots = &data_->source_roots;
   data_->diagnoses = diagnose::Diagnose(data_->trace_a(), data_->trace_b(), *data_->detection, options);
+  data_->SayStep("diagnosed", start_ns);
   return Status::Ok();
 }
 

@@ -106,11 +106,10 @@ nb::dict ReadTables(const std::string& path, const std::string& domain, bool as_
 // reports. Recorded commands run again only when the caller says so.
 nb::dict Diff(const std::vector<std::string>& runs_a, const std::vector<std::string>& runs_b,
               const magneton::AnalysisOptions& options, bool rerun, nb::object progress) {
-  auto session = magneton::AnalysisSession::OpenRuns(runs_a, runs_b, options);
+  magneton::AnalysisOptions said = options;
+  if (!progress.is_none()) said.progress = [progress](const std::string& line) { progress(line); };
+  auto session = magneton::AnalysisSession::OpenRuns(runs_a, runs_b, said);
   ThrowIfError(session.status());
-  if (!progress.is_none()) {
-    (*session)->SetProgress([progress](const std::string& line) { progress(line); });
-  }
   ThrowIfError((*session)->Diff());
   if (rerun) {
     magneton::runner::SubprocessRunner processes;

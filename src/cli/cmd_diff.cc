@@ -71,18 +71,18 @@ class DiffCommand : public Command {
   int Run() override {
     auto job_a = FindJobManifest(path_a_), job_b = FindJobManifest(path_b_);
     if (job_a || job_b) return RunJobs(job_a, job_b);
-    auto session = AnalysisSession::OpenRuns(SplitCommas(path_a_), SplitCommas(path_b_), options_);
-    if (!session.ok()) return Fail(session.status().message());
     // What --confirm re-runs is part of its result (stdout); the rest is
     // progress (stderr).
-    (*session)->SetProgress([](const std::string& line) {
+    options_.progress = [](const std::string& line) {
       if (line.rfind("--confirm:", 0) == 0) {
         std::printf("\n%s\n", line.c_str());
         std::fflush(stdout);
       } else {
         std::fprintf(stderr, "magneton: %s\n", line.c_str());
       }
-    });
+    };
+    auto session = AnalysisSession::OpenRuns(SplitCommas(path_a_), SplitCommas(path_b_), options_);
+    if (!session.ok()) return Fail(session.status().message());
     Status st = (*session)->Diff();
     if (!st.ok()) return Fail(st.message());
     runner::SubprocessRunner processes;

@@ -31,6 +31,7 @@ class MatchCommand : public Command {
   }
 
   int Run() override {
+    options_.progress = [](const std::string& line) { std::fprintf(stderr, "magneton: %s\n", line.c_str()); };
     auto session = AnalysisSession::Open(SplitCommas(path_a_), SplitCommas(path_b_), options_);
     if (!session.ok()) return Fail("match: " + session.status().message());
     Status st = (*session)->Match();

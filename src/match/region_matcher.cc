@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <unordered_map>
 
+#include "base/both_at_once.h"
 #include "match/match.h"
 #include "match/components.h"
 #include "match/cut_points.h"
@@ -575,9 +576,12 @@ StatusOr<MatchResult> MatchGraphs(const DataflowGraph& a, const FingerprintMap& 
 
 StatusOr<MatchResult> MatchTraces(const Trace& a, const FingerprintMap& fa, const Trace& b, const FingerprintMap& fb,
                                   const MatchOptions& options) {
-  MAGNETON_ASSIGN_OR_RETURN(DataflowGraph ga, BuildDataflowGraph(a, options.graph));
-  MAGNETON_ASSIGN_OR_RETURN(DataflowGraph gb, BuildDataflowGraph(b, options.graph));
-  return MatchGraphs(ga, fa, gb, fb, options);
+  // Each side's graph on its own core.
+  auto [ga, gb] = BothAtOnce([&] { return BuildDataflowGraph(a, options.graph); },
+                             [&] { return BuildDataflowGraph(b, options.graph); });
+  if (!ga.ok()) return ga.status();
+  if (!gb.ok()) return gb.status();
+  return MatchGraphs(*ga, fa, *gb, fb, options);
 }
 
 }  // namespace magneton

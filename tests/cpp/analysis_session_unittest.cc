@@ -257,6 +257,51 @@ TEST(AnalysisSession, DiffGivesTheGoldenReport) {
   EXPECT_EQ((*session)->JsonReport(), want.str());
 }
 
+// Issue 37: a diff of long runs says what each step did and took (on the
+// caller's thread, after the two sides were read at once); one of runs
+// below AnalysisOptions::progress_min_ops says nothing.
+TEST(AnalysisSession, LongRunsSayEachStepAndShortRunsNothing) {
+  testing::Side a = testing::Record("said_a.mtrace", true, false);
+  testing::Side b = testing::Record("said_b.mtrace", false, false);
+  for (const bool long_runs : {true, false}) {
+    std::vector<std::string> said;
+    AnalysisOptions options;
+    options.progress = [&said](const std::string& line) { said.push_back(line); };
+    if (long_runs) options.progress_min_ops = static_cast<int64_t>(a.trace.ops.size());
+    // From the files (the fixture's files hold no energy: reading and matching).
+    auto session = AnalysisSession::OpenRuns({a.path}, {b.path}, options);
+    ASSERT_TRUE(session.ok()) << session.status().message();
+    ASSERT_TRUE((*session)->Match().ok());
+    EXPECT_EQ((*session)->data().a.front().fingerprints.size(), a.fps.size());
+    EXPECT_EQ((*session)->data().b.front().trace.ops.size(), b.trace.ops.size());
+    // In memory, with the fixture's scripted energy: the whole diff.
+    auto data = std::make_unique<SessionData>();
+    data->options = options;
+    data->a.push_back({a.path, a.trace, a.fps});
+    data->b.push_back({b.path, b.trace, b.fps});
+    auto in_memory = AnalysisSession::FromData(std::move(data));
+    ASSERT_TRUE(in_memory.ok()) << in_memory.status().message();
+    const Status diffed = (*in_memory)->Diff();
+    ASSERT_TRUE(diffed.ok()) << diffed.message();
+    if (!long_runs) {
+      EXPECT_TRUE(said.empty()) << said.front();
+      continue;
+    }
+    ASSERT_EQ(said.size(), 6u);
+    EXPECT_EQ(said[0].rfind("read " + a.path + " (" + std::to_string(a.trace.ops.size()) + " ops, " +
+                                std::to_string(a.fps.size()) + " values) and " + b.path + " (",
+                            0),
+              0u)
+        << said[0];
+    EXPECT_EQ(said[1].rfind("matched ", 0), 0u) << said[1];
+    EXPECT_EQ(said[2].rfind("energy attributed to every op in ", 0), 0u) << said[2];
+    EXPECT_EQ(said[3].rfind("matched ", 0), 0u) << said[3];
+    EXPECT_EQ(said[4].rfind("compared the energy of ", 0), 0u) << said[4];
+    EXPECT_EQ(said[5].rfind("diagnosed (", 0), 0u) << said[5];
+    for (const std::string& line : said) EXPECT_EQ(line.back(), ')') << line;
+  }
+}
+
 // A plan holding a redacted part cannot reproduce the run: never re-run, not
 // even with --rerun; the refusal says why and prints the command.
 TEST(AnalysisSession, TraceLinesNeverRunsAPlanHoldingARedaction) {
