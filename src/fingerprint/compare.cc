@@ -3,6 +3,7 @@
 // 2^-9 of itself (fp16: 2^-12), so every check below allows ~epsilon of the
 // relevant scale; genuinely different data moves the statistics by O(1) of it.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -43,11 +44,29 @@ double QuantileStdError(const LayoutInvariantPart& part, int i) {
   return std::sqrt(p * (1 - p) / static_cast<double>(part.quantile_sample_size)) * slope;
 }
 
-std::vector<std::pair<int64_t, int64_t>> DimPairs(const StrongPart& s) {
-  std::vector<std::pair<int64_t, int64_t>> out;
-  for (size_t k = 0; k < s.dims.size(); ++k) out.emplace_back(s.dims[k], s.core_dims[k]);
-  std::sort(out.begin(), out.end());
-  return out;
+// The same (dim, sampled dim) pairs up to order: the strong parts compare.
+// On the stack (ranks are small): the matcher asks tens of millions of times.
+bool SameDimPairs(const StrongPart& a, const StrongPart& b) {
+  constexpr size_t kOnStack = 8;
+  const size_t n = a.dims.size();
+  if (n != b.dims.size() || a.core_dims.size() != n || b.core_dims.size() != n) return false;
+  if (n > kOnStack) {
+    auto pairs = [](const StrongPart& s) {
+      std::vector<std::pair<int64_t, int64_t>> out;
+      for (size_t k = 0; k < s.dims.size(); ++k) out.emplace_back(s.dims[k], s.core_dims[k]);
+      std::sort(out.begin(), out.end());
+      return out;
+    };
+    return pairs(a) == pairs(b);
+  }
+  std::array<std::pair<int64_t, int64_t>, kOnStack> pa, pb;
+  for (size_t k = 0; k < n; ++k) {
+    pa[k] = {a.dims[k], a.core_dims[k]};
+    pb[k] = {b.dims[k], b.core_dims[k]};
+  }
+  std::sort(pa.begin(), pa.begin() + static_cast<ptrdiff_t>(n));
+  std::sort(pb.begin(), pb.begin() + static_cast<ptrdiff_t>(n));
+  return std::equal(pa.begin(), pa.begin() + static_cast<ptrdiff_t>(n), pb.begin());
 }
 
 // A marginal folded into `chunks` chunks, when each of their boundaries is
@@ -200,13 +219,15 @@ bool Compare(const Fingerprint& fa, const Fingerprint& fb, double epsilon, std::
     case MomentCheck::kKurtosis:
       return Differ(why, [&] { return fmt::format("kurtosis differs ({:.4g} vs {:.4g})", a.kurtosis, b.kurtosis); });
   }
+  switch (CheckExtremes(ma, mb, epsilon)) {
+    case ExtremeCheck::kAgree:
+      break;
+    case ExtremeCheck::kMin:
+      return Differ(why, [&] { return fmt::format("minima differ ({:.6g} vs {:.6g})", a.min, b.min); });
+    case ExtremeCheck::kMax:
+      return Differ(why, [&] { return fmt::format("maxima differ ({:.6g} vs {:.6g})", a.max, b.max); });
+  }
   auto value_tol = [&](double v) { return epsilon * std::max(scale, std::fabs(v)); };
-  if (!Close(a.min, b.min, value_tol(a.min))) {
-    return Differ(why, [&] { return fmt::format("minima differ ({:.6g} vs {:.6g})", a.min, b.min); });
-  }
-  if (!Close(a.max, b.max, value_tol(a.max))) {
-    return Differ(why, [&] { return fmt::format("maxima differ ({:.6g} vs {:.6g})", a.max, b.max); });
-  }
   for (int i = 0; i < kFingerprintQuantiles; ++i) {
     const double slack = 4.0 * (QuantileStdError(a, i) + QuantileStdError(b, i));
     if (!Close(a.quantiles[i], b.quantiles[i], value_tol(a.quantiles[i]) + slack)) {
@@ -217,7 +238,7 @@ bool Compare(const Fingerprint& fa, const Fingerprint& fb, double epsilon, std::
   }
   // The strong part is comparable only for the same (sampled) dims up to
   // permutation; after a reshape only the layout-invariant part speaks.
-  if (fa.strong.present && fb.strong.present && DimPairs(fa.strong) == DimPairs(fb.strong)) {
+  if (fa.strong.present && fb.strong.present && SameDimPairs(fa.strong, fb.strong)) {
     if (!CompareMarginals(fa.strong, fb.strong, scale, epsilon, why)) return false;
     if (!CompareSpectra(fa.strong, fb.strong, scale, epsilon, why)) return false;
   }
@@ -227,7 +248,15 @@ bool Compare(const Fingerprint& fa, const Fingerprint& fb, double epsilon, std::
 }  // namespace
 
 MomentSummary SummarizeMoments(const LayoutInvariantPart& part) {
-  return {part.mean, std::sqrt(part.variance), part.rms(), part.skewness, part.kurtosis};
+  return {part.mean, std::sqrt(part.variance), part.rms(), part.skewness, part.kurtosis, part.min, part.max};
+}
+
+ExtremeCheck CheckExtremes(const MomentSummary& a, const MomentSummary& b, double epsilon) {
+  const double scale = std::max(a.rms, b.rms);
+  auto value_tol = [&](double v) { return epsilon * std::max(scale, std::fabs(v)); };
+  if (!Close(a.min, b.min, value_tol(a.min))) return ExtremeCheck::kMin;
+  if (!Close(a.max, b.max, value_tol(a.max))) return ExtremeCheck::kMax;
+  return ExtremeCheck::kAgree;
 }
 
 MomentCheck CheckMoments(const MomentSummary& a, const MomentSummary& b, double epsilon) {

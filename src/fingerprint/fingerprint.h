@@ -175,6 +175,8 @@ struct MomentSummary {
   double rms = 0;
   double skewness = 0;
   double kurtosis = 0;
+  double min = 0;  // the extremes, which CompareFingerprints checks next
+  double max = 0;
 };
 MomentSummary SummarizeMoments(const LayoutInvariantPart& part);
 
@@ -184,6 +186,11 @@ enum class MomentCheck : uint8_t { kAgree, kMean, kStdDev, kSkewness, kKurtosis 
 // what the full comparison rejects. Both tensors must hold finite values and
 // not both be all zeros (CompareFingerprints decides those before).
 MomentCheck CheckMoments(const MomentSummary& a, const MomentSummary& b, double epsilon);
+// The check CompareFingerprints runs after the moments agree: minima, then
+// maxima, within epsilon of the larger of the value scale and the value (of
+// `a`, the tensor looked up). kAgree, kMin or kMax.
+enum class ExtremeCheck : uint8_t { kAgree, kMin, kMax };
+ExtremeCheck CheckExtremes(const MomentSummary& a, const MomentSummary& b, double epsilon);
 
 // One tolerance: epsilon ~ 1e-2 accepts fp32 vs bf16/fp16 rounding noise,
 // and still separates different data (see docs/MATCHING.md).

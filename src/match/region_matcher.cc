@@ -242,8 +242,15 @@ class Matcher {
       int32_t pos_a;
       int64_t tensor;
       const Fingerprint* fp;
+      int64_t near;  // where pass 1 looked, and what it found there:
+      uint32_t first_hit, hit_count;  // hits_seen[first_hit, +hit_count)
+      bool complete;
     };
     std::vector<Deferred> ambiguous;
+    // Pass 1's hits of the deferred lookups: pass 2 at the same place would
+    // walk the same entries again (in a long stationary run, every lookup,
+    // each to the end of its scan budget).
+    std::vector<int64_t> hits_seen;
     std::vector<int64_t> hits;
     // Weights in units of kOrderSteps + 1: below every reason Weight() has,
     // an ambiguous pair gains the closer it lies to its expected partner.
@@ -278,7 +285,9 @@ class Matcher {
         const int64_t near = anchor_b + std::llround(static_cast<double>(a_index - anchor_a) * b_per_a);
         const bool complete = index.FindNear(it->second, limit + 1, near, &hits, max_scan);
         if (hits.size() > limit || !complete) {
-          ambiguous.push_back({static_cast<int32_t>(i + 1), t, &it->second});
+          ambiguous.push_back({static_cast<int32_t>(i + 1), t, &it->second, near,
+                               static_cast<uint32_t>(hits_seen.size()), static_cast<uint32_t>(hits.size()), complete});
+          hits_seen.insert(hits_seen.end(), hits.begin(), hits.end());
           continue;
         }
         if (hits.size() == 1) anchor_a = a_index, anchor_b = hits[0];
@@ -306,7 +315,21 @@ class Matcher {
         const double along = a1 > a0 ? static_cast<double>(d.pos_a - a0) / (a1 - a0) : 0;
         const int32_t expected_b = std::clamp(static_cast<int32_t>(std::lround(b0 + along * (b1 - b0))), 1, end_b);
         const int64_t near = first_entry_at[expected_b];
-        index.FindNear(*d.fp, limit, near, &hits, max_scan);
+        if (near == d.near) {
+          // The walk from the same place: the `limit` nearest of pass 1's
+          // (which found limit + 1 when complete, all it could see else).
+          hits.assign(hits_seen.begin() + d.first_hit, hits_seen.begin() + d.first_hit + d.hit_count);
+          if (d.complete && hits.size() > limit) {
+            // The one the walk reached last: the farthest, of a tie the higher.
+            auto last = std::max_element(hits.begin(), hits.end(), [near](int64_t x, int64_t y) {
+              const int64_t dx = std::llabs(x - near), dy = std::llabs(y - near);
+              return dx != dy ? dx < dy : x < y;
+            });
+            hits.erase(last);
+          }
+        } else {
+          index.FindNear(*d.fp, limit, near, &hits, max_scan);
+        }
         add(d.pos_a, d.tensor, *d.fp, near);
       }
     }

@@ -104,12 +104,15 @@ void TensorIndex::Add(const Fingerprint* fp, int64_t payload) {
 
 bool TensorIndex::Matches(const Fingerprint& fp, const MomentSummary& moments, const Entry& e) const {
   ++comparisons_;
-  // CheckMoments is the first thing Equivalent() decides on, by the same
-  // code; it does not apply where Equivalent() decides before it (no finite
-  // values, both all zeros), and there the full comparison runs.
+  // CheckMoments and CheckExtremes are the first things Equivalent() decides
+  // on, by the same code; they do not apply where Equivalent() decides before
+  // them (no finite values, both all zeros), and there the full comparison runs.
   const bool moments_apply =
       e.has_finite && fp.invariant.finite_count() > 0 && std::max(moments.rms, e.moments.rms) > 0;
-  if (moments_apply && CheckMoments(moments, e.moments, epsilon_) != MomentCheck::kAgree) return false;
+  if (moments_apply && (CheckMoments(moments, e.moments, epsilon_) != MomentCheck::kAgree ||
+                        CheckExtremes(moments, e.moments, epsilon_) != ExtremeCheck::kAgree)) {
+    return false;
+  }
   return Equivalent(fp, *e.fp, epsilon_);
 }
 
