@@ -45,9 +45,9 @@ StatusOr<std::string> ChooseDomain(const Trace& a, const Trace& b, const std::st
       // kernels, the other by host time; not a comparison.
       if (on_a || on_b) continue;
     }
-    auto e = energy::AttributeEnergy(a, d);
-    if (e.ok() && e->total_uj > host_uj) {
-      host_uj = e->total_uj;
+    auto total_uj = energy::DomainTotalUj(a, d);
+    if (total_uj.ok() && *total_uj > host_uj) {
+      host_uj = *total_uj;
       host = d;
     }
   }

@@ -65,15 +65,22 @@ std::vector<bool> AtStopWork(const Trace& trace) {
 // Op indices with every op before the op that encloses it: by descending start,
 // then ascending end (a child starts no earlier than its parent and ends no
 // later; children are pushed after their parents).
+// Ops by (start, longer first, index): parents before their children.
+bool StartsFirst(const Trace& trace, size_t a, size_t b) {
+  const auto &x = trace.ops[a], &y = trace.ops[b];
+  if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
+  if (x.end_ns != y.end_ns) return x.end_ns > y.end_ns;
+  return a < b;
+}
+
+// The reverse of StartsFirst. A reader's ops are in start order, mostly
+// already in this one: checked before sorting millions of them.
 std::vector<size_t> ChildrenFirst(const Trace& trace) {
   std::vector<size_t> order(trace.ops.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const auto &x = trace.ops[a], &y = trace.ops[b];
-    if (x.start_ns != y.start_ns) return x.start_ns > y.start_ns;
-    if (x.end_ns != y.end_ns) return x.end_ns < y.end_ns;
-    return a > b;
-  });
+  auto starts_first = [&](size_t a, size_t b) { return StartsFirst(trace, a, b); };
+  if (!std::is_sorted(order.begin(), order.end(), starts_first)) std::sort(order.begin(), order.end(), starts_first);
+  std::reverse(order.begin(), order.end());
   return order;
 }
 
@@ -95,12 +102,8 @@ void ExclusivePieces(const Trace& trace, const std::vector<bool>& recorder_op, s
   std::map<int64_t, std::vector<size_t>> by_thread;
   for (size_t i = 0; i < trace.ops.size(); ++i) by_thread[trace.ops[i].thread_id].push_back(i);
   for (auto& [tid, idx] : by_thread) {
-    std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
-      const auto &x = trace.ops[a], &y = trace.ops[b];
-      if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
-      if (x.end_ns != y.end_ns) return x.end_ns > y.end_ns;
-      return a < b;
-    });
+    auto starts_first = [&](size_t a, size_t b) { return StartsFirst(trace, a, b); };
+    if (!std::is_sorted(idx.begin(), idx.end(), starts_first)) std::sort(idx.begin(), idx.end(), starts_first);
     std::vector<size_t> stack;
     int64_t cursor = 0;
     bool seen_top_level = false;
@@ -156,30 +159,47 @@ StatusOr<Attribution> AttributeHostWork(const Trace& trace, const std::vector<En
 
   // Elementary intervals between every piece boundary and the window ends;
   // in each, the energy is split evenly among the pieces (threads) active.
-  std::vector<int64_t> cuts = {curve.start(), curve.end()};
+  // One sort of all boundaries gives each piece the indices of its ends
+  // among the cuts (a binary search per use over millions of cuts was most
+  // of the attribution of a long run).
+  struct Boundary {
+    int64_t t_ns;
+    uint64_t slot;  // 2 * piece + (end ? 1 : 0), over pieces then issue_pieces
+  };
+  std::vector<Boundary> boundaries;
+  boundaries.reserve(2 * (pieces.size() + issue_pieces.size()));
+  uint64_t slot = 0;
   for (auto* list : {&pieces, &issue_pieces}) {
     for (auto& p : *list) {
       p.start_ns = std::clamp(p.start_ns, curve.start(), curve.end());
       p.end_ns = std::clamp(p.end_ns, curve.start(), curve.end());
-      cuts.push_back(p.start_ns);
-      cuts.push_back(p.end_ns);
+      boundaries.push_back({p.start_ns, slot++});
+      boundaries.push_back({p.end_ns, slot++});
     }
   }
-  std::sort(cuts.begin(), cuts.end());
-  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-  auto cut_index = [&](int64_t t) {
-    return static_cast<size_t>(std::lower_bound(cuts.begin(), cuts.end(), t) - cuts.begin());
-  };
-  std::vector<int> active_delta(cuts.size() + 1, 0), issuing_delta(cuts.size() + 1, 0);
-  for (const auto& p : pieces) {
-    if (p.end_ns <= p.start_ns) continue;
-    active_delta[cut_index(p.start_ns)] += 1;
-    active_delta[cut_index(p.end_ns)] -= 1;
+  std::sort(boundaries.begin(), boundaries.end(),
+            [](const Boundary& x, const Boundary& y) { return x.t_ns < y.t_ns; });
+  std::vector<int64_t> cuts = {curve.start()};
+  std::vector<size_t> cut_of(slot);
+  for (const Boundary& b : boundaries) {
+    if (b.t_ns != cuts.back()) cuts.push_back(b.t_ns);
+    cut_of[b.slot] = cuts.size() - 1;
   }
-  for (const auto& p : issue_pieces) {
-    if (p.end_ns <= p.start_ns) continue;
-    issuing_delta[cut_index(p.start_ns)] += 1;
-    issuing_delta[cut_index(p.end_ns)] -= 1;
+  if (cuts.back() != curve.end()) cuts.push_back(curve.end());
+  std::vector<Boundary>().swap(boundaries);
+  const size_t issue_base = 2 * pieces.size();
+  auto start_cut = [&](size_t piece) { return cut_of[2 * piece]; };
+  auto end_cut = [&](size_t piece) { return cut_of[2 * piece + 1]; };
+  std::vector<int> active_delta(cuts.size() + 1, 0), issuing_delta(cuts.size() + 1, 0);
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    if (pieces[i].end_ns <= pieces[i].start_ns) continue;
+    active_delta[start_cut(i)] += 1;
+    active_delta[end_cut(i)] -= 1;
+  }
+  for (size_t i = 0; i < issue_pieces.size(); ++i) {
+    if (issue_pieces[i].end_ns <= issue_pieces[i].start_ns) continue;
+    issuing_delta[cut_of[issue_base + 2 * i]] += 1;
+    issuing_delta[cut_of[issue_base + 2 * i + 1]] -= 1;
   }
   // The job runs from the first op to the last. The recorder's work at stop
   // (an op marked "at_stop": JAX jit's --values replay) is not the program's
@@ -202,11 +222,12 @@ StatusOr<Attribution> AttributeHostWork(const Trace& trace, const std::vector<En
   // cut k; issue_prefix[k]: the same per issuing thread, in intervals where
   // no op runs on any thread (issue time never takes energy from an op).
   std::vector<double> share_prefix(cuts.size(), 0), issue_prefix(cuts.size(), 0);
+  const std::vector<double> energy_at_cut = curve.AtEach(cuts);
   int active = 0, issuing = 0;
   for (size_t k = 0; k + 1 < cuts.size(); ++k) {
     active += active_delta[k];
     issuing += issuing_delta[k];
-    double de = curve.At(cuts[k + 1]) - curve.At(cuts[k]);
+    double de = energy_at_cut[k + 1] - energy_at_cut[k];
     share_prefix[k + 1] = share_prefix[k] + (active > 0 ? de / active : 0);
     issue_prefix[k + 1] = issue_prefix[k] + (active == 0 && issuing > 0 ? de / issuing : 0);
     // Elementary intervals never straddle the job's ends: both are cuts.
@@ -229,18 +250,19 @@ StatusOr<Attribution> AttributeHostWork(const Trace& trace, const std::vector<En
   for (size_t i = 0; i < trace.ops.size(); ++i) out.ops[i].op_id = trace.ops[i].id;
   // Each piece takes its share of the energy over its interval (prefix sums)
   // into the op's field pair, and into the trace-wide sum.
-  auto charge = [&](const std::vector<Piece>& list, const std::vector<double>& prefix, double OpEnergy::*uj,
-                    int64_t OpEnergy::*ns, double* sum_uj) {
-    for (const auto& p : list) {
+  auto charge = [&](const std::vector<Piece>& list, size_t slot_base, const std::vector<double>& prefix,
+                    double OpEnergy::*uj, int64_t OpEnergy::*ns, double* sum_uj) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      const Piece& p = list[i];
       if (p.end_ns <= p.start_ns) continue;
-      const double e = prefix[cut_index(p.end_ns)] - prefix[cut_index(p.start_ns)];
+      const double e = prefix[cut_of[slot_base + 2 * i + 1]] - prefix[cut_of[slot_base + 2 * i]];
       out.ops[p.op].*uj += e;
       out.ops[p.op].*ns += p.end_ns - p.start_ns;
       *sum_uj += e;
     }
   };
-  charge(pieces, share_prefix, &OpEnergy::exclusive_uj, &OpEnergy::exclusive_ns, &out.attributed_uj);
-  charge(issue_pieces, issue_prefix, &OpEnergy::issue_uj, &OpEnergy::issue_ns, &out.issue_uj);
+  charge(pieces, 0, share_prefix, &OpEnergy::exclusive_uj, &OpEnergy::exclusive_ns, &out.attributed_uj);
+  charge(issue_pieces, issue_base, issue_prefix, &OpEnergy::issue_uj, &OpEnergy::issue_ns, &out.issue_uj);
   for (size_t i = 0; i < trace.ops.size(); ++i) {
     if (!recorder_op[i]) continue;
     out.recorder_uj += out.ops[i].exclusive_uj;
@@ -248,11 +270,18 @@ StatusOr<Attribution> AttributeHostWork(const Trace& trace, const std::vector<En
   }
   // The recorder's energy inside the job (its pieces clipped to the job's
   // ends, both cuts), which the job gives back below.
-  for (const auto& p : pieces) {
+  auto cut_index = [&](int64_t t) {  // t is a cut
+    return static_cast<size_t>(std::lower_bound(cuts.begin(), cuts.end(), t) - cuts.begin());
+  };
+  const size_t job_start_cut = cut_index(out.ops_start_ns), job_end_cut = cut_index(out.ops_end_ns);
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const Piece& p = pieces[i];
     if (!recorder_op[p.op]) continue;
     const int64_t a = std::max(p.start_ns, out.ops_start_ns), b = std::min(p.end_ns, out.ops_end_ns);
     if (b <= a) continue;
-    out.recorder_in_job_uj += share_prefix[cut_index(b)] - share_prefix[cut_index(a)];
+    // Cuts ascend with time: the later start's cut is the later cut.
+    out.recorder_in_job_uj += share_prefix[std::min(end_cut(i), job_end_cut)] -
+                              share_prefix[std::max(start_cut(i), job_start_cut)];
     out.recorder_in_job_ns += b - a;
   }
   // Inclusive: children were pushed after their parents, so walking ops by
@@ -435,6 +464,17 @@ StatusOr<Attribution> AttributeEnergy(const Trace& trace, const std::vector<Ener
 
 StatusOr<Attribution> AttributeEnergy(const Trace& trace, const std::string& domain) {
   return AttributeEnergy(trace, trace.energy_samples, domain);
+}
+
+StatusOr<double> DomainTotalUj(const Trace& trace, const std::string& domain) {
+  if (domain.find('+') != std::string::npos || HasDeviceActivity(trace, domain)) {
+    MAGNETON_ASSIGN_OR_RETURN(Attribution a, AttributeEnergy(trace, domain));
+    return a.total_uj;
+  }
+  // What AttributeHostWork reads of the curve, without attributing every op.
+  Provenance provenance;
+  MAGNETON_ASSIGN_OR_RETURN(EnergyCurve curve, DomainCurve(trace.energy_samples, domain, &provenance));
+  return curve.total();
 }
 
 }  // namespace magneton::energy

@@ -100,5 +100,9 @@ std::vector<std::string> DomainParts(const std::string& domain);
 
 // Same, with the trace's own energy samples.
 StatusOr<Attribution> AttributeEnergy(const Trace& trace, const std::string& domain);
+// The energy the domain's meter saw over the trace's samples: the
+// Attribution's total_uj, for choosing a domain without attributing a
+// host domain's every op. Fails where AttributeEnergy would.
+StatusOr<double> DomainTotalUj(const Trace& trace, const std::string& domain);
 
 }  // namespace magneton::energy

@@ -17,6 +17,8 @@ class EnergyCurve {
  public:
   EnergyCurve(std::vector<int64_t> t_ns, std::vector<double> energy_uj);
   double At(int64_t t_ns) const;
+  // At() of each of ascending times, in one walk over the samples.
+  std::vector<double> AtEach(const std::vector<int64_t>& ascending_t_ns) const;
   int64_t start() const { return t_.front(); }
   int64_t end() const { return t_.back(); }
   double total() const { return e_.back() - e_.front(); }
