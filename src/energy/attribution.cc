@@ -179,17 +179,18 @@ StatusOr<Attribution> AttributeHostWork(const Trace& trace, const std::vector<En
   }
   std::sort(boundaries.begin(), boundaries.end(),
             [](const Boundary& x, const Boundary& y) { return x.t_ns < y.t_ns; });
+  if (slot > UINT32_MAX) return InvalidArgument("energy attribution: more than 2^32 pieces of op time in one trace");
   std::vector<int64_t> cuts = {curve.start()};
-  std::vector<size_t> cut_of(slot);
+  std::vector<uint32_t> cut_of(slot);
   for (const Boundary& b : boundaries) {
     if (b.t_ns != cuts.back()) cuts.push_back(b.t_ns);
-    cut_of[b.slot] = cuts.size() - 1;
+    cut_of[b.slot] = static_cast<uint32_t>(cuts.size() - 1);
   }
   if (cuts.back() != curve.end()) cuts.push_back(curve.end());
   std::vector<Boundary>().swap(boundaries);
   const size_t issue_base = 2 * pieces.size();
-  auto start_cut = [&](size_t piece) { return cut_of[2 * piece]; };
-  auto end_cut = [&](size_t piece) { return cut_of[2 * piece + 1]; };
+  auto start_cut = [&](size_t piece) { return static_cast<size_t>(cut_of[2 * piece]); };
+  auto end_cut = [&](size_t piece) { return static_cast<size_t>(cut_of[2 * piece + 1]); };
   std::vector<int> active_delta(cuts.size() + 1, 0), issuing_delta(cuts.size() + 1, 0);
   for (size_t i = 0; i < pieces.size(); ++i) {
     if (pieces[i].end_ns <= pieces[i].start_ns) continue;
@@ -222,12 +223,15 @@ StatusOr<Attribution> AttributeHostWork(const Trace& trace, const std::vector<En
   // cut k; issue_prefix[k]: the same per issuing thread, in intervals where
   // no op runs on any thread (issue time never takes energy from an op).
   std::vector<double> share_prefix(cuts.size(), 0), issue_prefix(cuts.size(), 0);
-  const std::vector<double> energy_at_cut = curve.AtEach(cuts);
+  EnergyCurve::Walk energy_at(curve);
+  double energy_before = energy_at.At(cuts.front());
   int active = 0, issuing = 0;
   for (size_t k = 0; k + 1 < cuts.size(); ++k) {
     active += active_delta[k];
     issuing += issuing_delta[k];
-    double de = energy_at_cut[k + 1] - energy_at_cut[k];
+    const double energy_after = energy_at.At(cuts[k + 1]);
+    double de = energy_after - energy_before;
+    energy_before = energy_after;
     share_prefix[k + 1] = share_prefix[k] + (active > 0 ? de / active : 0);
     issue_prefix[k + 1] = issue_prefix[k] + (active == 0 && issuing > 0 ? de / issuing : 0);
     // Elementary intervals never straddle the job's ends: both are cuts.
@@ -246,6 +250,13 @@ StatusOr<Attribution> AttributeHostWork(const Trace& trace, const std::vector<En
     }
   }
 
+  // What the rest needs of the cuts: where the job starts and ends.
+  auto cut_index = [&](int64_t t) {  // t is a cut
+    return static_cast<size_t>(std::lower_bound(cuts.begin(), cuts.end(), t) - cuts.begin());
+  };
+  const size_t job_start_cut = cut_index(out.ops_start_ns), job_end_cut = cut_index(out.ops_end_ns);
+  for (auto* spent : {&active_delta, &issuing_delta}) std::vector<int>().swap(*spent);
+  std::vector<int64_t>().swap(cuts);
   out.ops.resize(trace.ops.size());
   for (size_t i = 0; i < trace.ops.size(); ++i) out.ops[i].op_id = trace.ops[i].id;
   // Each piece takes its share of the energy over its interval (prefix sums)
@@ -270,10 +281,6 @@ StatusOr<Attribution> AttributeHostWork(const Trace& trace, const std::vector<En
   }
   // The recorder's energy inside the job (its pieces clipped to the job's
   // ends, both cuts), which the job gives back below.
-  auto cut_index = [&](int64_t t) {  // t is a cut
-    return static_cast<size_t>(std::lower_bound(cuts.begin(), cuts.end(), t) - cuts.begin());
-  };
-  const size_t job_start_cut = cut_index(out.ops_start_ns), job_end_cut = cut_index(out.ops_end_ns);
   for (size_t i = 0; i < pieces.size(); ++i) {
     const Piece& p = pieces[i];
     if (!recorder_op[p.op]) continue;

@@ -18,26 +18,16 @@ double EnergyCurve::At(int64_t t) const {
   return e_[lo] + f * (e_[hi] - e_[lo]);
 }
 
-std::vector<double> EnergyCurve::AtEach(const std::vector<int64_t>& ascending_t_ns) const {
-  std::vector<double> out;
-  out.reserve(ascending_t_ns.size());
-  size_t hi = 0;  // the first sample after t, as At()'s upper_bound finds it
-  for (int64_t t : ascending_t_ns) {
-    if (t <= t_.front()) {
-      out.push_back(e_.front());
-      continue;
-    }
-    if (t >= t_.back()) {
-      out.push_back(e_.back());
-      continue;
-    }
-    while (t_[hi] <= t) ++hi;
-    const size_t lo = hi - 1;
-    const double span = static_cast<double>(t_[hi] - t_[lo]);
-    const double f = span > 0 ? static_cast<double>(t - t_[lo]) / span : 1.0;
-    out.push_back(e_[lo] + f * (e_[hi] - e_[lo]));
-  }
-  return out;
+double EnergyCurve::Walk::At(int64_t t) {
+  const std::vector<int64_t>& times = curve_.t_;
+  const std::vector<double>& energy = curve_.e_;
+  if (t <= times.front()) return energy.front();
+  if (t >= times.back()) return energy.back();
+  while (times[hi_] <= t) ++hi_;
+  const size_t lo = hi_ - 1;
+  const double span = static_cast<double>(times[hi_] - times[lo]);
+  const double f = span > 0 ? static_cast<double>(t - times[lo]) / span : 1.0;
+  return energy[lo] + f * (energy[hi_] - energy[lo]);
 }
 
 int64_t EnergyCurve::median_period_ns() const {

@@ -17,8 +17,17 @@ class EnergyCurve {
  public:
   EnergyCurve(std::vector<int64_t> t_ns, std::vector<double> energy_uj);
   double At(int64_t t_ns) const;
-  // At() of each of ascending times, in one walk over the samples.
-  std::vector<double> AtEach(const std::vector<int64_t>& ascending_t_ns) const;
+  // At() of ascending times, in one walk over the samples: At(t) of each t
+  // given to it, which must not decrease.
+  class Walk {
+   public:
+    explicit Walk(const EnergyCurve& curve) : curve_(curve) {}
+    double At(int64_t t_ns);
+
+   private:
+    const EnergyCurve& curve_;
+    size_t hi_ = 0;  // the first sample after the last t, as At()'s upper_bound finds it
+  };
   int64_t start() const { return t_.front(); }
   int64_t end() const { return t_.back(); }
   double total() const { return e_.back() - e_.front(); }
