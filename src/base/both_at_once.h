@@ -10,6 +10,11 @@
 
 namespace magneton {
 
+// Gives the free memory of every malloc arena back to the system: the
+// worker's arena keeps what its work freed (a trace reader's buffers), which
+// the caller's thread, allocating in its own arena, would not reuse.
+void ReleaseFreeMemory();
+
 template <typename First, typename Second>
 auto BothAtOnce(First&& first, Second&& second) {
   using SecondResult = decltype(second());
@@ -17,6 +22,7 @@ auto BothAtOnce(First&& first, Second&& second) {
   std::thread worker([&] { second_result.emplace(second()); });
   auto first_result = first();
   worker.join();
+  ReleaseFreeMemory();
   return std::pair<decltype(first_result), SecondResult>(std::move(first_result), std::move(*second_result));
 }
 
