@@ -82,7 +82,9 @@ StatusOr<std::pair<energy::Attribution, energy::Attribution>> AttributePair(cons
   return std::pair<energy::Attribution, energy::Attribution>(std::move(*ea), std::move(*eb));
 }
 
-std::string Seconds(int64_t since_ns) { return fmt::format("{:.1f} s", static_cast<double>(MonotonicNowNs() - since_ns) / 1e9); }
+std::string Seconds(int64_t since_ns) {
+  return fmt::format("{:.1f} s", static_cast<double>(MonotonicNowNs() - since_ns) / 1e9);
+}
 
 std::string Joined(const std::vector<LoadedRun>& runs, const std::vector<RepeatPair>& repeats, bool side_a) {
   std::string out;

@@ -2,9 +2,11 @@
 // conservation property on random ones.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "energy/attribution.h"
+#include "energy/energy_curve.h"
 
 namespace magneton::energy {
 namespace {
@@ -284,6 +286,59 @@ TEST(AttributionTest, ConservesEnergyOnRandomTracesWithinOnePercent) {
     EXPECT_NEAR(top_inclusive, a->total_uj, 0.01 * a->total_uj) << "round " << round;
     EXPECT_GT(a->unattributed_uj, 0);
   }
+}
+
+// Ops in start order (as a reader gives them) are not sorted again; any
+// other order is: the energies are the op's own either way.
+TEST(AttributionTest, TheOrderOfTheOpsChangesNothing) {
+  std::mt19937_64 rng(7);
+  Trace trace;
+  int64_t id = 0;
+  for (int64_t t = 0; t < 200'000;) {
+    const int64_t len = std::uniform_int_distribution<int64_t>(1'000, 9'000)(rng);
+    const int64_t thread = id % 3 == 0 ? 2 : 1;
+    trace.ops.push_back(Op(id++, thread, t, t + len));
+    trace.ops.push_back(Op(id++, thread, t + len / 4, t + len / 2, id - 1));
+    t += len + std::uniform_int_distribution<int64_t>(0, 3'000)(rng);
+  }
+  auto samples = Samples(0, 210'000, 500, [](int64_t t) { return 1.0 + static_cast<double>(t % 7'000) / 7'000; });
+  auto in_order = AttributeEnergy(trace, samples, "cpu-package-0");
+  ASSERT_TRUE(in_order.ok()) << in_order.status().message();
+  Trace shuffled = trace;
+  std::shuffle(shuffled.ops.begin(), shuffled.ops.end(), rng);
+  auto out_of_order = AttributeEnergy(shuffled, samples, "cpu-package-0");
+  ASSERT_TRUE(out_of_order.ok()) << out_of_order.status().message();
+  ASSERT_EQ(out_of_order->ops.size(), in_order->ops.size());
+  int with_energy = 0;
+  for (const OpEnergy& e : out_of_order->ops) {
+    const OpEnergy& want = in_order->ops[static_cast<size_t>(e.op_id)];
+    EXPECT_NEAR(e.exclusive_uj, want.exclusive_uj, 1e-9 * (1 + want.exclusive_uj)) << e.op_id;
+    EXPECT_NEAR(e.inclusive_uj, want.inclusive_uj, 1e-9 * (1 + want.inclusive_uj)) << e.op_id;
+    EXPECT_EQ(e.exclusive_ns, want.exclusive_ns) << e.op_id;
+    EXPECT_NEAR(e.issue_uj, want.issue_uj, 1e-9 * (1 + want.issue_uj)) << e.op_id;
+    with_energy += want.exclusive_uj > 0;
+  }
+  EXPECT_GT(with_energy, static_cast<int>(trace.ops.size()) / 2);
+  EXPECT_DOUBLE_EQ(out_of_order->job_uj, in_order->job_uj);
+}
+
+// The curve read in one walk gives At() of every time, before, between, on
+// and after the samples; the domain's total is the attribution's.
+TEST(AttributionTest, TheCurvesWalkAndTheDomainsTotalAreWhatAttributionReads) {
+  auto curve = BuildCurve(Samples(100, 1'000, 30, [](int64_t t) { return 0.5 + static_cast<double>(t % 90) / 30; }),
+                          "cpu-package-0");
+  ASSERT_TRUE(curve.ok()) << curve.status().message();
+  EnergyCurve::Walk walk(*curve);
+  for (int64_t t = 0; t <= 1'100; t += 7) EXPECT_EQ(walk.At(t), curve->At(t)) << t;
+  Trace trace = SmallTrace();
+  trace.energy_samples = Samples(0, 100, 5, [](int64_t t) { return t < 40 ? 1.0 : 3.0; });
+  auto attributed = AttributeEnergy(trace, "cpu-package-0");
+  auto total = DomainTotalUj(trace, "cpu-package-0");
+  ASSERT_TRUE(attributed.ok() && total.ok());
+  EXPECT_EQ(*total, attributed->total_uj);
+  EXPECT_GT(*total, 0);
+  EXPECT_FALSE(DomainTotalUj(trace, "gpu-0").ok());  // no samples of it: fails as attribution does
+  EXPECT_FALSE(AttributeEnergy(trace, "gpu-0").ok());
 }
 
 TEST(AttributionTest, PowerOnlySamplesAreIntegrated) {
