@@ -48,8 +48,9 @@ StatusOr<JobDiff> DiffJobs(const std::string& manifest_a, const std::string& man
     RankDiff rd;
     rd.rank = pair.rank;
     if (progress) progress(fmt::format("rank {}: {} vs {}", pair.rank, pair.trace_a, pair.trace_b));
-    auto session = AnalysisSession::OpenRuns({pair.trace_a}, {pair.trace_b}, options);
-    if (session.ok() && progress) (*session)->SetProgress(progress);
+    AnalysisOptions said = options;
+    if (progress) said.progress = progress;
+    auto session = AnalysisSession::OpenRuns({pair.trace_a}, {pair.trace_b}, said);
     Status st = session.ok() ? (*session)->Diff() : session.status();
     if (!st.ok()) {
       rd.report = "cannot diff: " + st.message() + "\n";
