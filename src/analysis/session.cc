@@ -1,7 +1,5 @@
 #include "magneton/analysis.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -17,6 +15,7 @@
 #include "analysis/source_access.h"
 #include "analysis/step_window.h"
 #include "base/both_at_once.h"
+#include "base/format.h"
 #include "diagnose/counterfactual.h"
 #include "diagnose/line_diagnosis.h"
 #include "magneton/clock.h"
@@ -50,10 +49,7 @@ StatusOr<LoadedRun> Load(const std::string& path) {
 
 // Both sides' runs at once, each on its own core (they share nothing).
 StatusOr<std::pair<LoadedRun, LoadedRun>> LoadPair(const std::string& path_a, const std::string& path_b) {
-  auto [a, b] = BothAtOnce([&] { return Load(path_a); }, [&] { return Load(path_b); });
-  if (!a.ok()) return a.status();
-  if (!b.ok()) return b.status();
-  return std::pair<LoadedRun, LoadedRun>(std::move(*a), std::move(*b));
+  return BothOkAtOnce([&] { return Load(path_a); }, [&] { return Load(path_b); });
 }
 
 std::string Thousands(size_t n) {
@@ -75,15 +71,8 @@ std::string ReadLine(const LoadedRun& a, const LoadedRun& b) {
 
 StatusOr<std::pair<energy::Attribution, energy::Attribution>> AttributePair(const Trace& a, const Trace& b,
                                                                              const std::string& domain) {
-  auto [ea, eb] = BothAtOnce([&] { return energy::AttributeEnergy(a, domain); },
-                             [&] { return energy::AttributeEnergy(b, domain); });
-  if (!ea.ok()) return ea.status();
-  if (!eb.ok()) return eb.status();
-  return std::pair<energy::Attribution, energy::Attribution>(std::move(*ea), std::move(*eb));
-}
-
-std::string Seconds(int64_t since_ns) {
-  return fmt::format("{:.1f} s", static_cast<double>(MonotonicNowNs() - since_ns) / 1e9);
+  return BothOkAtOnce([&] { return energy::AttributeEnergy(a, domain); },
+                      [&] { return energy::AttributeEnergy(b, domain); });
 }
 
 std::string Joined(const std::vector<LoadedRun>& runs, const std::vector<RepeatPair>& repeats, bool side_a) {
@@ -105,7 +94,8 @@ bool SessionData::long_runs() const {
 }
 
 void SessionData::SayStep(const std::string& what, int64_t since_ns) const {
-  if (options.progress && long_runs()) options.progress(what + " (" + Seconds(since_ns) + ")");
+  if (!options.progress || !long_runs()) return;
+  options.progress(what + " (" + FormatDuration(MonotonicNowNs() - since_ns) + ")");
 }
 
 MatchOptions SessionData::match_options() const {

@@ -55,7 +55,7 @@ struct SessionData {
   const Trace& trace_b() const { return b.front().trace; }
   // At least one run of AnalysisOptions::progress_min_ops ops: the steps say what they did.
   bool long_runs() const;
-  // "<what> (<seconds since since_ns> s)" through options.progress, for long runs only.
+  // "<what> (<time since since_ns>)" through options.progress, for long runs only.
   void SayStep(const std::string& what, int64_t since_ns) const;
   // The session's options as each stage takes them.
   MatchOptions match_options() const;

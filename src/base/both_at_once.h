@@ -6,7 +6,10 @@
 
 #include <optional>
 #include <thread>
+#include <type_traits>
 #include <utility>
+
+#include "magneton/status.h"
 
 namespace magneton {
 
@@ -24,6 +27,17 @@ auto BothAtOnce(First&& first, Second&& second) {
   worker.join();
   ReleaseFreeMemory();
   return std::pair<decltype(first_result), SecondResult>(std::move(first_result), std::move(*second_result));
+}
+
+// BothAtOnce of two pieces that may fail: both values, or the first error
+// (the caller's side's first).
+template <typename First, typename Second>
+auto BothOkAtOnce(First&& first, Second&& second) {
+  auto [a, b] = BothAtOnce(std::forward<First>(first), std::forward<Second>(second));
+  using Pair = std::pair<std::decay_t<decltype(*a)>, std::decay_t<decltype(*b)>>;
+  if (!a.ok()) return StatusOr<Pair>(a.status());
+  if (!b.ok()) return StatusOr<Pair>(b.status());
+  return StatusOr<Pair>(Pair(std::move(*a), std::move(*b)));
 }
 
 }  // namespace magneton

@@ -600,11 +600,9 @@ StatusOr<MatchResult> MatchGraphs(const DataflowGraph& a, const FingerprintMap& 
 StatusOr<MatchResult> MatchTraces(const Trace& a, const FingerprintMap& fa, const Trace& b, const FingerprintMap& fb,
                                   const MatchOptions& options) {
   // Each side's graph on its own core.
-  auto [ga, gb] = BothAtOnce([&] { return BuildDataflowGraph(a, options.graph); },
-                             [&] { return BuildDataflowGraph(b, options.graph); });
-  if (!ga.ok()) return ga.status();
-  if (!gb.ok()) return gb.status();
-  return MatchGraphs(*ga, fa, *gb, fb, options);
+  MAGNETON_ASSIGN_OR_RETURN(auto graphs, BothOkAtOnce([&] { return BuildDataflowGraph(a, options.graph); },
+                                                      [&] { return BuildDataflowGraph(b, options.graph); }));
+  return MatchGraphs(graphs.first, fa, graphs.second, fb, options);
 }
 
 }  // namespace magneton
