@@ -11,6 +11,11 @@
 
 namespace magneton {
 
+int32_t DataflowGraph::NodeOfOp(int64_t op_id) const {
+  auto it = std::lower_bound(folded_op_ids.begin(), folded_op_ids.end(), op_id);
+  return it == folded_op_ids.end() || *it != op_id ? -1 : folded_nodes[static_cast<size_t>(it - folded_op_ids.begin())];
+}
+
 StatusOr<DataflowGraph> BuildDataflowGraph(const Trace& trace, const GraphOptions& options) {
   const size_t op_total = trace.ops.size();
   std::unordered_map<int64_t, size_t> index_of_id;  // op id -> index in trace.ops
@@ -110,25 +115,38 @@ StatusOr<DataflowGraph> BuildDataflowGraph(const Trace& trace, const GraphOption
       if (p >= 0) node_of_index[i] = node_of_index[static_cast<size_t>(p)];
     }
   }
-  for (size_t i = 0; i < op_total; ++i) {
-    if (node_of_index[i] >= 0) g.node_of_op.emplace(trace.ops[i].id, node_of_index[i]);
+  {
+    std::vector<std::pair<int64_t, int32_t>> folded;
+    for (size_t i = 0; i < op_total; ++i) {
+      if (node_of_index[i] >= 0) folded.emplace_back(trace.ops[i].id, node_of_index[i]);
+    }
+    std::sort(folded.begin(), folded.end());
+    g.folded_op_ids.reserve(folded.size());
+    g.folded_nodes.reserve(folded.size());
+    for (const auto& [id, node] : folded) {
+      g.folded_op_ids.push_back(id);
+      g.folded_nodes.push_back(node);
+    }
   }
-
+  // Every op id -> its node (ancestors folded in), through the op's index.
   auto producer_node = [&](int64_t tensor_id) -> int32_t {
     if (tensor_id < 0 || static_cast<size_t>(tensor_id) >= trace.tensors.size()) return -1;
     const int64_t p = trace.tensors[tensor_id].producer_op_id;
     if (p == kNoId) return -1;
-    auto it = g.node_of_op.find(p);
-    return it == g.node_of_op.end() ? -1 : it->second;
+    auto it = index_of_id.find(p);
+    return it == index_of_id.end() ? -1 : node_of_index[it->second];
   };
+  const auto too_large = [] { return InvalidArgument("the trace has too many tensor links for one graph (over 4 G)"); };
 
-  g.outputs.resize(static_cast<size_t>(n));
-  g.inputs.resize(static_cast<size_t>(n));
-  for (const TensorMeta& t : trace.tensors) {
-    const int32_t p = producer_node(t.id);
-    if (p >= 0) {
-      g.outputs[p].push_back(t.id);
-      g.origin.emplace(t.id, TensorOrigin::kProduced);
+  {
+    std::vector<int32_t> producer(trace.tensors.size());
+    for (size_t i = 0; i < trace.tensors.size(); ++i) {
+      producer[i] = producer_node(trace.tensors[i].id);
+      if (producer[i] >= 0) g.origin.emplace(trace.tensors[i].id, TensorOrigin::kProduced);
+    }
+    if (!g.outputs.Group(static_cast<size_t>(n), producer.size(), [&](size_t i) { return producer[i]; },
+                         [&](size_t i) { return trace.tensors[i].id; })) {
+      return too_large();
     }
   }
   graph_internal::ClassifyUnproducedTensors(trace, &g.origin);
@@ -150,27 +168,34 @@ StatusOr<DataflowGraph> BuildDataflowGraph(const Trace& trace, const GraphOption
   std::sort(links.begin(), links.end());
   links.erase(std::unique(links.begin(), links.end()), links.end());
 
-  g.out_edges.resize(static_cast<size_t>(g.node_count()));
-  g.in_edges.resize(static_cast<size_t>(g.node_count()));
-  auto add_edge = [&](int32_t from, int32_t to, int64_t tensor) {
-    const auto e = static_cast<int32_t>(g.edges.size());
-    g.edges.push_back({from, to, tensor});
-    g.out_edges[from].push_back(e);
-    g.in_edges[to].push_back(e);
-  };
-  for (const auto& [to, tensor, from] : links) {
-    add_edge(from, to, tensor);
-    g.inputs[to].push_back(tensor);
+  if (!g.inputs.Group(static_cast<size_t>(n), links.size(), [&](size_t k) { return std::get<0>(links[k]); },
+                      [&](size_t k) { return std::get<1>(links[k]); })) {
+    return too_large();
   }
+  std::vector<bool> reads(static_cast<size_t>(n), false), read(static_cast<size_t>(n), false);
+  g.edges.reserve(links.size() + 2 * static_cast<size_t>(n) + 1);
+  for (const auto& [to, tensor, from] : links) {
+    g.edges.push_back({from, to, tensor});
+    reads[to] = true;
+    if (from < n) read[from] = true;
+  }
+  links = {};
   // Structural edges: ops that read nothing hang off the source; ops whose
   // results nobody reads (model outputs, dead ends) feed the sink.
   for (int32_t v = 0; v < n; ++v) {
-    if (g.in_edges[v].empty()) add_edge(g.source(), v, kNoId);
+    if (!reads[v]) g.edges.push_back({g.source(), v, kNoId});
   }
   for (int32_t v = 0; v < n; ++v) {
-    if (g.out_edges[v].empty()) add_edge(v, g.sink(), g.outputs[v].empty() ? kNoId : g.outputs[v].back());
+    if (!read[v]) g.edges.push_back({v, g.sink(), g.outputs[v].empty() ? kNoId : g.outputs[v].back()});
   }
-  if (n == 0) add_edge(g.source(), g.sink(), kNoId);
+  if (n == 0) g.edges.push_back({g.source(), g.sink(), kNoId});
+  // Each node's edges in the order they were added, as pushing them one by one gave.
+  if (!g.out_edges.Group(static_cast<size_t>(g.node_count()), g.edges.size(),
+                         [&](size_t e) { return g.edges[e].from; }, [](size_t e) { return static_cast<int32_t>(e); }) ||
+      !g.in_edges.Group(static_cast<size_t>(g.node_count()), g.edges.size(), [&](size_t e) { return g.edges[e].to; },
+                        [](size_t e) { return static_cast<int32_t>(e); })) {
+    return too_large();
+  }
 
   // Input dependence, in topological order; if no tensor looks like a model
   // input, treat every never-produced tensor as one rather than lose the graph;

@@ -194,7 +194,7 @@ class Matcher {
       const int64_t t = g.edges[e].tensor_id;
       if (t != kNoId && std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
     }
-    if (out.empty()) out = g.outputs[v];
+    if (out.empty()) out.assign(g.outputs[v].begin(), g.outputs[v].end());
     std::sort(out.begin(), out.end());
     return out;
   }

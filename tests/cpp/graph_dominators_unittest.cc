@@ -65,6 +65,45 @@ TEST(GraphDominators, EdgesFollowTensorIdsThroughViewsAndInPlace) {
   for (bool dep : g->input_dependent) EXPECT_TRUE(dep);
 }
 
+// The graph's per-node lists are compressed rows: each node's edges are the
+// edges that leave (enter) it in the order they were added, its inputs the
+// tensors of its incoming data edges; NodeOfOp folds nested ops into nodes.
+TEST(GraphDominators, NodeListsHoldEachNodesEdgesInOrder) {
+  Diamond t = MakeDiamond();
+  auto g = BuildDataflowGraph(t.trace);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  ASSERT_EQ(g->out_edges.size(), static_cast<size_t>(g->node_count()));
+  ASSERT_EQ(g->in_edges.size(), static_cast<size_t>(g->node_count()));
+  size_t listed = 0;
+  for (int32_t v = 0; v < g->node_count(); ++v) {
+    std::vector<int32_t> out, in;
+    for (size_t e = 0; e < g->edges.size(); ++e) {
+      if (g->edges[e].from == v) out.push_back(static_cast<int32_t>(e));
+      if (g->edges[e].to == v) in.push_back(static_cast<int32_t>(e));
+    }
+    EXPECT_EQ(std::vector<int32_t>(g->out_edges[v].begin(), g->out_edges[v].end()), out) << "node " << v;
+    EXPECT_EQ(std::vector<int32_t>(g->in_edges[v].begin(), g->in_edges[v].end()), in) << "node " << v;
+    listed += out.size();
+  }
+  EXPECT_EQ(listed, g->edges.size());
+  // linear's nested mm is folded into linear's node; the last op reads b and c.
+  EXPECT_EQ(g->NodeOfOp(1), g->NodeOfOp(0));
+  EXPECT_EQ(g->NodeOfOp(999), -1);
+  const int32_t last = g->op_count() - 1;
+  std::vector<int64_t> read(g->inputs[last].begin(), g->inputs[last].end());
+  EXPECT_EQ(read, (std::vector<int64_t>{testing::TensorIdOf(t.trace, t.b), testing::TensorIdOf(t.trace, t.c)}));
+  EXPECT_EQ(std::vector<int64_t>(g->outputs[last].begin(), g->outputs[last].end()), std::vector<int64_t>{testing::TensorIdOf(t.trace, t.d)});
+
+  NodeLists<int> lists;
+  const std::vector<int> node = {2, -1, 0, 2, 0};
+  ASSERT_TRUE(lists.Group(4, node.size(), [&](size_t i) { return node[i]; }, [](size_t i) { return 10 * int(i); }));
+  EXPECT_EQ(std::vector<int>(lists[0].begin(), lists[0].end()), (std::vector<int>{20, 40}));
+  EXPECT_TRUE(lists[1].empty());
+  EXPECT_EQ(std::vector<int>(lists[2].begin(), lists[2].end()), (std::vector<int>{0, 30}));
+  EXPECT_TRUE(lists[3].empty());
+  EXPECT_EQ(lists.value_count(), 4u);  // the item left out (-1) is in no list
+}
+
 TEST(GraphDominators, RecorderOpsAreNotNodes) {
   SyntheticTrace st(testing::TempPath("recorder_op.mtrace"));
   FakeTensor x = st.New({4, 8}), y = st.New({4, 8}), z = st.New({4, 8});
@@ -76,7 +115,7 @@ TEST(GraphDominators, RecorderOpsAreNotNodes) {
   ASSERT_TRUE(g.ok()) << g.status().message();
   ASSERT_EQ(g->op_count(), 2);
   EXPECT_EQ(g->op_ids, (std::vector<int64_t>{0, 2}));
-  EXPECT_EQ(g->node_of_op.count(1), 0u);
+  EXPECT_EQ(g->NodeOfOp(1), -1);
 }
 
 TEST(GraphDominators, DominatorsAndPostDominatorsOfADiamond) {
@@ -195,11 +234,11 @@ TEST(GraphDominators, SelfAndLaterParentsEndAndCountAsNone) {
     ASSERT_TRUE(g.ok()) << g.status().message();
     if (!leaf) {
       EXPECT_EQ(g->op_ids, (std::vector<int64_t>{0, 1, 2, 4}));
-      EXPECT_EQ(g->node_of_op.at(3), 2);  // folded into its (earlier) parent's node
-      EXPECT_EQ(g->node_of_op.at(5), 0);
+      EXPECT_EQ(g->NodeOfOp(3), 2);  // folded into its (earlier) parent's node
+      EXPECT_EQ(g->NodeOfOp(5), 0);
     } else {
       EXPECT_EQ(g->op_ids, (std::vector<int64_t>{1, 3, 4, 5}));  // leaves: ops nothing earlier encloses
-      EXPECT_EQ(g->node_of_op.at(0), 3);  // op 0's last leaf is 5
+      EXPECT_EQ(g->NodeOfOp(0), 3);  // op 0's last leaf is 5
     }
     DominatorTree dom = ComputeDominators(*g);
     EXPECT_EQ(dom.idom[g->sink()], g->source());
@@ -218,7 +257,7 @@ TEST(GraphDominators, DeepChainUnderARecorderOpIsLinear) {
   auto g = BuildDataflowGraph(t);
   ASSERT_TRUE(g.ok());
   EXPECT_EQ(g->op_count(), 0);
-  EXPECT_TRUE(g->node_of_op.empty());
+  EXPECT_TRUE(g->folded_op_ids.empty());
 }
 
 // A dominator tree whose idom links loop (never computed so, but the walks
