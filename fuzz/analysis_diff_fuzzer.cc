@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "analysis/session_data.h"
-#include "fingerprint/fingerprint.h"
+#include "fingerprint/fingerprint_map.h"
 #include "magneton/analysis.h"
 #include "magneton/trace_reader.h"
 #include "trace/trace_validate.h"

@@ -10,7 +10,7 @@
 #include "detect/detect.h"
 #include "diagnose/diagnose.h"
 #include "energy/attribution.h"
-#include "fingerprint/fingerprint.h"
+#include "fingerprint/fingerprint_map.h"
 #include "magneton/analysis.h"
 #include "magneton/trace.h"
 #include "match/match.h"

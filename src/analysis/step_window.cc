@@ -41,7 +41,7 @@ size_t KeepRecordedSteps(Trace& trace, FingerprintMap& fingerprints, int64_t ste
   for (TensorMeta& t : trace.tensors) {
     if (gone(t.producer_op_id)) t.producer_op_id = kNoId;
   }
-  std::erase_if(fingerprints, [&](const auto& entry) { return !linked.contains(entry.first); });
+  fingerprints.KeepIf([&](int64_t tensor_id) { return linked.contains(tensor_id); });
   return dropped;
 }
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "fingerprint/fingerprint.h"
+#include "fingerprint/fingerprint_map.h"
 #include "magneton/trace.h"
 
 namespace magneton::analysis {

@@ -16,7 +16,7 @@
 
 #include "base/format.h"
 #include "energy/attribution.h"
-#include "fingerprint/fingerprint.h"
+#include "fingerprint/fingerprint_map.h"
 #include "magneton/analysis_defaults.h"
 #include "match/match.h"
 #include "magneton/status.h"

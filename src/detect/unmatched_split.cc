@@ -53,7 +53,7 @@ std::vector<int64_t> Links(const Trace& t, int64_t op, TensorRole role) {
   return out;
 }
 
-const Fingerprint* FingerprintOf(const FingerprintMap& fps, int64_t tensor_id) {
+const StoredFingerprint* FingerprintOf(const FingerprintMap& fps, int64_t tensor_id) {
   auto it = fps.find(tensor_id);
   return it == fps.end() ? nullptr : &it->second;
 }
@@ -77,8 +77,8 @@ std::string KindOfValue(const Trace& t, int64_t tensor_id) {
 bool MaybeSameValue(const Side& x, int64_t tx, const Side& y, int64_t ty, double epsilon) {
   const std::string kx = KindOfValue(x.trace, tx), ky = KindOfValue(y.trace, ty);
   if (!kx.empty() && !ky.empty() && kx != ky) return false;
-  const Fingerprint* fx = FingerprintOf(x.fingerprints, tx);
-  const Fingerprint* fy = FingerprintOf(y.fingerprints, ty);
+  const StoredFingerprint* fx = FingerprintOf(x.fingerprints, tx);
+  const StoredFingerprint* fy = FingerprintOf(y.fingerprints, ty);
   return !(fx && fy) || Equivalent(*fx, *fy, epsilon);
 }
 

@@ -28,6 +28,7 @@
 #include "fingerprint/codec_mfp1.h"
 #include "fingerprint/codec_mfp2.h"
 #include "fingerprint/fingerprint.h"
+#include "fingerprint/strong_codec.h"
 #include "fingerprint/value_grid.h"
 
 namespace magneton {
@@ -78,7 +79,7 @@ bool ReadValues(Reader& r, Range& values, bool on_grid, double scale, int bits) 
   if (n == 0) return true;
   constexpr int64_t kLimit = int64_t{1} << 53;
   int64_t steps = 0;
-  std::vector<int64_t> deltas;
+  thread_local std::vector<int64_t> deltas;  // its capacity kept: a decode allocates nothing once warm
   if (!r.Int(&steps) || (n > 1 && !r.Packed(n - 1, &deltas))) return false;
   size_t i = 0;
   for (double& v : values) {
@@ -126,6 +127,55 @@ Status CheckCounts(const Fingerprint& fp) {
   return Status::Ok();
 }
 
+// The strong part, after the invariant part in mfp3 and on its own in an
+// analysis' FingerprintMap (strong_codec.h): its grids scale by the rms.
+void WriteStrong(Writer& w, const StrongPart& s, double rms) {
+  w.StrongDims(s);
+  for (const AxisMarginal& m : s.marginals) {
+    w.Int(m.axis_size);
+    w.Byte(static_cast<uint8_t>(m.chunk_sums.size()));
+    w.Runs(m.chunk_elements);
+    auto steps = StepsOnGrid(m.chunk_sums, grid::ChunkSumScale(m, rms), grid::kChunkSumGridBits);
+    w.Byte(steps ? 1 : 0);
+    WriteValues(w, m.chunk_sums, std::move(steps));
+  }
+  w.Byte(static_cast<uint8_t>(s.spectra.size()));
+  const double spectrum_scale = grid::SpectrumScale(s, rms);
+  for (const UnfoldingSpectrum& sp : s.spectra) {
+    w.Int(sp.rows);
+    w.Int(sp.cols);
+    w.Byte(static_cast<uint8_t>(sp.singular_values.size()));
+    auto steps = StepsOnGrid(sp.singular_values, spectrum_scale, grid::kSpectrumGridBits);
+    w.Byte(steps ? 1 : 0);
+    WriteValues(w, sp.singular_values, std::move(steps));
+  }
+}
+
+// Into *s, whose vectors keep their capacity (a decode per comparison
+// allocates nothing once warm).
+bool ReadStrong(Reader& r, double rms, StrongPart* s) {
+  if (!r.StrongDims(s)) return false;
+  for (AxisMarginal& m : s->marginals) {
+    uint8_t n = 0, on_grid = 0;
+    if (!r.Int(&m.axis_size) || !r.Byte(&n) || !r.Runs(&m.chunk_elements, n) || !r.Byte(&on_grid) || on_grid > 1) {
+      return false;
+    }
+    m.chunk_sums.resize(n);
+    if (!ReadValues(r, m.chunk_sums, on_grid, grid::ChunkSumScale(m, rms), grid::kChunkSumGridBits)) return false;
+  }
+  uint8_t n_spectra = 0;
+  if (!r.Byte(&n_spectra)) return false;
+  s->spectra.resize(n_spectra);
+  const double spectrum_scale = grid::SpectrumScale(*s, rms);
+  for (UnfoldingSpectrum& sp : s->spectra) {
+    uint8_t k = 0, on_grid = 0;
+    if (!r.Int(&sp.rows) || !r.Int(&sp.cols) || !r.Byte(&k) || !r.Byte(&on_grid) || on_grid > 1) return false;
+    sp.singular_values.resize(k);
+    if (!ReadValues(r, sp.singular_values, on_grid, spectrum_scale, grid::kSpectrumGridBits)) return false;
+  }
+  return true;
+}
+
 StatusOr<Fingerprint> DecodeMfp3(std::string_view data) {
   const Status truncated = Corrupt("fingerprint blob is truncated or malformed");
   Reader r(data);
@@ -139,30 +189,8 @@ StatusOr<Fingerprint> DecodeMfp3(std::string_view data) {
   if (!r.Doubles(moments)) return truncated;
   std::tie(p.mean, p.variance, p.skewness, p.kurtosis, p.min, p.max) =
       std::tie(moments[0], moments[1], moments[2], moments[3], moments[4], moments[5]);
-  const double rms = p.rms();
   if (!ReadValues(r, p.quantiles, head & 8, grid::QuantileScale(p), grid::kQuantileGridBits)) return truncated;
-  if (head & 4) {
-    StrongPart& s = fp.strong;
-    if (!r.StrongDims(&s)) return truncated;
-    for (AxisMarginal& m : s.marginals) {
-      uint8_t n = 0, on_grid = 0;
-      if (!r.Int(&m.axis_size) || !r.Byte(&n) || !r.Runs(&m.chunk_elements, n) || !r.Byte(&on_grid) || on_grid > 1) {
-        return truncated;
-      }
-      m.chunk_sums.resize(n);
-      if (!ReadValues(r, m.chunk_sums, on_grid, grid::ChunkSumScale(m, rms), grid::kChunkSumGridBits)) return truncated;
-    }
-    uint8_t n_spectra = 0;
-    if (!r.Byte(&n_spectra)) return truncated;
-    s.spectra.resize(n_spectra);
-    const double spectrum_scale = grid::SpectrumScale(s, rms);
-    for (UnfoldingSpectrum& sp : s.spectra) {
-      uint8_t k = 0, on_grid = 0;
-      if (!r.Int(&sp.rows) || !r.Int(&sp.cols) || !r.Byte(&k) || !r.Byte(&on_grid) || on_grid > 1) return truncated;
-      sp.singular_values.resize(k);
-      if (!ReadValues(r, sp.singular_values, on_grid, spectrum_scale, grid::kSpectrumGridBits)) return truncated;
-    }
-  }
+  if ((head & 4) && !ReadStrong(r, p.rms(), &fp.strong)) return truncated;
   if (!r.AtEnd()) return truncated;
   return fp;
 }
@@ -179,29 +207,30 @@ std::string EncodeFingerprint(const Fingerprint& fp) {
   w.Counts(p);
   w.Doubles(std::array<double, 6>{p.mean, p.variance, p.skewness, p.kurtosis, p.min, p.max});
   WriteValues(w, p.quantiles, std::move(quantile_steps));
-  if (fp.strong.present) {
-    const StrongPart& s = fp.strong;
-    w.StrongDims(s);
-    for (const AxisMarginal& m : s.marginals) {
-      w.Int(m.axis_size);
-      w.Byte(static_cast<uint8_t>(m.chunk_sums.size()));
-      w.Runs(m.chunk_elements);
-      auto steps = StepsOnGrid(m.chunk_sums, grid::ChunkSumScale(m, rms), grid::kChunkSumGridBits);
-      w.Byte(steps ? 1 : 0);
-      WriteValues(w, m.chunk_sums, std::move(steps));
-    }
-    w.Byte(static_cast<uint8_t>(s.spectra.size()));
-    const double spectrum_scale = grid::SpectrumScale(s, rms);
-    for (const UnfoldingSpectrum& sp : s.spectra) {
-      w.Int(sp.rows);
-      w.Int(sp.cols);
-      w.Byte(static_cast<uint8_t>(sp.singular_values.size()));
-      auto steps = StepsOnGrid(sp.singular_values, spectrum_scale, grid::kSpectrumGridBits);
-      w.Byte(steps ? 1 : 0);
-      WriteValues(w, sp.singular_values, std::move(steps));
-    }
-  }
+  if (fp.strong.present) WriteStrong(w, fp.strong, rms);
   return w.Take();
+}
+
+std::string EncodeStrongPart(const StrongPart& strong, double rms) {
+  Writer w;
+  WriteStrong(w, strong, rms);
+  return w.Take();
+}
+
+bool DecodeStrongPart(std::string_view data, double rms, StrongPart* strong) {
+  Reader r(data);
+  return ReadStrong(r, rms, strong) && r.AtEnd();
+}
+
+bool SameStrongDims(std::string_view a, std::string_view b) {
+  Reader ra(a), rb(b);
+  uint8_t rank_a = 0, rank_b = 0;
+  if (!ra.Byte(&rank_a) || !rb.Byte(&rank_b) || rank_a != rank_b) return false;
+  for (int k = 0; k < rank_a; ++k) {
+    int64_t da = 0, db = 0;
+    if (!ra.Int(&da) || !rb.Int(&db) || da != db) return false;
+  }
+  return true;
 }
 
 StatusOr<Fingerprint> DecodeFingerprint(std::string_view kind, std::string_view data) {

@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 
 #include "fingerprint/fingerprint.h"
+#include "fingerprint/fingerprint_map.h"
+#include "fingerprint/strong_codec.h"
 
 namespace magneton {
 namespace {
@@ -184,11 +186,17 @@ bool CompareSpectra(const StrongPart& a, const StrongPart& b, double scale, doub
 }
 
 // The checks, cheapest and most discriminating first; `why` (may be null)
-// receives the reason of the first one that fails.
-bool Compare(const Fingerprint& fa, const Fingerprint& fb, double epsilon, std::string* why) {
-  if (fa.dtype_class != fb.dtype_class) return Differ(why, [] { return std::string("dtype classes differ"); });
-  const LayoutInvariantPart& a = fa.invariant;
-  const LayoutInvariantPart& b = fb.invariant;
+// receives the reason of the first one that fails. strong_parts() gives
+// both strong parts (StrongPair), asked for only when both have one and
+// everything before agreed: a stored fingerprint decodes its own then.
+struct StrongPair {
+  const StrongPart* a = nullptr;  // null: not readable
+  const StrongPart* b = nullptr;
+};
+template <typename StrongParts>
+bool CompareParts(DTypeClass class_a, const LayoutInvariantPart& a, DTypeClass class_b, const LayoutInvariantPart& b,
+                  bool both_strong, StrongParts&& strong_parts, double epsilon, std::string* why) {
+  if (class_a != class_b) return Differ(why, [] { return std::string("dtype classes differ"); });
   if (a.element_count != b.element_count) {
     return Differ(why, [&] {
       return fmt::format("element counts differ ({} vs {})", a.element_count, b.element_count);
@@ -238,11 +246,70 @@ bool Compare(const Fingerprint& fa, const Fingerprint& fb, double epsilon, std::
   }
   // The strong part is comparable only for the same (sampled) dims up to
   // permutation; after a reshape only the layout-invariant part speaks.
-  if (fa.strong.present && fb.strong.present && SameDimPairs(fa.strong, fb.strong)) {
-    if (!CompareMarginals(fa.strong, fb.strong, scale, epsilon, why)) return false;
-    if (!CompareSpectra(fa.strong, fb.strong, scale, epsilon, why)) return false;
+  if (!both_strong) return true;
+  const StrongPair strong = strong_parts();
+  if (!strong.a || !strong.b) return Differ(why, [] { return std::string("a strong part is unreadable"); });
+  if (SameDimPairs(*strong.a, *strong.b)) {
+    if (!CompareMarginals(*strong.a, *strong.b, scale, epsilon, why)) return false;
+    if (!CompareSpectra(*strong.a, *strong.b, scale, epsilon, why)) return false;
   }
   return true;
+}
+
+bool Compare(const Fingerprint& fa, const Fingerprint& fb, double epsilon, std::string* why) {
+  return CompareParts(fa.dtype_class, fa.invariant, fb.dtype_class, fb.invariant,
+                      fa.strong.present && fb.strong.present,
+                      [&] { return StrongPair{&fa.strong, &fb.strong}; }, epsilon, why);
+}
+
+// The strong parts a thread decoded last, by their encoded bytes: a lookup
+// compares one value with many candidates, so one side is mostly the one
+// decoded before (a byte compare instead of a decode). Decoding reuses the
+// slots' vectors: nothing is allocated once they have grown.
+class DecodedStrongParts {
+ public:
+  // Valid until the next call on this thread but one (two slots: both sides
+  // of a comparison stay valid together).
+  const StrongPart* Get(const StoredFingerprint& fp) {
+    const std::string_view bytes = fp.strong_bytes();
+    const double rms = fp.invariant.rms();
+    for (Slot& s : slots_) {
+      if (s.ok && s.rms == rms && s.bytes == bytes) {
+        last_ = &s;
+        return &s.part;
+      }
+    }
+    Slot& s = last_ == &slots_[0] ? slots_[1] : slots_[0];
+    s.bytes.assign(bytes);
+    s.rms = rms;
+    s.ok = DecodeStrongPart(bytes, rms, &s.part);
+    last_ = &s;
+    return s.ok ? &s.part : nullptr;
+  }
+
+ private:
+  struct Slot {
+    std::string bytes;
+    double rms = 0;
+    bool ok = false;
+    StrongPart part;
+  };
+  Slot slots_[2];
+  const Slot* last_ = nullptr;
+};
+
+bool Compare(const StoredFingerprint& fa, const StoredFingerprint& fb, double epsilon, std::string* why) {
+  auto decode = [&] {
+    thread_local DecodedStrongParts decoded;
+    StrongPair pair;
+    pair.a = decoded.Get(fa);
+    pair.b = decoded.Get(fb);
+    // fb's decode may have taken fa's slot only if fa's was the older one,
+    // which Get(fa) just made the newer: both stay valid.
+    return pair;
+  };
+  return CompareParts(fa.dtype_class, fa.invariant, fb.dtype_class, fb.invariant, fa.has_strong && fb.has_strong,
+                      decode, epsilon, why);
 }
 
 }  // namespace
@@ -282,6 +349,16 @@ EquivalenceVerdict CompareFingerprints(const Fingerprint& a, const Fingerprint& 
 }
 
 bool Equivalent(const Fingerprint& a, const Fingerprint& b, double epsilon) {
+  return Compare(a, b, epsilon, nullptr);
+}
+
+EquivalenceVerdict CompareFingerprints(const StoredFingerprint& a, const StoredFingerprint& b, double epsilon) {
+  EquivalenceVerdict verdict;
+  verdict.equivalent = Compare(a, b, epsilon, &verdict.reason);
+  return verdict;
+}
+
+bool Equivalent(const StoredFingerprint& a, const StoredFingerprint& b, double epsilon) {
   return Compare(a, b, epsilon, nullptr);
 }
 

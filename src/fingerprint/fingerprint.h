@@ -206,12 +206,7 @@ inline constexpr std::string_view kFingerprintKind = "mfp3";
 std::string EncodeFingerprint(const Fingerprint& fp);  // the `data` blob, kind kFingerprintKind
 StatusOr<Fingerprint> DecodeFingerprint(std::string_view kind, std::string_view data);
 
-using FingerprintMap = std::unordered_map<int64_t, Fingerprint>;  // tensor id -> fingerprint
-
-// Reads the fingerprints table of a .mtrace file (opened read-only). An empty
-// map means the run was recorded without values.
-StatusOr<FingerprintMap> LoadFingerprints(const std::string& trace_path);
-// Inserts or replaces rows of the fingerprints table (for recorders and tests).
-Status WriteFingerprints(const std::string& trace_path, const FingerprintMap& fingerprints);
+// By tensor id, as an analysis holds them, and the trace's table of them:
+// fingerprint/fingerprint_map.h.
 
 }  // namespace magneton

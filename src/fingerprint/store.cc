@@ -1,6 +1,6 @@
 // Fingerprints of a .mtrace file, decoded (the table's rows are the trace
 // layer's: trace/fingerprint_rows.h).
-#include "fingerprint/fingerprint.h"
+#include "fingerprint/fingerprint_map.h"
 #include "trace/fingerprint_rows.h"
 
 namespace magneton {
@@ -13,7 +13,7 @@ StatusOr<FingerprintMap> LoadFingerprints(const std::string& trace_path) {
       return Status(fp.status().code(), trace_path + ": fingerprint of tensor " + std::to_string(r.tensor_id) + ": " +
                                             fp.status().message());
     }
-    out.emplace(r.tensor_id, std::move(fp).value());
+    out.insert_or_assign(r.tensor_id, *fp);
     return Status::Ok();
   }));
   return out;
@@ -22,7 +22,9 @@ StatusOr<FingerprintMap> LoadFingerprints(const std::string& trace_path) {
 Status WriteFingerprints(const std::string& trace_path, const FingerprintMap& fingerprints) {
   std::vector<FingerprintRow> rows;
   rows.reserve(fingerprints.size());
-  for (const auto& [tensor_id, fp] : fingerprints) rows.push_back({tensor_id, std::string(kFingerprintKind), EncodeFingerprint(fp)});
+  for (const auto& [tensor_id, fp] : fingerprints) {
+    rows.push_back({tensor_id, std::string(kFingerprintKind), EncodeFingerprint(fp.Full())});
+  }
   return WriteFingerprintRows(trace_path, rows);
 }
 

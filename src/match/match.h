@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "fingerprint/fingerprint.h"
+#include "fingerprint/fingerprint_map.h"
 #include "graph/graph.h"
 #include "magneton/analysis_defaults.h"
 #include "magneton/status.h"
@@ -47,9 +47,9 @@ class TensorIndex {
  public:
   explicit TensorIndex(double epsilon);
   // `fp` must outlive the index; `payload` is returned by Find.
-  void Add(const Fingerprint* fp, int64_t payload);
+  void Add(const StoredFingerprint* fp, int64_t payload);
   // Payloads of equivalent entries, in insertion order, at most `limit`.
-  void Find(const Fingerprint& fp, size_t limit, std::vector<int64_t>* out) const;
+  void Find(const StoredFingerprint& fp, size_t limit, std::vector<int64_t>* out) const;
   // The `limit` equivalent entries whose payloads are nearest to `near`, in
   // ascending order. For a value many tensors share (a converged iteration,
   // zeros, a mask every layer reuses), where the earliest `limit` of Find
@@ -58,7 +58,7 @@ class TensorIndex {
   // returns false when that budget ran out before `limit` were found and
   // entries were left (the result is then the equivalents among the nearest
   // `max_scan`), true when the answer is complete.
-  bool FindNear(const Fingerprint& fp, size_t limit, int64_t near, std::vector<int64_t>* out,
+  bool FindNear(const StoredFingerprint& fp, size_t limit, int64_t near, std::vector<int64_t>* out,
                 size_t max_scan = SIZE_MAX) const;
   int64_t comparisons() const { return comparisons_; }
 
@@ -67,15 +67,15 @@ class TensorIndex {
 
  private:
   struct Entry {
-    const Fingerprint* fp;
+    const StoredFingerprint* fp;
     int64_t payload;
     MomentSummary moments;  // read instead of *fp by the pre-filter
     bool has_finite = false;
   };
   // Equivalent(), after a pre-filter on the entry's own moments.
-  bool Matches(const Fingerprint& fp, const MomentSummary& moments, const Entry& e) const;
-  uint64_t BucketKey(const Fingerprint& fp, const Cell& cell) const;
-  std::vector<Cell> Probes(const Fingerprint& fp) const;  // cells a partner of fp can be in
+  bool Matches(const StoredFingerprint& fp, const MomentSummary& moments, const Entry& e) const;
+  uint64_t BucketKey(const StoredFingerprint& fp, const Cell& cell) const;
+  std::vector<Cell> Probes(const StoredFingerprint& fp) const;  // cells a partner of fp can be in
 
   double epsilon_;
   std::unordered_map<uint64_t, std::vector<Entry>> buckets_;

@@ -206,12 +206,12 @@ class Matcher {
   // the residual stream (random weights, small init) layer l and layer l+2
   // agree only to ~1e-3, and a chain of such shifted pairs once made
   // attn-eager's top region one view on A against three layers on B.
-  int32_t Weight(int32_t node_a, int32_t node_b, const Fingerprint& fa, const Fingerprint& fb) {
+  int32_t Weight(int32_t node_a, int32_t node_b, const StoredFingerprint& fa, const StoredFingerprint& fb) {
     int32_t w = 4;
     ++comparisons_;
     if (Equivalent(fa, fb, options_.epsilon * 1e-2)) w += 4;
     if (a_.graph->op_name_hash[node_a] == b_.graph->op_name_hash[node_b]) w += 2;
-    if (fa.strong.present && fb.strong.present && fa.strong.dims == fb.strong.dims) w += 1;
+    if (SameStrongDims(fa, fb)) w += 1;
     return w;
   }
 
@@ -220,7 +220,7 @@ class Matcher {
     struct BEntry {
       int32_t pos;
       int64_t tensor;
-      const Fingerprint* fp;
+      const StoredFingerprint* fp;
     };
     std::vector<BEntry> b_entries;
     for (size_t j = 0; j < db.path.size(); ++j) {
@@ -241,7 +241,7 @@ class Matcher {
     struct Deferred {
       int32_t pos_a;
       int64_t tensor;
-      const Fingerprint* fp;
+      const StoredFingerprint* fp;
       int64_t near;  // where pass 1 looked, and what it found there:
       uint32_t first_hit, hit_count;  // hits_seen[first_hit, +hit_count)
       bool complete;
@@ -258,7 +258,7 @@ class Matcher {
     // of A through a run of equal values (A's step k with B's step k+1), then
     // drop A's entries to get back: regions of one op against several.
     constexpr int32_t kOrderSteps = 8;
-    auto add = [&](int32_t pos_a, int64_t t, const Fingerprint& fp, int64_t near) {
+    auto add = [&](int32_t pos_a, int64_t t, const StoredFingerprint& fp, int64_t near) {
       for (int64_t h : hits) {
         const BEntry& be = b_entries[h];
         const int32_t order = near < 0 ? kOrderSteps
@@ -391,10 +391,10 @@ class Matcher {
 
   // The fingerprints of v's flow outputs, all of them or none (one missing,
   // or more than `max_outputs`).
-  std::vector<const Fingerprint*> SourceOutputs(const Side& side, int32_t v, size_t max_outputs) const {
+  std::vector<const StoredFingerprint*> SourceOutputs(const Side& side, int32_t v, size_t max_outputs) const {
     const std::vector<int64_t> outs = FlowOutputs(*side.graph, v);
     if (outs.empty() || outs.size() > max_outputs) return {};
-    std::vector<const Fingerprint*> fps;
+    std::vector<const StoredFingerprint*> fps;
     for (int64_t t : outs) {
       auto it = side.fingerprints->find(t);
       if (it == side.fingerprints->end()) return {};
@@ -410,10 +410,10 @@ class Matcher {
   void PeelEqualSources(Level& la, Level& lb, int depth, bool whole_side = false) {
     const size_t max_outputs = whole_side ? 4096 : 1;
     std::vector<int32_t> sources_b;
-    std::vector<std::vector<const Fingerprint*>> outputs_b;
+    std::vector<std::vector<const StoredFingerprint*>> outputs_b;
     for (int32_t v : lb.members) {
       if (v == lb.end_node || !IsSource(*b_.graph, v)) continue;
-      std::vector<const Fingerprint*> fps = SourceOutputs(b_, v, max_outputs);
+      std::vector<const StoredFingerprint*> fps = SourceOutputs(b_, v, max_outputs);
       if (fps.empty()) continue;
       sources_b.push_back(v);
       outputs_b.push_back(std::move(fps));
@@ -425,7 +425,7 @@ class Matcher {
     std::vector<int32_t> peeled_a, peeled_b;
     for (int32_t v : la.members) {
       if (v == la.end_node || !IsSource(*a_.graph, v)) continue;
-      const std::vector<const Fingerprint*> fa = SourceOutputs(a_, v, max_outputs);
+      const std::vector<const StoredFingerprint*> fa = SourceOutputs(a_, v, max_outputs);
       if (fa.empty()) continue;
       auto bucket = by_name.find(a_.graph->op_name_hash[v]);
       if (bucket == by_name.end()) continue;

@@ -43,7 +43,7 @@ Band BandOf(int64_t id) { return {id, std::ldexp(1.0, static_cast<int>(id) + 1) 
 //  mean/rms: eps (1 + sqrt 2)                -> 2.5 eps
 //  g = sign(s) log1p|s|: 3 eps amp (1+|s|)/(1+|s'|) -> 3 eps A / (1 - 3 eps A)
 //  log kurtosis: 4 eps amp (1+k)/k' <= 8 eps A / (1 - 8 eps A)
-void Coords(const Fingerprint& fp, double eps, const Band& band, std::array<Coord, TensorIndex::kDims>* c) {
+void Coords(const StoredFingerprint& fp, double eps, const Band& band, std::array<Coord, TensorIndex::kDims>* c) {
   const LayoutInvariantPart& p = fp.invariant;
   const double rms = p.rms();
   (*c)[0] = {std::log(rms), 1.5 * eps, true};
@@ -56,12 +56,12 @@ void Coords(const Fingerprint& fp, double eps, const Band& band, std::array<Coor
   (*c)[3] = {std::log(k), dk / std::max(1 - dk, 1e-9), keyed && dk <= 0.5};
 }
 
-bool Degenerate(const Fingerprint& fp) {
+bool Degenerate(const StoredFingerprint& fp) {
   const double rms = fp.invariant.rms();
   return !(rms > 0) || !std::isfinite(rms) || fp.invariant.finite_count() == 0;
 }
 
-double Amp(const Fingerprint& fp) {
+double Amp(const StoredFingerprint& fp) {
   const double sd = std::sqrt(std::max(fp.invariant.variance, 0.0));
   return sd > 0 ? fp.invariant.rms() / sd : INFINITY;
 }
@@ -78,7 +78,7 @@ int64_t CellOf(double x, double width) { return static_cast<int64_t>(std::floor(
 
 TensorIndex::TensorIndex(double epsilon) : epsilon_(std::max(epsilon, 1e-9)) {}
 
-uint64_t TensorIndex::BucketKey(const Fingerprint& fp, const Cell& cell) const {
+uint64_t TensorIndex::BucketKey(const StoredFingerprint& fp, const Cell& cell) const {
   const LayoutInvariantPart& p = fp.invariant;
   uint64_t h = std::hash<int64_t>{}(p.element_count);
   h = Mix(h, static_cast<uint64_t>(fp.dtype_class));
@@ -88,7 +88,7 @@ uint64_t TensorIndex::BucketKey(const Fingerprint& fp, const Cell& cell) const {
   return h;
 }
 
-void TensorIndex::Add(const Fingerprint* fp, int64_t payload) {
+void TensorIndex::Add(const StoredFingerprint* fp, int64_t payload) {
   Cell cell;
   cell.fill(kWildcard);
   if (!Degenerate(*fp)) {
@@ -102,7 +102,7 @@ void TensorIndex::Add(const Fingerprint* fp, int64_t payload) {
       {fp, payload, SummarizeMoments(fp->invariant), fp->invariant.finite_count() > 0});
 }
 
-bool TensorIndex::Matches(const Fingerprint& fp, const MomentSummary& moments, const Entry& e) const {
+bool TensorIndex::Matches(const StoredFingerprint& fp, const MomentSummary& moments, const Entry& e) const {
   ++comparisons_;
   // CheckMoments and CheckExtremes are the first things Equivalent() decides
   // on, by the same code; they do not apply where Equivalent() decides before
@@ -116,7 +116,7 @@ bool TensorIndex::Matches(const Fingerprint& fp, const MomentSummary& moments, c
   return Equivalent(fp, *e.fp, epsilon_);
 }
 
-std::vector<TensorIndex::Cell> TensorIndex::Probes(const Fingerprint& fp) const {
+std::vector<TensorIndex::Cell> TensorIndex::Probes(const StoredFingerprint& fp) const {
   // The bands a partner can be in, and per band and statistic the 1-2 cells
   // the tolerance interval overlaps.
   std::vector<Cell> probes;
@@ -164,7 +164,7 @@ std::vector<TensorIndex::Cell> TensorIndex::Probes(const Fingerprint& fp) const 
   return probes;
 }
 
-void TensorIndex::Find(const Fingerprint& fp, size_t limit, std::vector<int64_t>* out) const {
+void TensorIndex::Find(const StoredFingerprint& fp, size_t limit, std::vector<int64_t>* out) const {
   out->clear();
   std::vector<int64_t> found;
   const MomentSummary moments = SummarizeMoments(fp.invariant);
@@ -181,7 +181,7 @@ void TensorIndex::Find(const Fingerprint& fp, size_t limit, std::vector<int64_t>
   *out = std::move(found);
 }
 
-bool TensorIndex::FindNear(const Fingerprint& fp, size_t limit, int64_t near, std::vector<int64_t>* out,
+bool TensorIndex::FindNear(const StoredFingerprint& fp, size_t limit, int64_t near, std::vector<int64_t>* out,
                            size_t max_scan) const {
   out->clear();
   // One walk outward from `near` over all probed buckets together (payloads

@@ -12,7 +12,7 @@
 
 #include <vector>
 
-#include "fingerprint/fingerprint.h"
+#include "fingerprint/fingerprint_map.h"
 #include "graph/graph.h"
 #include "match/match.h"
 

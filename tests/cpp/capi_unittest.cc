@@ -6,7 +6,7 @@
 
 #include <cstdlib>
 
-#include "fingerprint/fingerprint.h"
+#include "fingerprint/fingerprint_map.h"
 #include "magneton/c_api.h"
 #include "magneton/trace_reader.h"
 #include "test_util.h"

@@ -122,7 +122,7 @@ Side Record(const std::string& name, bool fused, bool evil, const std::string& u
   s.trace = std::move(trace).value();
   for (const auto& [addr, fp] : fps) {
     for (const TensorMeta& m : s.trace.tensors) {
-      if (m.storage_addr == addr) s.fps[m.id] = fp;
+      if (m.storage_addr == addr) s.fps.insert_or_assign(m.id, fp);
     }
   }
   EXPECT_TRUE(WriteFingerprints(s.path, s.fps).ok());

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "fingerprint/fingerprint.h"
+#include "fingerprint/fingerprint_map.h"
 #include "magneton/trace.h"
 
 namespace magneton::testing {

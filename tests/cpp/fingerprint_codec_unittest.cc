@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -11,7 +12,7 @@
 #include "fingerprint/codec_io.h"
 #include "fingerprint/codec_mfp1.h"
 
-#include "fingerprint/fingerprint.h"
+#include "fingerprint/fingerprint_map.h"
 #include "test_util.h"
 
 namespace magneton {
@@ -325,14 +326,61 @@ TEST(FingerprintCodec, TraceTableRoundTrip) {
   ASSERT_TRUE(empty.ok()) << empty.status().message();
   EXPECT_TRUE(empty->empty());
   FingerprintMap map;
-  map.emplace(0, Sample(3));
-  map.emplace(2, Sample(4));
+  map[0] = Sample(3);
+  map[2] = Sample(4);
   ASSERT_TRUE(WriteFingerprints(path, map).ok());
   auto loaded = LoadFingerprints(path);
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
   ASSERT_EQ(loaded->size(), 2u);
-  EXPECT_EQ(EncodeFingerprint(loaded->at(2)), EncodeFingerprint(map.at(2)));
+  EXPECT_EQ(EncodeFingerprint(loaded->at(2).Full()), EncodeFingerprint(Sample(4)));
+  EXPECT_EQ(loaded->count(1), 0u);
   EXPECT_FALSE(LoadFingerprints(testing::TempPath("missing.mtrace")).ok());
+}
+
+// What an analysis holds (FingerprintMap): the strong part encoded on its own
+// and decoded only when a comparison gets that far. It decodes to the very
+// fingerprint stored, and the stored comparisons decide as the full ones,
+// reason for reason: a transposed copy (strong parts compared over permuted
+// axes), a reshaped one (strong parts not comparable), a shuffled one (the
+// same values: only the strong part tells it apart), other data.
+TEST(FingerprintCodec, StoredFingerprintsCompareAsTheFullOnes) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist;
+  std::vector<float> v(24 * 16);
+  for (auto& x : v) x = dist(rng);
+  std::vector<float> transposed(v.size()), shuffled = v;
+  for (int i = 0; i < 24; ++i) {
+    for (int j = 0; j < 16; ++j) transposed[j * 24 + i] = v[i * 16 + j];
+  }
+  std::shuffle(shuffled.begin(), shuffled.end(), rng);
+  auto fp_of = [](const std::vector<float>& values, std::vector<int64_t> shape) {
+    auto fp = ComputeFingerprint(TensorBuffer{values.data(), DType::kFloat32, std::move(shape), {}});
+    EXPECT_TRUE(fp.ok());
+    return std::move(fp).value();
+  };
+  const std::vector<Fingerprint> fps = {fp_of(v, {24, 16}), fp_of(transposed, {16, 24}), fp_of(v, {48, 8}),
+                                        fp_of(shuffled, {24, 16}), Sample(5), fp_of({1.f, 2.f}, {2})};
+  FingerprintMap map;
+  for (size_t i = 0; i < fps.size(); ++i) map[static_cast<int64_t>(10 * i)] = fps[i];
+  size_t strong_rejections = 0, strong_agreements = 0;
+  for (size_t i = 0; i < fps.size(); ++i) {
+    const StoredFingerprint& si = map.at(static_cast<int64_t>(10 * i));
+    EXPECT_EQ(EncodeFingerprint(si.Full()), EncodeFingerprint(fps[i])) << i;
+    for (size_t j = 0; j < fps.size(); ++j) {
+      const StoredFingerprint& sj = map.at(static_cast<int64_t>(10 * j));
+      const EquivalenceVerdict full = CompareFingerprints(fps[i], fps[j], 1e-2);
+      const EquivalenceVerdict stored = CompareFingerprints(si, sj, 1e-2);
+      EXPECT_EQ(stored.equivalent, full.equivalent) << i << " vs " << j;
+      EXPECT_EQ(stored.reason, full.reason) << i << " vs " << j;
+      EXPECT_EQ(Equivalent(si, sj, 1e-2), full.equivalent) << i << " vs " << j;
+      EXPECT_EQ(SameStrongDims(si, sj),
+                fps[i].strong.present && fps[j].strong.present && fps[i].strong.dims == fps[j].strong.dims);
+      strong_rejections += full.reason.rfind("axis marginals", 0) == 0;
+      strong_agreements += full.equivalent && i != j && fps[i].strong.present && fps[j].strong.present;
+    }
+  }
+  EXPECT_GE(strong_rejections, 2u);  // the shuffled copy, both ways
+  EXPECT_GE(strong_agreements, 2u);  // the transposed copy, both ways
 }
 
 }  // namespace

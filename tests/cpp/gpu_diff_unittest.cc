@@ -16,7 +16,7 @@
 #include <random>
 
 #include "fake_activity_source.h"
-#include "fingerprint/fingerprint.h"
+#include "fingerprint/fingerprint_map.h"
 #include "magneton/analysis.h"
 #include "magneton/recorder.h"
 #include "magneton/trace_reader.h"

@@ -465,7 +465,7 @@ TEST(MatchRegions, TensorIndexFindsPartnersWithoutAllPairs) {
   for (const auto& [id, fp] : b) index.Add(&fp, id);
   std::vector<int64_t> hits;
   for (int i = 0; i < 200; ++i) {
-    index.Find(a[i], 4, &hits);
+    index.Find(a.at(i), 4, &hits);
     ASSERT_EQ(hits, (std::vector<int64_t>{1000 + i})) << i;
   }
   EXPECT_LT(index.comparisons(), 200 * 20);  // far from 200 * 200
@@ -534,21 +534,24 @@ std::vector<Fingerprint> Shuffles(int count, uint32_t seed) {
 // cell: FindNear walks nearest entry first and stops at its scan budget,
 // saying so.
 TEST(MatchRegions, FindNearIsNearestFirstAndStopsAtItsBudget) {
-  const std::vector<Fingerprint> pattern = Shuffles(10, 500);
-  for (int k = 1; k < 10; ++k) ASSERT_FALSE(Equivalent(pattern[0], pattern[k], 1e-2)) << k;
+  const std::vector<Fingerprint> shuffles = Shuffles(10, 500);
+  FingerprintMap patterns;
+  for (int k = 0; k < 10; ++k) patterns[k] = shuffles[static_cast<size_t>(k)];
+  auto pattern = [&](int64_t k) -> const StoredFingerprint& { return patterns.at(k); };
+  for (int k = 1; k < 10; ++k) ASSERT_FALSE(Equivalent(pattern(0), pattern(k), 1e-2)) << k;
   TensorIndex index(1e-2);
-  for (int64_t p = 0; p < 1000; ++p) index.Add(&pattern[p % 10], p);
+  for (int64_t p = 0; p < 1000; ++p) index.Add(&pattern(p % 10), p);
   std::vector<int64_t> hits;
-  EXPECT_TRUE(index.FindNear(pattern[3], 4, 500, &hits));
+  EXPECT_TRUE(index.FindNear(pattern(3), 4, 500, &hits));
   EXPECT_EQ(hits, (std::vector<int64_t>{483, 493, 503, 513}));
   // The 5 entries nearest 500 (498..502) hold none of pattern 3.
-  EXPECT_FALSE(index.FindNear(pattern[3], 4, 500, &hits, 5));
+  EXPECT_FALSE(index.FindNear(pattern(3), 4, 500, &hits, 5));
   EXPECT_TRUE(hits.empty());
   // The 20 nearest (490..509) hold two.
-  EXPECT_FALSE(index.FindNear(pattern[3], 4, 500, &hits, 20));
+  EXPECT_FALSE(index.FindNear(pattern(3), 4, 500, &hits, 20));
   EXPECT_EQ(hits, (std::vector<int64_t>{493, 503}));
   // Fewer partners than asked for, all seen within the budget: complete.
-  EXPECT_TRUE(index.FindNear(pattern[3], 200, 500, &hits, 5000));
+  EXPECT_TRUE(index.FindNear(pattern(3), 200, 500, &hits, 5000));
   EXPECT_EQ(hits.size(), 100u);
 }
 

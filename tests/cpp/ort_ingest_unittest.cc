@@ -7,7 +7,7 @@
 
 #include <fstream>
 
-#include "fingerprint/fingerprint.h"
+#include "fingerprint/fingerprint_map.h"
 #include "ort/ort.h"
 #include "magneton/recorder.h"
 #include "magneton/trace_reader.h"

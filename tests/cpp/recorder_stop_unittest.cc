@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "magneton/c_api.h"
-#include "fingerprint/fingerprint.h"
+#include "fingerprint/fingerprint_map.h"
 #include "magneton/recorder.h"
 #include "magneton/trace_reader.h"
 #include "test_util.h"
