@@ -47,6 +47,7 @@ void FingerprintMap::insert_or_assign(int64_t id, const Fingerprint& fp) {
   stored.invariant = fp.invariant;
   stored.has_strong = fp.strong.present;
   if (fp.strong.present) {
+    if (!arena_) arena_ = std::make_shared<Arena>();  // a map moved from and used again
     const std::string bytes = EncodeStrongPart(fp.strong, fp.invariant.rms());
     stored.strong_size = static_cast<uint32_t>(bytes.size());
     stored.strong_data = arena_->Add(bytes);
