@@ -183,6 +183,9 @@ struct Trace {
   std::vector<OpEvent> ops;          // indexed by id, in start order
   std::vector<TensorMeta> tensors;   // indexed by id
   std::vector<OpTensor> op_tensors;  // sorted by (op_id, role, slot)
+  // Read with ReadOptions::tensors off (trace_reader.h): the tensor rows the
+  // file holds, counted, not loaded (`tensors` is then empty); 0 otherwise.
+  size_t tensors_not_read = 0;
   std::vector<DeviceActivity> device_activities;
   std::vector<EnergySample> energy_samples;
   std::vector<RuntimeState> runtime_states;  // indexed by id

@@ -129,7 +129,7 @@ nb::dict Diff(const std::vector<std::string>& runs_a, const std::vector<std::str
 NB_MODULE(_analysis, m) {
   m.doc() = "Magneton's analysis (trace summaries, tables and diffs)";
   m.def("summarize", [](const std::string& path, int top) {
-    auto trace = magneton::ReadTrace(path);
+    auto trace = magneton::ReadTrace(path, {.tensors = false, .op_args = false});  // as `magneton show`
     ThrowIfError(trace.status());
     return magneton::FormatSummary(*trace, top);
   }, "path"_a, "top"_a = 15, "The text of `magneton show`.");

@@ -28,7 +28,8 @@ class ShowCommand : public Command {
       std::fputs(summary->c_str(), stdout);
       return 0;
     }
-    auto trace = ReadTrace(path_);
+    // The summary prints no tensor and no op argument: they stay on disk.
+    auto trace = ReadTrace(path_, ReadOptions{.tensors = false, .op_args = false});
     if (!trace.ok()) return Fail(trace.status().message());
     std::fputs(FormatSummary(*trace, top_).c_str(), stdout);
     return 0;

@@ -57,7 +57,7 @@ std::string FormatSummary(const Trace& trace, int top) {
   }
   int64_t span_ns = trace.ops.empty() ? 0 : last - first;
   out += fmt::format("ops        {} ({} top-level), {} tensors, span {} ms\n", trace.ops.size(), top_level,
-                     trace.tensors.size(), Ms(span_ns));
+                     trace.tensors.size() + trace.tensors_not_read, Ms(span_ns));
   // Top-level ops with no tensor link are outside the dataflow match and diff
   // follow; say how many rather than let them degrade a comparison silently.
   int64_t no_tensors = 0;

@@ -231,7 +231,7 @@ class Dictionary {
   std::vector<bool> present_;
 };
 
-Status LoadOpsV3(sqlite3* db, Trace* t, std::vector<OpTensor>* links) {
+Status LoadOpsV3(sqlite3* db, Trace* t, std::vector<OpTensor>* links, bool keep_args) {
   Dictionary<int64_t> threads("threads");
   MAGNETON_RETURN_IF_ERROR(ForEachRow(db, schema::SelectSql(schema::TableId::kThreads).c_str(), [&](Statement& s) {
     return threads.Add(s.ColumnInt(0), s.ColumnInt(1));
@@ -281,7 +281,7 @@ Status LoadOpsV3(sqlite3* db, Trace* t, std::vector<OpTensor>* links) {
         op.scope_id = s.ColumnNullableId(6);
         op.call_path_id = s.ColumnNullableId(7);
         op.correlation_id = static_cast<uint64_t>(s.ColumnInt(8));
-        op.args = *op_args;
+        if (keep_args) op.args = *op_args;
         op.state_id = s.ColumnNullableId(12);
         MAGNETON_RETURN_IF_ERROR(CheckOp(*t, op));
         MAGNETON_RETURN_IF_ERROR(AddLinks(op, s.ColumnText(10), s.ColumnText(11), links));
@@ -327,7 +327,27 @@ Status LoadTensorsV3(sqlite3* db, Trace* t) {
   return CheckDenseIds("tensors", ids);
 }
 
-Status LoadTables(sqlite3* db, Trace* t) {
+// The tensor rows without loading them, checked as LoadTensorsV3 checks
+// them where the ops' links depend on it: ids dense from 0 (so the count is
+// the range a link may name; ids are the primary key, so unique) and every
+// layout present.
+StatusOr<size_t> CountTensorRows(sqlite3* db) {
+  MAGNETON_ASSIGN_OR_RETURN(
+      Statement s, Statement::Prepare(db, "SELECT count(*), coalesce(min(id), 0), coalesce(max(id), -1), "
+                                          "(SELECT count(*) FROM tensor_rows r WHERE NOT EXISTS "
+                                          "(SELECT 1 FROM layouts l WHERE l.id = r.layout_id)) FROM tensor_rows"));
+  MAGNETON_ASSIGN_OR_RETURN(bool row, s.Step(db));
+  if (!row) return size_t{0};
+  const int64_t count = s.ColumnInt(0), min_id = s.ColumnInt(1), max_id = s.ColumnInt(2);
+  if (count > 0 && (min_id != 0 || max_id != count - 1)) {
+    return Corrupt("table tensors has a gap or duplicate (ids " + std::to_string(min_id) + " to " +
+                   std::to_string(max_id) + " in " + std::to_string(count) + " rows)");
+  }
+  if (s.ColumnInt(3) > 0) return Corrupt(std::to_string(s.ColumnInt(3)) + " tensor(s) name a missing layout");
+  return static_cast<size_t>(count);
+}
+
+Status LoadTables(sqlite3* db, Trace* t, const ReadOptions& options) {
   MAGNETON_ASSIGN_OR_RETURN(const int version, LoadMeta(db, t));
   MAGNETON_RETURN_IF_ERROR(ForEachRow(db, schema::SelectSql(schema::TableId::kConfig, " ORDER BY key").c_str(),
                                       [&](Statement& s) {
@@ -431,12 +451,17 @@ Status LoadTables(sqlite3* db, Trace* t) {
     MAGNETON_RETURN_IF_ERROR(LoadOpsV2(db, t, &pending_links));
     MAGNETON_RETURN_IF_ERROR(LoadTensorsV2(db, t));
   } else {
-    MAGNETON_RETURN_IF_ERROR(LoadOpsV3(db, t, &pending_links));
-    MAGNETON_RETURN_IF_ERROR(LoadTensorsV3(db, t));
+    MAGNETON_RETURN_IF_ERROR(LoadOpsV3(db, t, &pending_links, options.op_args));
+    if (options.tensors) {
+      MAGNETON_RETURN_IF_ERROR(LoadTensorsV3(db, t));
+    } else {
+      MAGNETON_ASSIGN_OR_RETURN(t->tensors_not_read, CountTensorRows(db));
+    }
   }
 
+  const size_t tensor_ids = t->tensors.size() + t->tensors_not_read;
   for (const OpTensor& l : pending_links) {
-    if (!InRange(l.tensor_id, t->tensors.size(), false)) {
+    if (!InRange(l.tensor_id, tensor_ids, false)) {
       return Corrupt("op " + std::to_string(l.op_id) + " names a missing tensor " + std::to_string(l.tensor_id));
     }
   }
@@ -525,11 +550,11 @@ Status ReadFailure(const sqlite::QueryBudget& budget, const std::string& what, c
   return Status(st.code(), what + ": " + st.message());
 }
 
-StatusOr<Trace> ReadOpenDb(sqlite3* db, const std::string& what) {
+StatusOr<Trace> ReadOpenDb(sqlite3* db, const std::string& what, const ReadOptions& options = {}) {
   MAGNETON_RETURN_IF_ERROR(Harden(db, what));
   sqlite::QueryBudget budget(db);
   Trace trace;
-  if (Status st = LoadTables(db, &trace); !st.ok()) return ReadFailure(budget, what, st);
+  if (Status st = LoadTables(db, &trace, options); !st.ok()) return ReadFailure(budget, what, st);
   // Text from a file reaches terminals: no escape sequence passes (trace/control_chars.h).
   if (const size_t n = NeutralizeControlCharacters(&trace); n > 0) {
     trace.meta.extra["reader.control_characters"] = std::to_string(n);
@@ -567,9 +592,11 @@ StatusOr<DbPtr> OpenTraceFile(const std::string& path) {
 
 }  // namespace
 
-StatusOr<Trace> ReadTrace(const std::string& path) {
+StatusOr<Trace> ReadTrace(const std::string& path) { return ReadTrace(path, ReadOptions{}); }
+
+StatusOr<Trace> ReadTrace(const std::string& path, const ReadOptions& options) {
   MAGNETON_ASSIGN_OR_RETURN(DbPtr db, OpenTraceFile(path));
-  return ReadOpenDb(db.get(), path);
+  return ReadOpenDb(db.get(), path, options);
 }
 
 StatusOr<TraceCounts> ReadTraceCounts(const std::string& path) {

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "magneton/trace_reader.h"
+#include "report/summary.h"
 #include "test_util.h"
 #include "trace/trace_validate.h"
 
@@ -327,6 +328,48 @@ TEST(TraceValidate, InMemoryViolationsAreNamed) {
     EXPECT_EQ(st.code(), StatusCode::kCorrupt);
     EXPECT_HAS(st.message(), c.want);
   }
+}
+
+// `magneton show` reads neither tensor rows nor op arguments (ReadOptions):
+// the same ops and links, the tensors counted, and the very summary text of
+// a full read. The rows it skips are still checked where the links depend on
+// them: a gap in the tensor ids, a missing layout.
+TEST(TraceReaderErrors, ASummaryReadSkipsTensorsAndArgumentsAndStillChecksTheirIds) {
+  const std::string path = WriteSampleTrace("light.mtrace", 40);
+  auto full = ReadTrace(path);
+  auto light = ReadTrace(path, ReadOptions{.tensors = false, .op_args = false});
+  ASSERT_TRUE(full.ok() && light.ok()) << light.status().message();
+  ASSERT_FALSE(full->tensors.empty());
+  EXPECT_TRUE(light->tensors.empty());
+  EXPECT_EQ(light->tensors_not_read, full->tensors.size());
+  EXPECT_EQ(full->tensors_not_read, 0u);
+  ASSERT_EQ(light->ops.size(), full->ops.size());
+  size_t args = 0;
+  for (size_t i = 0; i < full->ops.size(); ++i) {
+    EXPECT_EQ(light->ops[i].id, full->ops[i].id);
+    EXPECT_EQ(light->ops[i].name_id, full->ops[i].name_id);
+    EXPECT_EQ(light->ops[i].end_ns, full->ops[i].end_ns);
+    EXPECT_TRUE(light->ops[i].args.empty());
+    args += !full->ops[i].args.empty();
+  }
+  EXPECT_GT(args, 0u);
+  EXPECT_EQ(light->op_tensors.size(), full->op_tensors.size());
+  EXPECT_EQ(FormatSummary(*light, 10), FormatSummary(*full, 10));
+
+  const std::string gap = WriteSampleTrace("light_gap.mtrace", 40);
+  ExecSql(gap, "UPDATE tensor_rows SET id = id + 1000 WHERE id = (SELECT max(id) FROM tensor_rows)");
+  auto r = ReadTrace(gap, ReadOptions{.tensors = false});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorrupt);
+  EXPECT_NE(r.status().message().find("gap or duplicate"), std::string::npos) << r.status().message();
+  EXPECT_FALSE(ReadTrace(gap).ok());  // as the full read says
+
+  const std::string layout = WriteSampleTrace("light_layout.mtrace", 40);
+  ExecSql(layout, "UPDATE tensor_rows SET layout_id = 999999 WHERE id = 0");
+  r = ReadTrace(layout, ReadOptions{.tensors = false});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("missing layout"), std::string::npos) << r.status().message();
+  EXPECT_FALSE(ReadTrace(layout).ok());
 }
 
 }  // namespace
