@@ -342,22 +342,25 @@ MomentCheck CheckMoments(const MomentSummary& a, const MomentSummary& b, double 
   return MomentCheck::kAgree;
 }
 
+namespace {
+
+template <typename F>
+EquivalenceVerdict VerdictOf(const F& a, const F& b, double epsilon) {
+  EquivalenceVerdict verdict;
+  verdict.equivalent = Compare(a, b, epsilon, &verdict.reason);
+  return verdict;
+}
+
+}  // namespace
+
 EquivalenceVerdict CompareFingerprints(const Fingerprint& a, const Fingerprint& b, double epsilon) {
-  EquivalenceVerdict verdict;
-  verdict.equivalent = Compare(a, b, epsilon, &verdict.reason);
-  return verdict;
+  return VerdictOf(a, b, epsilon);
 }
-
-bool Equivalent(const Fingerprint& a, const Fingerprint& b, double epsilon) {
-  return Compare(a, b, epsilon, nullptr);
-}
-
 EquivalenceVerdict CompareFingerprints(const StoredFingerprint& a, const StoredFingerprint& b, double epsilon) {
-  EquivalenceVerdict verdict;
-  verdict.equivalent = Compare(a, b, epsilon, &verdict.reason);
-  return verdict;
+  return VerdictOf(a, b, epsilon);
 }
 
+bool Equivalent(const Fingerprint& a, const Fingerprint& b, double epsilon) { return Compare(a, b, epsilon, nullptr); }
 bool Equivalent(const StoredFingerprint& a, const StoredFingerprint& b, double epsilon) {
   return Compare(a, b, epsilon, nullptr);
 }
