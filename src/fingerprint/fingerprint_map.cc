@@ -69,16 +69,19 @@ FingerprintMap::const_iterator FingerprintMap::find(int64_t id) const {
 size_t FingerprintMap::SlotOf(int64_t id) const {
   if (id >= 0 && static_cast<uint64_t>(id) < dense_.size()) {
     const uint32_t s = dense_[static_cast<size_t>(id)];
-    return s == std::numeric_limits<uint32_t>::max() ? kNoSlot : s;
+    if (s != std::numeric_limits<uint32_t>::max()) return s;
+    // Not set densely: it may have been set before the dense array reached it.
+    if (sparse_.empty()) return kNoSlot;
   }
   auto it = sparse_.find(id);
   return it == sparse_.end() ? kNoSlot : it->second;
 }
 
 void FingerprintMap::SetSlot(int64_t id, size_t slot) {
-  // Dense up to about twice the entries (a trace's tensor ids are 0 .. n-1
-  // and about a third of them have values), so a forged id costs no memory.
-  const size_t dense_limit = 2 * entries_.size() + 4096;
+  // Dense up to 16 ids an entry (a trace's tensor ids are 0 .. n-1, a third
+  // or more of them with values): at most 64 bytes an entry of ~370, and a
+  // forged id costs no memory. An id beyond goes to the hash map.
+  const size_t dense_limit = 16 * entries_.size() + 4096;
   if (id >= 0 && static_cast<uint64_t>(id) < dense_limit && slot < std::numeric_limits<uint32_t>::max()) {
     if (static_cast<size_t>(id) >= dense_.size()) {
       dense_.resize(std::max(static_cast<size_t>(id) + 1, std::min(dense_limit, 2 * dense_.size())),

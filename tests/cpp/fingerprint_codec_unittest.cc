@@ -337,6 +337,34 @@ TEST(FingerprintCodec, TraceTableRoundTrip) {
   EXPECT_FALSE(LoadFingerprints(testing::TempPath("missing.mtrace")).ok());
 }
 
+// Ids reach a FingerprintMap in any order: one set while it was still beyond
+// the dense array (kept in the hash map) is found after 70 000 more ids have
+// grown the array past it (it was lost there before), and replaced there;
+// negative and huge ids work and cost no memory.
+TEST(FingerprintCodec, FingerprintMapFindsEveryIdWhateverTheOrder) {
+  const Fingerprint one = Sample(1), two = Sample(2);
+  FingerprintMap map;
+  map[100'000] = one;
+  map[-5] = one;
+  map[int64_t{1} << 60] = two;
+  for (int64_t id = 0; id < 70'000; ++id) map[id] = (id % 2 ? one : two);
+  ASSERT_EQ(map.size(), 70'003u);
+  ASSERT_TRUE(map.contains(100'000));
+  EXPECT_EQ(EncodeFingerprint(map.at(100'000).Full()), EncodeFingerprint(one));
+  map[100'000] = two;  // replaced where it is
+  EXPECT_EQ(map.size(), 70'003u);
+  EXPECT_EQ(EncodeFingerprint(map.at(100'000).Full()), EncodeFingerprint(two));
+  EXPECT_EQ(EncodeFingerprint(map.at(-5).Full()), EncodeFingerprint(one));
+  EXPECT_EQ(EncodeFingerprint(map.at(int64_t{1} << 60).Full()), EncodeFingerprint(two));
+  EXPECT_EQ(EncodeFingerprint(map.at(69'999).Full()), EncodeFingerprint(one));
+  EXPECT_FALSE(map.contains(70'000));
+  EXPECT_FALSE(map.contains(99'999));
+  map.KeepIf([](int64_t id) { return id >= 100'000 || id < 0; });
+  EXPECT_EQ(map.size(), 3u);
+  EXPECT_TRUE(map.contains(100'000) && map.contains(-5) && map.contains(int64_t{1} << 60));
+  EXPECT_FALSE(map.contains(1));
+}
+
 // What an analysis holds (FingerprintMap): the strong part encoded on its own
 // and decoded only when a comparison gets that far. It decodes to the very
 // fingerprint stored, and the stored comparisons decide as the full ones,
