@@ -16,6 +16,7 @@ StatusOr<Trace> ReadTrace(const std::string& path);
 // arguments are left empty: a summary of a 2.4 M-op trace needs about a
 // quarter less memory. The ops, their links and everything else are read and
 // checked as by ReadTrace; a link then names a tensor row by its id only.
+// A trace of schema version 2 is read whole whatever the options.
 struct ReadOptions {
   bool tensors = true;
   bool op_args = true;

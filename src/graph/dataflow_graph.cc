@@ -172,21 +172,22 @@ StatusOr<DataflowGraph> BuildDataflowGraph(const Trace& trace, const GraphOption
                       [&](size_t k) { return std::get<1>(links[k]); })) {
     return too_large();
   }
-  std::vector<bool> reads(static_cast<size_t>(n), false), read(static_cast<size_t>(n), false);
+  // Which op nodes read another node's value, and whose values another reads.
+  std::vector<bool> has_input(static_cast<size_t>(n), false), is_read(static_cast<size_t>(n), false);
   g.edges.reserve(links.size() + 2 * static_cast<size_t>(n) + 1);
   for (const auto& [to, tensor, from] : links) {
     g.edges.push_back({from, to, tensor});
-    reads[to] = true;
-    if (from < n) read[from] = true;
+    has_input[to] = true;
+    if (from < n) is_read[from] = true;
   }
   links = {};
   // Structural edges: ops that read nothing hang off the source; ops whose
   // results nobody reads (model outputs, dead ends) feed the sink.
   for (int32_t v = 0; v < n; ++v) {
-    if (!reads[v]) g.edges.push_back({g.source(), v, kNoId});
+    if (!has_input[v]) g.edges.push_back({g.source(), v, kNoId});
   }
   for (int32_t v = 0; v < n; ++v) {
-    if (!read[v]) g.edges.push_back({v, g.sink(), g.outputs[v].empty() ? kNoId : g.outputs[v].back()});
+    if (!is_read[v]) g.edges.push_back({v, g.sink(), g.outputs[v].empty() ? kNoId : g.outputs[v].back()});
   }
   if (n == 0) g.edges.push_back({g.source(), g.sink(), kNoId});
   // Each node's edges in the order they were added, as pushing them one by one gave.
