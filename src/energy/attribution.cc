@@ -8,6 +8,7 @@
 #include "energy/energy_curve.h"
 
 #include <algorithm>
+#include <deque>
 #include <cmath>
 #include <map>
 #include <unordered_map>
@@ -89,6 +90,10 @@ struct Piece {
   int64_t start_ns, end_ns;
   size_t op;  // index into trace.ops
 };
+// Pieces in blocks, not one array: an array grown by doubling held up to
+// twice the pieces while both sides of a diff attributed at once (the peak of
+// a 320 000-op pair's diff, docs/PERFORMANCE.md "diff at scale").
+using Pieces = std::deque<Piece>;
 
 // Exclusive time per thread by a stack sweep over ops sorted by (start, longer
 // first): an op owns the time between its start and its end that no op
@@ -97,8 +102,8 @@ struct Piece {
 // top-level op to its start (none before a thread's first op).
 // A recorder op (IsRecorderOp) takes no issue time: the gap before it and
 // the one after it both go to the next real top-level op.
-void ExclusivePieces(const Trace& trace, const std::vector<bool>& recorder_op, std::vector<Piece>* pieces,
-                     std::vector<Piece>* issue_pieces, std::vector<int64_t>* parent) {
+void ExclusivePieces(const Trace& trace, const std::vector<bool>& recorder_op, Pieces* pieces, Pieces* issue_pieces,
+                     std::vector<int64_t>* parent) {
   std::map<int64_t, std::vector<size_t>> by_thread;
   for (size_t i = 0; i < trace.ops.size(); ++i) by_thread[trace.ops[i].thread_id].push_back(i);
   for (auto& [tid, idx] : by_thread) {
@@ -153,7 +158,7 @@ StatusOr<Attribution> AttributeHostWork(const Trace& trace, const std::vector<En
 
   // The recorder's own ops (IsRecorderOp): their energy is not the job's.
   const std::vector<bool> recorder_op = RecorderWork(trace);
-  std::vector<Piece> pieces, issue_pieces;
+  Pieces pieces, issue_pieces;
   std::vector<int64_t> parent(trace.ops.size(), -1);
   ExclusivePieces(trace, recorder_op, &pieces, &issue_pieces, &parent);
 
@@ -261,7 +266,7 @@ StatusOr<Attribution> AttributeHostWork(const Trace& trace, const std::vector<En
   for (size_t i = 0; i < trace.ops.size(); ++i) out.ops[i].op_id = trace.ops[i].id;
   // Each piece takes its share of the energy over its interval (prefix sums)
   // into the op's field pair, and into the trace-wide sum.
-  auto charge = [&](const std::vector<Piece>& list, size_t slot_base, const std::vector<double>& prefix,
+  auto charge = [&](const Pieces& list, size_t slot_base, const std::vector<double>& prefix,
                     double OpEnergy::*uj, int64_t OpEnergy::*ns, double* sum_uj) {
     for (size_t i = 0; i < list.size(); ++i) {
       const Piece& p = list[i];

@@ -3,13 +3,43 @@
 // producer, so identity through aliasing is resolved before we get here.
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 
 #include "graph/tensor_origin.h"
 #include "graph/graph.h"
 
 namespace magneton {
+namespace {
+
+// Op id -> index in trace.ops. A reader's op ids are their indices (0..n-1,
+// trace_reader.cc checks it): then the id is the index, and the hash map of
+// every op (12 MB per 320 000-op trace while the graph is built) is made only
+// for a Trace whose ids are otherwise.
+class OpIndexOfId {
+ public:
+  explicit OpIndexOfId(const Trace& trace) : op_total_(trace.ops.size()) {
+    for (size_t i = 0; i < op_total_ && identity_; ++i) identity_ = trace.ops[i].id == static_cast<int64_t>(i);
+    if (identity_) return;
+    map_.reserve(op_total_);
+    for (size_t i = 0; i < op_total_; ++i) map_.emplace(trace.ops[i].id, i);
+  }
+  // The index, or -1 when no op has this id.
+  int64_t Find(int64_t op_id) const {
+    if (identity_) return op_id >= 0 && static_cast<size_t>(op_id) < op_total_ ? op_id : -1;
+    auto it = map_.find(op_id);
+    return it == map_.end() ? -1 : static_cast<int64_t>(it->second);
+  }
+
+ private:
+  size_t op_total_;
+  bool identity_ = true;
+  std::unordered_map<int64_t, size_t> map_;
+};
+
+}  // namespace
 
 int32_t DataflowGraph::NodeOfOp(int64_t op_id) const {
   auto it = std::lower_bound(folded_op_ids.begin(), folded_op_ids.end(), op_id);
@@ -18,17 +48,14 @@ int32_t DataflowGraph::NodeOfOp(int64_t op_id) const {
 
 StatusOr<DataflowGraph> BuildDataflowGraph(const Trace& trace, const GraphOptions& options) {
   const size_t op_total = trace.ops.size();
-  std::unordered_map<int64_t, size_t> index_of_id;  // op id -> index in trace.ops
-  index_of_id.reserve(op_total);
-  for (size_t i = 0; i < op_total; ++i) index_of_id.emplace(trace.ops[i].id, i);
+  const OpIndexOfId index_of_id(trace);
   // A parent is always an earlier op (the reader refuses anything else): a
   // link to the op itself or to a later one counts as none, so every walk up
   // the tree below visits strictly smaller ids and ends, whatever the Trace.
   auto parent_index = [&](size_t i) -> int64_t {
     const int64_t p = trace.ops[i].parent_id;
     if (p == kNoId || p >= trace.ops[i].id) return -1;
-    auto it = index_of_id.find(p);
-    return it == index_of_id.end() ? -1 : static_cast<int64_t>(it->second);
+    return index_of_id.Find(p);
   };
   std::vector<bool> has_child(op_total, false);
   for (size_t i = 0; i < op_total; ++i) {
@@ -47,10 +74,10 @@ StatusOr<DataflowGraph> BuildDataflowGraph(const Trace& trace, const GraphOption
   if (!options.leaf_ops) {
     for (const OpTensor& l : trace.op_tensors) {
       if (l.role != TensorRole::kOutput) continue;
-      auto it = index_of_id.find(l.op_id);
-      if (it == index_of_id.end()) continue;
-      const int64_t p = parent_index(it->second);
-      if (p >= 0 && parent_index(static_cast<size_t>(p)) < 0 && trace.str(trace.ops[it->second].name_id).rfind("xla::", 0) == 0) {
+      const int64_t i = index_of_id.Find(l.op_id);
+      if (i < 0) continue;
+      const int64_t p = parent_index(static_cast<size_t>(i));
+      if (p >= 0 && parent_index(static_cast<size_t>(p)) < 0 && trace.str(trace.ops[static_cast<size_t>(i)].name_id).rfind("xla::", 0) == 0) {
         expanded[static_cast<size_t>(p)] = true;
       }
     }
@@ -94,7 +121,9 @@ StatusOr<DataflowGraph> BuildDataflowGraph(const Trace& trace, const GraphOption
       }
     }
     for (size_t i = 0; i < op_total; ++i) {
-      if (node_of_index[i] < 0 && last_leaf_id[i] != kNoId) node_of_index[i] = node_of_index[index_of_id[last_leaf_id[i]]];
+      if (node_of_index[i] < 0 && last_leaf_id[i] != kNoId) {
+        node_of_index[i] = node_of_index[static_cast<size_t>(index_of_id.Find(last_leaf_id[i]))];
+      }
     }
   } else {
     // An expanded call folds into its last XLA op (which wrote its result).
@@ -133,13 +162,14 @@ StatusOr<DataflowGraph> BuildDataflowGraph(const Trace& trace, const GraphOption
     if (tensor_id < 0 || static_cast<size_t>(tensor_id) >= trace.tensors.size()) return -1;
     const int64_t p = trace.tensors[tensor_id].producer_op_id;
     if (p == kNoId) return -1;
-    auto it = index_of_id.find(p);
-    return it == index_of_id.end() ? -1 : node_of_index[it->second];
+    const int64_t i = index_of_id.Find(p);
+    return i < 0 ? -1 : node_of_index[static_cast<size_t>(i)];
   };
   const auto too_large = [] { return InvalidArgument("the trace has too many tensor links for one graph (over 4 G)"); };
 
   {
     std::vector<int32_t> producer(trace.tensors.size());
+    g.origin.Reset(trace.tensors.size());
     for (size_t i = 0; i < trace.tensors.size(); ++i) {
       producer[i] = producer_node(trace.tensors[i].id);
       if (producer[i] >= 0) g.origin.emplace(trace.tensors[i].id, TensorOrigin::kProduced);
@@ -155,11 +185,12 @@ StatusOr<DataflowGraph> BuildDataflowGraph(const Trace& trace, const GraphOption
   std::vector<std::tuple<int32_t, int64_t, int32_t>> links;
   for (const OpTensor& l : trace.op_tensors) {
     if (l.role != TensorRole::kInput) continue;
-    auto it = index_of_id.find(l.op_id);
-    if (it == index_of_id.end()) continue;
+    const int64_t found = index_of_id.Find(l.op_id);
+    if (found < 0) continue;
+    const size_t i = static_cast<size_t>(found);
     // Leaf mode: a parent's inputs are read again by its children.
-    if ((options.leaf_ops && has_child[it->second]) || expanded[it->second]) continue;
-    const int32_t c = node_of_index[it->second];
+    if ((options.leaf_ops && has_child[i]) || expanded[i]) continue;
+    const int32_t c = node_of_index[i];
     if (c < 0) continue;
     int32_t p = producer_node(l.tensor_id);
     if (p == c || p > c) continue;  // internal to the node, or a backwards (racy) edge
@@ -221,11 +252,10 @@ StatusOr<DataflowGraph> BuildDataflowGraph(const Trace& trace, const GraphOption
           // element count torch's mean divides by), never the data: taken as
           // the model input it once made a script's last two ops the whole
           // input-dependent graph.
-          auto it = g.origin.find(edge.tensor_id);
+          const std::optional<TensorOrigin> origin = g.origin.find(edge.tensor_id);
           const bool scalar = edge.tensor_id >= 0 && static_cast<size_t>(edge.tensor_id) < trace.tensors.size() &&
                               trace.tensors[edge.tensor_id].shape.empty();
-          dep = it != g.origin.end() && !scalar &&
-                (it->second == TensorOrigin::kModelInput || all_unproduced_are_inputs);
+          dep = origin && !scalar && (*origin == TensorOrigin::kModelInput || all_unproduced_are_inputs);
         } else {
           dep = g.input_dependent[edge.from] || (created_are_inputs && edge.from < n && creation_op[edge.from]);
         }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "graph/node_lists.h"
+#include "graph/tensor_origins.h"
 #include "magneton/status.h"
 #include "magneton/trace.h"
 
@@ -18,13 +19,6 @@ struct GraphOptions {
   // false: nodes are top-level ops (parent_id == kNoId), each standing for its
   // whole subtree. true: nodes are leaf ops (ops with no children).
   bool leaf_ops = false;
-};
-
-// Where a never-produced tensor comes from (a heuristic; docs/MATCHING.md).
-enum class TensorOrigin : uint8_t {
-  kProduced = 0,    // an op in the trace wrote it
-  kModelInput = 1,  // never produced; looks like data fed to the model
-  kParameter = 2,   // never produced; looks like a weight, bias or constant
 };
 
 struct GraphEdge {
@@ -46,7 +40,7 @@ struct DataflowGraph {
   NodeLists<int32_t> in_edges;
   NodeLists<int64_t> outputs;  // op node -> tensors it produced (deduplicated)
   NodeLists<int64_t> inputs;   // op node -> tensors it read from outside itself
-  std::unordered_map<int64_t, TensorOrigin> origin;  // every tensor the graph touches
+  TensorOrigins origin;  // every tensor the graph touches
   // Whether the node depends (transitively) on a model input, as opposed to
   // only on parameters and constants (e.g. a weight transpose).
   std::vector<bool> input_dependent;

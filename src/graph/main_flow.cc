@@ -33,8 +33,7 @@ void ComputeMainFlow(const Trace& trace, DataflowGraph* graph) {
     return t >= 0 && static_cast<size_t>(t) < trace.tensors.size() ? &trace.tensors[t] : nullptr;
   };
   auto origin = [&](int64_t t) {
-    auto it = g.origin.find(t);
-    return it == g.origin.end() ? TensorOrigin::kProduced : it->second;
+    return g.origin.find(t).value_or(TensorOrigin::kProduced);
   };
   // `data_dep`: depends on a model input other than a scalar (an offset such
   // as past_seen_tokens is a constant for this purpose).

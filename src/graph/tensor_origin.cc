@@ -1,6 +1,7 @@
 #include "graph/tensor_origin.h"
 
 #include <algorithm>
+#include <climits>
 #include <string_view>
 #include <vector>
 #include <unordered_set>
@@ -15,10 +16,10 @@ bool IsIntegralDtype(std::string_view dtype) {
 
 }  // namespace
 
-void ClassifyUnproducedTensors(const Trace& trace, std::unordered_map<int64_t, TensorOrigin>* origin) {
-  auto unproduced = [&](int64_t t) {
-    return t >= 0 && static_cast<size_t>(t) < trace.tensors.size() && trace.tensors[t].producer_op_id == kNoId;
-  };
+void ClassifyUnproducedTensors(const Trace& trace, TensorOrigins* origin) {
+  const size_t tensor_count = trace.tensors.size();
+  auto in_trace = [&](int64_t t) { return t >= 0 && static_cast<size_t>(t) < tensor_count; };
+  auto unproduced = [&](int64_t t) { return in_trace(t) && trace.tensors[t].producer_op_id == kNoId; };
   // Ops that read a never-produced integral tensor: lookups such as
   // embedding(weight, indices), whose slot-0 float input is a table.
   std::unordered_set<int64_t> lookup_ops;
@@ -27,29 +28,27 @@ void ClassifyUnproducedTensors(const Trace& trace, std::unordered_map<int64_t, T
       lookup_ops.insert(l.op_id);
     }
   }
-  // The lowest argument slot each tensor is read at, and each op's outputs:
-  // a weight is often viewed first (t(), view()) and the view then read in
-  // a weight position, e.g. mm(x, t(W)).
-  std::unordered_map<int64_t, int32_t> min_slot;
-  std::unordered_map<int64_t, std::vector<int64_t>> outputs_of;
+  // The lowest argument slot each tensor is read at (by tensor id: a tensor
+  // outside the trace is never asked for below), and each op's outputs (its
+  // links, op_tensors being sorted by op): a weight is often viewed first
+  // (t(), view()) and the view then read in a weight position, e.g. mm(x, t(W)).
+  constexpr int32_t kNeverRead = INT32_MAX;
+  std::vector<int32_t> min_slot(tensor_count, kNeverRead);
   for (const OpTensor& l : trace.op_tensors) {
-    if (l.role == TensorRole::kInput) {
-      auto [it, inserted] = min_slot.emplace(l.tensor_id, l.slot);
-      if (!inserted) it->second = std::min(it->second, l.slot);
-    } else {
-      outputs_of[l.op_id].push_back(l.tensor_id);
+    if (l.role == TensorRole::kInput && in_trace(l.tensor_id)) {
+      int32_t& slot = min_slot[static_cast<size_t>(l.tensor_id)];
+      slot = std::min(slot, l.slot);
     }
   }
   auto viewed_as_weight = [&](const OpTensor& l) {
-    auto it = outputs_of.find(l.op_id);
-    if (it == outputs_of.end()) return false;
-    for (int64_t u : it->second) {
-      if (u < 0 || static_cast<size_t>(u) >= trace.tensors.size()) continue;
+    for (const OpTensor& out : trace.LinksOf(l.op_id)) {
+      const int64_t u = out.tensor_id;
+      if (out.role != TensorRole::kOutput || !in_trace(u)) continue;
       // storage_addr 0: aliasing unknown (engines without addresses, e.g. ONNX Runtime).
       if (trace.tensors[u].storage_addr == 0 ||
           trace.tensors[u].storage_addr != trace.tensors[l.tensor_id].storage_addr) continue;
-      auto ms = min_slot.find(u);
-      if (ms != min_slot.end() && ms->second >= 1) return true;
+      const int32_t slot = min_slot[static_cast<size_t>(u)];
+      if (slot != kNeverRead && slot >= 1) return true;
     }
     return false;
   };
@@ -64,9 +63,10 @@ void ClassifyUnproducedTensors(const Trace& trace, std::unordered_map<int64_t, T
     } else {
       label = TensorOrigin::kModelInput;
     }
-    auto [it, inserted] = origin->emplace(l.tensor_id, label);
     // Once seen in a parameter position, a tensor stays a parameter (tied weights).
-    if (!inserted && label == TensorOrigin::kParameter) it->second = TensorOrigin::kParameter;
+    if (!origin->emplace(l.tensor_id, label) && label == TensorOrigin::kParameter) {
+      origin->assign(l.tensor_id, TensorOrigin::kParameter);
+    }
   }
   // A few floats next to floating data many times larger are constants of the
   // program (thresholds, coefficients: the literal arrays inside JAX's library
@@ -77,18 +77,21 @@ void ClassifyUnproducedTensors(const Trace& trace, std::unordered_map<int64_t, T
     for (int64_t d : trace.tensors[t].shape) n *= d;
     return n;
   };
+  // Labelled tensors are unproduced ones, all in the trace.
   int64_t largest_data = 0;
-  for (const auto& [t, o] : *origin) {
-    if (o == TensorOrigin::kModelInput && !IsIntegralDtype(trace.tensors[t].dtype)) {
+  origin->ForEach([&](int64_t t, TensorOrigin o) {
+    if (o == TensorOrigin::kModelInput && in_trace(t) && !IsIntegralDtype(trace.tensors[t].dtype)) {
       largest_data = std::max(largest_data, elements(t));
     }
-  }
+  });
   constexpr int64_t kMaxConstantElements = 64;
-  for (auto& [t, o] : *origin) {
-    if (o != TensorOrigin::kModelInput || IsIntegralDtype(trace.tensors[t].dtype)) continue;
+  std::vector<int64_t> constants;
+  origin->ForEach([&](int64_t t, TensorOrigin o) {
+    if (o != TensorOrigin::kModelInput || !in_trace(t) || IsIntegralDtype(trace.tensors[t].dtype)) return;
     const int64_t n = elements(t);
-    if (n <= kMaxConstantElements && n * kMaxConstantElements <= largest_data) o = TensorOrigin::kParameter;
-  }
+    if (n <= kMaxConstantElements && n * kMaxConstantElements <= largest_data) constants.push_back(t);
+  });
+  for (int64_t t : constants) origin->assign(t, TensorOrigin::kParameter);
 }
 
 }  // namespace magneton::graph_internal

@@ -1,6 +1,10 @@
 // Dataflow edges, tensor origins and (post-)dominators on hand-built traces.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <stdexcept>
+#include <tuple>
+
 #include "graph/graph.h"
 #include "synthetic_trace.h"
 #include "test_util.h"
@@ -102,6 +106,62 @@ TEST(GraphDominators, NodeListsHoldEachNodesEdgesInOrder) {
   EXPECT_EQ(std::vector<int>(lists[2].begin(), lists[2].end()), (std::vector<int>{0, 30}));
   EXPECT_TRUE(lists[3].empty());
   EXPECT_EQ(lists.value_count(), 4u);  // the item left out (-1) is in no list
+}
+
+// A reader's op ids are their indices, and the graph then looks ops up by
+// id directly; a Trace whose ids are not (built by hand, or renumbered) takes
+// the map path and gives the very same graph.
+TEST(GraphDominators, OpIdsThatAreNotIndicesGiveTheSameGraph) {
+  Diamond t = MakeDiamond();
+  Trace renumbered = t.trace;
+  constexpr int64_t kOffset = 1000;
+  auto shift = [](int64_t id) { return id == kNoId ? kNoId : id + kOffset; };
+  for (OpEvent& op : renumbered.ops) {
+    op.id = shift(op.id);
+    op.parent_id = shift(op.parent_id);
+  }
+  for (OpTensor& l : renumbered.op_tensors) l.op_id = shift(l.op_id);
+  for (TensorMeta& m : renumbered.tensors) m.producer_op_id = shift(m.producer_op_id);
+  auto g = BuildDataflowGraph(t.trace);
+  auto h = BuildDataflowGraph(renumbered);
+  ASSERT_TRUE(g.ok() && h.ok());
+  ASSERT_EQ(h->op_count(), g->op_count());
+  ASSERT_EQ(h->edges.size(), g->edges.size());
+  for (size_t e = 0; e < g->edges.size(); ++e) {
+    EXPECT_EQ(std::tie(h->edges[e].from, h->edges[e].to, h->edges[e].tensor_id),
+              std::tie(g->edges[e].from, g->edges[e].to, g->edges[e].tensor_id)) << "edge " << e;
+  }
+  for (int32_t v = 0; v < g->op_count(); ++v) EXPECT_EQ(h->op_ids[v], g->op_ids[v] + kOffset);
+  EXPECT_EQ(h->NodeOfOp(1 + kOffset), g->NodeOfOp(1));  // the nested mm, folded into linear
+  EXPECT_EQ(h->NodeOfOp(1), -1);
+  EXPECT_EQ(h->input_dependent, g->input_dependent);
+  EXPECT_EQ(h->main_flow, g->main_flow);
+  for (const TensorMeta& m : t.trace.tensors) EXPECT_EQ(h->origin.find(m.id), g->origin.find(m.id)) << m.id;
+}
+
+// Origins by tensor id: the trace's ids in an array, any other id beside it.
+TEST(GraphDominators, TensorOriginsKeepEveryIdInOrOutOfTheTrace) {
+  TensorOrigins o;
+  o.Reset(4);
+  EXPECT_TRUE(o.emplace(2, TensorOrigin::kModelInput));
+  EXPECT_TRUE(o.emplace(70, TensorOrigin::kModelInput));  // beyond the trace's 4 tensors
+  EXPECT_TRUE(o.emplace(-5, TensorOrigin::kProduced));
+  EXPECT_FALSE(o.emplace(2, TensorOrigin::kParameter));  // has one: kept, as map::emplace
+  EXPECT_EQ(o.at(2), TensorOrigin::kModelInput);
+  o.assign(2, TensorOrigin::kParameter);
+  o.assign(70, TensorOrigin::kParameter);
+  o.assign(3, TensorOrigin::kParameter);  // has none: stays without one
+  EXPECT_EQ(o.find(2), TensorOrigin::kParameter);
+  EXPECT_EQ(o.find(70), TensorOrigin::kParameter);
+  EXPECT_EQ(o.find(-5), TensorOrigin::kProduced);
+  EXPECT_FALSE(o.contains(3));
+  EXPECT_FALSE(o.contains(0));
+  EXPECT_THROW(o.at(0), std::out_of_range);
+  EXPECT_EQ(o.size(), 3u);
+  std::map<int64_t, TensorOrigin> seen;
+  o.ForEach([&](int64_t id, TensorOrigin origin) { seen.emplace(id, origin); });
+  EXPECT_EQ(seen, (std::map<int64_t, TensorOrigin>{
+                      {-5, TensorOrigin::kProduced}, {2, TensorOrigin::kParameter}, {70, TensorOrigin::kParameter}}));
 }
 
 TEST(GraphDominators, RecorderOpsAreNotNodes) {
