@@ -30,11 +30,11 @@ bool Close(double a, double b, double tolerance) { return std::fabs(a - b) <= to
 
 // Standard error of a sample quantile (0 when exact): sqrt(p(1-p)/n) * dq/dp,
 // with the density slope taken from the neighbouring quantiles.
-double QuantileStdError(const LayoutInvariantPart& part, int i) {
+template <typename Quantiles>
+double QuantileStdError(const InvariantMoments& part, const Quantiles& q, int i) {
   if (part.quantile_sample_size <= 0) return 0.0;
   const double dp = 1.0 / kFingerprintQuantiles;
   const double p = (i + 0.5) * dp;
-  const auto& q = part.quantiles;
   double slope;
   if (i == 0) {
     slope = 2.0 * (q[1] - q[0]) / dp;  // tails thin out faster than the neighbour shows
@@ -186,16 +186,18 @@ bool CompareSpectra(const StrongPart& a, const StrongPart& b, double scale, doub
 }
 
 // The checks, cheapest and most discriminating first; `why` (may be null)
-// receives the reason of the first one that fails. strong_parts() gives
+// receives the reason of the first one that fails. qa[i], qb[i] are the
+// quantiles (an array, or a stored fingerprint's steps). strong_parts() gives
 // both strong parts (StrongPair), asked for only when both have one and
 // everything before agreed: a stored fingerprint decodes its own then.
 struct StrongPair {
   const StrongPart* a = nullptr;  // null: not readable
   const StrongPart* b = nullptr;
 };
-template <typename StrongParts>
-bool CompareParts(DTypeClass class_a, const LayoutInvariantPart& a, DTypeClass class_b, const LayoutInvariantPart& b,
-                  bool both_strong, StrongParts&& strong_parts, double epsilon, std::string* why) {
+template <typename Quantiles, typename StrongParts>
+bool CompareParts(DTypeClass class_a, const InvariantMoments& a, const Quantiles& qa, DTypeClass class_b,
+                  const InvariantMoments& b, const Quantiles& qb, bool both_strong, StrongParts&& strong_parts,
+                  double epsilon, std::string* why) {
   if (class_a != class_b) return Differ(why, [] { return std::string("dtype classes differ"); });
   if (a.element_count != b.element_count) {
     return Differ(why, [&] {
@@ -237,11 +239,10 @@ bool CompareParts(DTypeClass class_a, const LayoutInvariantPart& a, DTypeClass c
   }
   auto value_tol = [&](double v) { return epsilon * std::max(scale, std::fabs(v)); };
   for (int i = 0; i < kFingerprintQuantiles; ++i) {
-    const double slack = 4.0 * (QuantileStdError(a, i) + QuantileStdError(b, i));
-    if (!Close(a.quantiles[i], b.quantiles[i], value_tol(a.quantiles[i]) + slack)) {
-      return Differ(why, [&] {
-        return fmt::format("quantile {} differs ({:.6g} vs {:.6g})", i, a.quantiles[i], b.quantiles[i]);
-      });
+    const double slack = 4.0 * (QuantileStdError(a, qa, i) + QuantileStdError(b, qb, i));
+    const double x = qa[i], y = qb[i];
+    if (!Close(x, y, value_tol(x) + slack)) {
+      return Differ(why, [&] { return fmt::format("quantile {} differs ({:.6g} vs {:.6g})", i, x, y); });
     }
   }
   // The strong part is comparable only for the same (sampled) dims up to
@@ -257,8 +258,8 @@ bool CompareParts(DTypeClass class_a, const LayoutInvariantPart& a, DTypeClass c
 }
 
 bool Compare(const Fingerprint& fa, const Fingerprint& fb, double epsilon, std::string* why) {
-  return CompareParts(fa.dtype_class, fa.invariant, fb.dtype_class, fb.invariant,
-                      fa.strong.present && fb.strong.present,
+  return CompareParts(fa.dtype_class, fa.invariant, fa.invariant.quantiles, fb.dtype_class, fb.invariant,
+                      fb.invariant.quantiles, fa.strong.present && fb.strong.present,
                       [&] { return StrongPair{&fa.strong, &fb.strong}; }, epsilon, why);
 }
 
@@ -308,13 +309,13 @@ bool Compare(const StoredFingerprint& fa, const StoredFingerprint& fb, double ep
     // which Get(fa) just made the newer: both stay valid.
     return pair;
   };
-  return CompareParts(fa.dtype_class, fa.invariant, fb.dtype_class, fb.invariant, fa.has_strong && fb.has_strong,
-                      decode, epsilon, why);
+  return CompareParts(fa.dtype_class, fa.invariant, fa.quantiles, fb.dtype_class, fb.invariant, fb.quantiles,
+                      fa.has_strong && fb.has_strong, decode, epsilon, why);
 }
 
 }  // namespace
 
-MomentSummary SummarizeMoments(const LayoutInvariantPart& part) {
+MomentSummary SummarizeMoments(const InvariantMoments& part) {
   return {part.mean, std::sqrt(part.variance), part.rms(), part.skewness, part.kurtosis, part.min, part.max};
 }
 

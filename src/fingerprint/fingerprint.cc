@@ -13,7 +13,7 @@ namespace magneton {
 
 using namespace fingerprint_internal;
 
-double LayoutInvariantPart::rms() const { return std::sqrt(mean * mean + variance); }
+double InvariantMoments::rms() const { return std::sqrt(mean * mean + variance); }
 
 ChunkCounts::ChunkCounts(std::initializer_list<int64_t> values) {
   for (int64_t v : values) push_back(v);

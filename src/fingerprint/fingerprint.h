@@ -45,7 +45,9 @@ struct TensorBuffer {
 
 inline constexpr int kFingerprintQuantiles = 32;
 
-struct LayoutInvariantPart {
+// The counts and moments of a layout-invariant part: all of it but the
+// quantiles (a stored fingerprint keeps those apart, fingerprint_map.h).
+struct InvariantMoments {
   int64_t element_count = 0;
   int64_t nan_count = 0;
   int64_t pos_inf_count = 0;
@@ -57,14 +59,17 @@ struct LayoutInvariantPart {
   double kurtosis = 0;  // fourth standardised moment (not excess)
   double min = 0;
   double max = 0;
-  // Quantile i is at probability (i + 0.5) / kFingerprintQuantiles over finite values.
-  std::array<double, kFingerprintQuantiles> quantiles{};
   // 0 when the quantiles are exact; else how many finite values the sample held
   // (the comparison widens its tolerance by the sampling error).
   int64_t quantile_sample_size = 0;
 
   int64_t finite_count() const { return element_count - nan_count - pos_inf_count - neg_inf_count; }
   double rms() const;  // sqrt(mean^2 + variance): the tensor's value scale
+};
+
+struct LayoutInvariantPart : InvariantMoments {
+  // Quantile i is at probability (i + 0.5) / kFingerprintQuantiles over finite values.
+  std::array<double, kFingerprintQuantiles> quantiles{};
 };
 
 // How many elements each chunk of an axis marginal sums, run-length coded.
@@ -178,7 +183,7 @@ struct MomentSummary {
   double min = 0;  // the extremes, which CompareFingerprints checks next
   double max = 0;
 };
-MomentSummary SummarizeMoments(const LayoutInvariantPart& part);
+MomentSummary SummarizeMoments(const InvariantMoments& part);
 
 enum class MomentCheck : uint8_t { kAgree, kMean, kStdDev, kSkewness, kKurtosis };
 // The first moment check of CompareFingerprints that fails (kAgree: none).

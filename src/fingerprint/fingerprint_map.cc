@@ -3,17 +3,42 @@
 #include "fingerprint/fingerprint_map.h"
 
 #include <algorithm>
+#include <bit>
+#include <optional>
 #include <cstring>
 #include <limits>
 
 #include "fingerprint/strong_codec.h"
+#include "fingerprint/value_grid.h"
 
 namespace magneton {
+
+bool StoredQuantiles::SetOnGrid(const std::array<double, kFingerprintQuantiles>& values, double scale) {
+  namespace grid = fingerprint_internal;
+  const std::optional<int> e = grid::GridExponent(scale, grid::kQuantileGridBits);
+  if (!e) return false;
+  std::array<int32_t, kFingerprintQuantiles> steps;
+  for (int i = 0; i < kFingerprintQuantiles; ++i) {
+    int64_t n = 0;
+    if (!grid::GridSteps(values[i], *e, &n) || n < std::numeric_limits<int32_t>::min() ||
+        n > std::numeric_limits<int32_t>::max()) {
+      return false;
+    }
+    // Bit for bit (GridSteps takes -0.0 for 0 steps, which come back as +0.0).
+    if (std::bit_cast<uint64_t>(grid::FromGridSteps(n, *e)) != std::bit_cast<uint64_t>(values[i])) return false;
+    steps[i] = static_cast<int32_t>(n);
+  }
+  steps_ = steps;
+  exponent_ = *e;
+  doubles_ = nullptr;
+  return true;
+}
 
 Fingerprint StoredFingerprint::Full() const {
   Fingerprint fp;
   fp.dtype_class = dtype_class;
-  fp.invariant = invariant;
+  static_cast<InvariantMoments&>(fp.invariant) = invariant;
+  for (int i = 0; i < kFingerprintQuantiles; ++i) fp.invariant.quantiles[i] = quantiles[i];
   // Encoded by insert_or_assign from a strong part it decoded: decodes again.
   if (has_strong) DecodeStrongPart(strong_bytes(), invariant.rms(), &fp.strong);
   return fp;
@@ -46,8 +71,12 @@ void FingerprintMap::insert_or_assign(int64_t id, const Fingerprint& fp) {
   stored.dtype_class = fp.dtype_class;
   stored.invariant = fp.invariant;
   stored.has_strong = fp.strong.present;
+  if (!arena_) arena_ = std::make_shared<Arena>();  // a map moved from and used again
+  if (!stored.quantiles.SetOnGrid(fp.invariant.quantiles, fingerprint_internal::QuantileScale(fp.invariant))) {
+    stored.quantiles.SetDoubles(arena_->Add(std::string_view(reinterpret_cast<const char*>(fp.invariant.quantiles.data()),
+                                                             sizeof fp.invariant.quantiles)));
+  }
   if (fp.strong.present) {
-    if (!arena_) arena_ = std::make_shared<Arena>();  // a map moved from and used again
     const std::string bytes = EncodeStrongPart(fp.strong, fp.invariant.rms());
     stored.strong_size = static_cast<uint32_t>(bytes.size());
     stored.strong_data = arena_->Add(bytes);

@@ -7,7 +7,10 @@
 // strong part's ~130 encoded bytes (docs/PERFORMANCE.md, "At scale").
 #pragma once
 
+#include <array>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <initializer_list>
 #include <memory>
@@ -22,12 +25,40 @@
 
 namespace magneton {
 
+// The 32 quantiles of a stored fingerprint as whole steps of their grid
+// (value_grid.h), an int32 each, which is what a recorder wrote: 128 bytes
+// instead of 256 (a third of an entry). A fingerprint whose quantiles are off
+// their grid or beyond int32 steps (older traces, extreme outliers) keeps
+// them as doubles in the map's arena. Either way q[i] is the very double.
+class StoredQuantiles {
+ public:
+  double operator[](int i) const {
+    if (doubles_ != nullptr) {
+      double v;
+      std::memcpy(&v, doubles_ + sizeof(double) * static_cast<size_t>(i), sizeof v);  // the arena is unaligned
+      return v;
+    }
+    return std::ldexp(static_cast<double>(steps_[i]), exponent_);  // FromGridSteps
+  }
+  // Steps of 2^exponent for every value, when each comes back bit for bit.
+  // Steps of the quantile grid for values of this scale (QuantileScale).
+  bool SetOnGrid(const std::array<double, kFingerprintQuantiles>& values, double scale);
+  void SetDoubles(const char* arena_bytes) { doubles_ = arena_bytes; }
+  bool on_grid() const { return doubles_ == nullptr; }
+
+ private:
+  std::array<int32_t, kFingerprintQuantiles> steps_{};
+  int32_t exponent_ = 0;
+  const char* doubles_ = nullptr;  // kFingerprintQuantiles doubles in the arena, or null
+};
+
 struct StoredFingerprint {
   DTypeClass dtype_class = DTypeClass::kFloating;
   bool has_strong = false;
   uint32_t strong_size = 0;
   const char* strong_data = nullptr;  // in the map's arena
-  LayoutInvariantPart invariant;
+  InvariantMoments invariant;
+  StoredQuantiles quantiles;
 
   std::string_view strong_bytes() const { return {strong_data, strong_size}; }
   // The whole fingerprint, its strong part decoded.

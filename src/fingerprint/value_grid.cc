@@ -60,7 +60,7 @@ bool GridSteps(double v, int e, int64_t* steps) {
 
 double FromGridSteps(int64_t steps, int e) { return std::ldexp(static_cast<double>(steps), e); }
 
-double QuantileScale(const LayoutInvariantPart& part) { return part.rms(); }
+double QuantileScale(const InvariantMoments& part) { return part.rms(); }
 
 double ChunkSumScale(const AxisMarginal& marginal, double rms) {
   int64_t largest = 1;

@@ -33,7 +33,7 @@ bool GridSteps(double v, int e, int64_t* steps);
 double FromGridSteps(int64_t steps, int e);
 
 // The scales, from fields the codec decodes before the values themselves.
-double QuantileScale(const LayoutInvariantPart& part);
+double QuantileScale(const InvariantMoments& part);
 double ChunkSumScale(const AxisMarginal& marginal, double rms);  // uses the largest chunk
 double SpectrumScale(const StrongPart& strong, double rms);
 

@@ -44,7 +44,7 @@ Band BandOf(int64_t id) { return {id, std::ldexp(1.0, static_cast<int>(id) + 1) 
 //  g = sign(s) log1p|s|: 3 eps amp (1+|s|)/(1+|s'|) -> 3 eps A / (1 - 3 eps A)
 //  log kurtosis: 4 eps amp (1+k)/k' <= 8 eps A / (1 - 8 eps A)
 void Coords(const StoredFingerprint& fp, double eps, const Band& band, std::array<Coord, TensorIndex::kDims>* c) {
-  const LayoutInvariantPart& p = fp.invariant;
+  const InvariantMoments& p = fp.invariant;
   const double rms = p.rms();
   (*c)[0] = {std::log(rms), 1.5 * eps, true};
   (*c)[1] = {p.mean / rms, 2.5 * eps, true};
@@ -79,7 +79,7 @@ int64_t CellOf(double x, double width) { return static_cast<int64_t>(std::floor(
 TensorIndex::TensorIndex(double epsilon) : epsilon_(std::max(epsilon, 1e-9)) {}
 
 uint64_t TensorIndex::BucketKey(const StoredFingerprint& fp, const Cell& cell) const {
-  const LayoutInvariantPart& p = fp.invariant;
+  const InvariantMoments& p = fp.invariant;
   uint64_t h = std::hash<int64_t>{}(p.element_count);
   h = Mix(h, static_cast<uint64_t>(fp.dtype_class));
   h = Mix(h, static_cast<uint64_t>(p.nan_count));

@@ -411,5 +411,40 @@ TEST(FingerprintCodec, StoredFingerprintsCompareAsTheFullOnes) {
   EXPECT_GE(strong_agreements, 2u);  // the transposed copy, both ways
 }
 
+// A stored fingerprint keeps its quantiles as int32 steps of their grid when
+// they are on it (what a recorder writes) and as the doubles otherwise; either
+// way each comes back bit for bit and compares as the full fingerprint does.
+TEST(FingerprintCodec, StoredQuantilesComeBackBitForBitOnTheGridOrOff) {
+  const Fingerprint recorded = Sample(11);  // rounded to its grids when made
+  Fingerprint off_grid = recorded;           // quantiles a grid step can't hold
+  for (int i = 0; i < kFingerprintQuantiles; ++i) off_grid.invariant.quantiles[i] += 1e-13 * (i + 1);
+  Fingerprint negative_zero = recorded;  // -0.0 is 0 steps, which come back as +0.0
+  negative_zero.invariant.quantiles[kFingerprintQuantiles / 2] = -0.0;
+  Fingerprint outlier = recorded;  // 2^40 rms: beyond int32 steps of a 2^-18 rms grid
+  outlier.invariant.quantiles.back() = std::ldexp(outlier.invariant.rms(), 40);
+  const std::vector<std::pair<Fingerprint, bool>> cases = {
+      {recorded, true}, {off_grid, false}, {negative_zero, false}, {outlier, false}};
+  FingerprintMap map;
+  for (size_t i = 0; i < cases.size(); ++i) map[static_cast<int64_t>(i)] = cases[i].first;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const StoredFingerprint& stored = map.at(static_cast<int64_t>(i));
+    EXPECT_EQ(stored.quantiles.on_grid(), cases[i].second) << i;
+    const Fingerprint back = stored.Full();
+    EXPECT_EQ(std::memcmp(back.invariant.quantiles.data(), cases[i].first.invariant.quantiles.data(),
+                          sizeof back.invariant.quantiles),
+              0)
+        << i;
+    EXPECT_EQ(EncodeFingerprint(back), EncodeFingerprint(cases[i].first)) << i;
+    for (size_t j = 0; j < cases.size(); ++j) {
+      const EquivalenceVerdict full = CompareFingerprints(cases[i].first, cases[j].first, 1e-6);
+      const EquivalenceVerdict from_map = CompareFingerprints(stored, map.at(static_cast<int64_t>(j)), 1e-6);
+      EXPECT_EQ(from_map.equivalent, full.equivalent) << i << " vs " << j;
+      EXPECT_EQ(from_map.reason, full.reason) << i << " vs " << j;
+    }
+  }
+  // The outlier's last quantile tells it apart, from the map as in full.
+  EXPECT_EQ(CompareFingerprints(map.at(0), map.at(3), 1e-6).reason.rfind("quantile 31 differs", 0), 0u);
+}
+
 }  // namespace
 }  // namespace magneton
