@@ -17,6 +17,7 @@ bool StoredQuantiles::SetOnGrid(const std::array<double, kFingerprintQuantiles>&
   namespace grid = fingerprint_internal;
   const std::optional<int> e = grid::GridExponent(scale, grid::kQuantileGridBits);
   if (!e) return false;
+  const double step = grid::FromGridSteps(1, *e);
   std::array<int32_t, kFingerprintQuantiles> steps;
   for (int i = 0; i < kFingerprintQuantiles; ++i) {
     int64_t n = 0;
@@ -24,12 +25,13 @@ bool StoredQuantiles::SetOnGrid(const std::array<double, kFingerprintQuantiles>&
         n > std::numeric_limits<int32_t>::max()) {
       return false;
     }
-    // Bit for bit (GridSteps takes -0.0 for 0 steps, which come back as +0.0).
-    if (std::bit_cast<uint64_t>(grid::FromGridSteps(n, *e)) != std::bit_cast<uint64_t>(values[i])) return false;
+    // Bit for bit, as operator[] computes it (GridSteps takes -0.0 for 0
+    // steps, which come back as +0.0).
+    if (std::bit_cast<uint64_t>(static_cast<double>(n) * step) != std::bit_cast<uint64_t>(values[i])) return false;
     steps[i] = static_cast<int32_t>(n);
   }
   steps_ = steps;
-  exponent_ = *e;
+  step_ = step;
   doubles_ = nullptr;
   return true;
 }

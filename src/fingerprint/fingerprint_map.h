@@ -38,7 +38,7 @@ class StoredQuantiles {
       std::memcpy(&v, doubles_ + sizeof(double) * static_cast<size_t>(i), sizeof v);  // the arena is unaligned
       return v;
     }
-    return std::ldexp(static_cast<double>(steps_[i]), exponent_);  // FromGridSteps
+    return static_cast<double>(steps_[i]) * step_;  // exact: SetOnGrid checked every value comes back so
   }
   // Steps of 2^exponent for every value, when each comes back bit for bit.
   // Steps of the quantile grid for values of this scale (QuantileScale).
@@ -48,7 +48,7 @@ class StoredQuantiles {
 
  private:
   std::array<int32_t, kFingerprintQuantiles> steps_{};
-  int32_t exponent_ = 0;
+  double step_ = 0;  // the grid's step, a power of two
   const char* doubles_ = nullptr;  // kFingerprintQuantiles doubles in the arena, or null
 };
 
