@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -105,8 +106,13 @@ struct RegionPair {
   int depth = 0;                    // recursion level that produced it
 };
 
+// Region pairs in blocks, not one array: a long run's 80 000 pairs grew an
+// array by doubling, old and new both held at the moment of the matcher's
+// peak (docs/PERFORMANCE.md, "diff at scale"). Indexed as a vector is.
+using RegionPairs = std::deque<RegionPair>;
+
 struct MatchResult {
-  std::vector<RegionPair> regions;
+  RegionPairs regions;
   std::vector<int64_t> unmatched_ops_a;  // nodes in no matched region
   std::vector<int64_t> unmatched_ops_b;
   int64_t tensor_comparisons = 0;  // Equivalent() calls, for complexity checks

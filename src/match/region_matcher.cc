@@ -470,6 +470,8 @@ class Matcher {
     RegionPair r;
     r.nodes_a = la.members;
     r.nodes_b = lb.members;
+    r.ops_a.reserve(la.members.size());
+    r.ops_b.reserve(lb.members.size());
     for (int32_t v : la.members) r.ops_a.push_back(a_.graph->op_ids[v]);
     for (int32_t v : lb.members) r.ops_b.push_back(b_.graph->op_ids[v]);
     r.starts_at_model_inputs = from_inputs;

@@ -71,7 +71,7 @@ std::vector<int32_t> NextInRegion(const std::vector<int32_t>& region_of) {
   return next;
 }
 
-std::vector<int32_t> RegionOf(const DataflowGraph& g, const std::vector<RegionPair>& regions, bool side_a) {
+std::vector<int32_t> RegionOf(const DataflowGraph& g, const RegionPairs& regions, bool side_a) {
   std::vector<int32_t> out(static_cast<size_t>(g.op_count()), -1);
   for (size_t r = 0; r < regions.size(); ++r) {
     for (int32_t v : side_a ? regions[r].nodes_a : regions[r].nodes_b) out[v] = static_cast<int32_t>(r);
