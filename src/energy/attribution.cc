@@ -8,8 +8,8 @@
 #include "energy/energy_curve.h"
 
 #include <algorithm>
-#include <deque>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <unordered_map>
 
@@ -92,7 +92,7 @@ struct Piece {
 };
 // Pieces in blocks, not one array: an array grown by doubling held up to
 // twice the pieces while both sides of a diff attributed at once (the peak of
-// a 320 000-op pair's diff, docs/PERFORMANCE.md "diff at scale").
+// a 320 000-op pair's diff, docs/PERFORMANCE.md, "At scale").
 using Pieces = std::deque<Piece>;
 
 // Exclusive time per thread by a stack sweep over ops sorted by (start, longer

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <bit>
-#include <optional>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "fingerprint/strong_codec.h"
 #include "fingerprint/value_grid.h"

@@ -3,12 +3,11 @@
 // read), its strong part still encoded (strong_codec.h) in an arena shared by
 // the map's copies, decoded only for a comparison that gets that far (about
 // one in twenty on a long run). A decoded Fingerprint took ~920 bytes, its
-// strong part in a dozen small vectors; an entry here takes ~370 plus the
-// strong part's ~130 encoded bytes (docs/PERFORMANCE.md, "At scale").
+// strong part in a dozen small vectors; an entry here takes ~250 (the quantiles
+// as grid steps) plus the strong part's ~130 encoded bytes (docs/PERFORMANCE.md, "At scale").
 #pragma once
 
 #include <array>
-#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -40,8 +39,8 @@ class StoredQuantiles {
     }
     return static_cast<double>(steps_[i]) * step_;  // exact: SetOnGrid checked every value comes back so
   }
-  // Steps of 2^exponent for every value, when each comes back bit for bit.
-  // Steps of the quantile grid for values of this scale (QuantileScale).
+  // Keeps the values as steps of the quantile grid for values of this scale
+  // (QuantileScale) when every one comes back bit for bit; else false.
   bool SetOnGrid(const std::array<double, kFingerprintQuantiles>& values, double scale);
   void SetDoubles(const char* arena_bytes) { doubles_ = arena_bytes; }
   bool on_grid() const { return doubles_ == nullptr; }

@@ -2,7 +2,7 @@
 // touches. A reader's tensor ids are 0..n-1 (trace_reader.cc checks it), so
 // the origins are a byte per tensor of the trace, indexed by id: a hash node
 // per tensor was 12 MB of the graph stage on a 320 000-op trace
-// (docs/PERFORMANCE.md, "diff at scale"). An id beyond the trace's tensors
+// (docs/PERFORMANCE.md, "At scale"). An id beyond the trace's tensors
 // (a Trace built by hand) goes to a side map, so no id is ever lost.
 #pragma once
 

@@ -108,7 +108,7 @@ struct RegionPair {
 
 // Region pairs in blocks, not one array: a long run's 80 000 pairs grew an
 // array by doubling, old and new both held at the moment of the matcher's
-// peak (docs/PERFORMANCE.md, "diff at scale"). Indexed as a vector is.
+// peak (docs/PERFORMANCE.md, "At scale"). Indexed as a vector is.
 using RegionPairs = std::deque<RegionPair>;
 
 struct MatchResult {
