@@ -6,11 +6,12 @@
 
 #include "base/format.h"
 #include "energy/energy_curve.h"
+#include "energy/thread_pieces.h"
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <map>
+#include <queue>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
@@ -63,19 +64,9 @@ std::vector<bool> AtStopWork(const Trace& trace) {
   return WithNested(trace, marked);
 }
 
-// Op indices with every op before the op that encloses it: by descending start,
-// then ascending end (a child starts no earlier than its parent and ends no
-// later; children are pushed after their parents).
-// Ops by (start, longer first, index): parents before their children.
-bool StartsFirst(const Trace& trace, size_t a, size_t b) {
-  const auto &x = trace.ops[a], &y = trace.ops[b];
-  if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
-  if (x.end_ns != y.end_ns) return x.end_ns > y.end_ns;
-  return a < b;
-}
-
-// The reverse of StartsFirst. A reader's ops are in start order, mostly
-// already in this one: checked before sorting millions of them.
+// The reverse of StartsFirst (thread_pieces.h): every op before the op that
+// encloses it. A reader's ops are in start order, mostly already in
+// StartsFirst's: checked before sorting millions of them.
 std::vector<size_t> ChildrenFirst(const Trace& trace) {
   std::vector<size_t> order(trace.ops.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -85,68 +76,24 @@ std::vector<size_t> ChildrenFirst(const Trace& trace) {
   return order;
 }
 
-// A stretch of one thread's time owned by its innermost running op.
-struct Piece {
-  int64_t start_ns, end_ns;
-  size_t op;  // index into trace.ops
-};
-// Pieces in blocks, not one array: an array grown by doubling held up to
-// twice the pieces while both sides of a diff attributed at once (the peak of
-// a 320 000-op pair's diff, docs/PERFORMANCE.md, "At scale").
-using Pieces = std::deque<Piece>;
-
-// Exclusive time per thread by a stack sweep over ops sorted by (start, longer
-// first): an op owns the time between its start and its end that no op
-// nested in it covers. Also records each op's enclosing op for inclusive sums,
-// and each top-level op's issue piece: from the end of the thread's previous
-// top-level op to its start (none before a thread's first op).
-// A recorder op (IsRecorderOp) takes no issue time: the gap before it and
-// the one after it both go to the next real top-level op.
-void ExclusivePieces(const Trace& trace, const std::vector<bool>& recorder_op, Pieces* pieces, Pieces* issue_pieces,
-                     std::vector<int64_t>* parent) {
+// Each thread's op indices in StartsFirst order.
+std::map<int64_t, std::vector<size_t>> OpsByThread(const Trace& trace) {
   std::map<int64_t, std::vector<size_t>> by_thread;
   for (size_t i = 0; i < trace.ops.size(); ++i) by_thread[trace.ops[i].thread_id].push_back(i);
   for (auto& [tid, idx] : by_thread) {
     auto starts_first = [&](size_t a, size_t b) { return StartsFirst(trace, a, b); };
     if (!std::is_sorted(idx.begin(), idx.end(), starts_first)) std::sort(idx.begin(), idx.end(), starts_first);
-    std::vector<size_t> stack;
-    int64_t cursor = 0;
-    bool seen_top_level = false;
-    std::vector<Piece> pending_gaps;  // gaps before recorder ops, for the next real op
-    auto emit = [&](int64_t a, int64_t b, size_t op) {
-      if (b > a) pieces->push_back({a, b, op});
-    };
-    for (size_t i : idx) {
-      const OpEvent& op = trace.ops[i];
-      while (!stack.empty() && trace.ops[stack.back()].end_ns <= op.start_ns) {
-        int64_t end = trace.ops[stack.back()].end_ns;
-        emit(cursor, end, stack.back());
-        cursor = std::max(cursor, end);
-        stack.pop_back();
-      }
-      if (!stack.empty()) {
-        emit(cursor, op.start_ns, stack.back());
-        (*parent)[i] = static_cast<int64_t>(stack.back());
-      } else {
-        if (seen_top_level && op.start_ns > cursor) pending_gaps.push_back({cursor, op.start_ns, i});
-        if (!recorder_op[i]) {
-          for (Piece& g : pending_gaps) issue_pieces->push_back({g.start_ns, g.end_ns, i});
-          pending_gaps.clear();
-        }
-        seen_top_level = true;
-      }
-      cursor = std::max(cursor, op.start_ns);
-      stack.push_back(i);
-    }
-    while (!stack.empty()) {
-      int64_t end = trace.ops[stack.back()].end_ns;
-      emit(cursor, end, stack.back());
-      cursor = std::max(cursor, end);
-      stack.pop_back();
-    }
   }
+  return by_thread;
 }
 
+// Host attribution sweeps time once, through every thread's pieces at once
+// (ThreadPieces, made as the sweep reaches them): at each piece boundary the
+// energy since the last one is split evenly among the threads running an op
+// (share) or, where none does, among the threads issuing one (issue). A
+// piece takes the running sum of its kind over its interval. Only each
+// thread's open piece is held; the pieces and their sorted boundaries had
+// been the memory peak of a diff at scale.
 StatusOr<Attribution> AttributeHostWork(const Trace& trace, const std::vector<EnergySample>& samples,
                                         const std::string& domain) {
   Attribution out;
@@ -158,143 +105,144 @@ StatusOr<Attribution> AttributeHostWork(const Trace& trace, const std::vector<En
 
   // The recorder's own ops (IsRecorderOp): their energy is not the job's.
   const std::vector<bool> recorder_op = RecorderWork(trace);
-  Pieces pieces, issue_pieces;
+  const std::map<int64_t, std::vector<size_t>> by_thread = OpsByThread(trace);
   std::vector<int64_t> parent(trace.ops.size(), -1);
-  ExclusivePieces(trace, recorder_op, &pieces, &issue_pieces, &parent);
+  using Kind = ThreadPieces::Kind;
 
-  // Elementary intervals between every piece boundary and the window ends;
-  // in each, the energy is split evenly among the pieces (threads) active.
-  // One sort of all boundaries gives each piece the indices of its ends
-  // among the cuts (a binary search per use over millions of cuts was most
-  // of the attribution of a long run).
-  struct Boundary {
-    int64_t t_ns;
-    uint64_t slot;  // 2 * piece + (end ? 1 : 0), over pieces then issue_pieces
-  };
-  std::vector<Boundary> boundaries;
-  boundaries.reserve(2 * (pieces.size() + issue_pieces.size()));
-  uint64_t slot = 0;
-  for (auto* list : {&pieces, &issue_pieces}) {
-    for (auto& p : *list) {
-      p.start_ns = std::clamp(p.start_ns, curve.start(), curve.end());
-      p.end_ns = std::clamp(p.end_ns, curve.start(), curve.end());
-      boundaries.push_back({p.start_ns, slot++});
-      boundaries.push_back({p.end_ns, slot++});
-    }
-  }
-  std::sort(boundaries.begin(), boundaries.end(),
-            [](const Boundary& x, const Boundary& y) { return x.t_ns < y.t_ns; });
-  if (slot > UINT32_MAX) return InvalidArgument("energy attribution: more than 2^32 pieces of op time in one trace");
-  std::vector<int64_t> cuts = {curve.start()};
-  std::vector<uint32_t> cut_of(slot);
-  for (const Boundary& b : boundaries) {
-    if (b.t_ns != cuts.back()) cuts.push_back(b.t_ns);
-    cut_of[b.slot] = static_cast<uint32_t>(cuts.size() - 1);
-  }
-  if (cuts.back() != curve.end()) cuts.push_back(curve.end());
-  std::vector<Boundary>().swap(boundaries);
-  const size_t issue_base = 2 * pieces.size();
-  auto start_cut = [&](size_t piece) { return static_cast<size_t>(cut_of[2 * piece]); };
-  auto end_cut = [&](size_t piece) { return static_cast<size_t>(cut_of[2 * piece + 1]); };
-  std::vector<int> active_delta(cuts.size() + 1, 0), issuing_delta(cuts.size() + 1, 0);
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    if (pieces[i].end_ns <= pieces[i].start_ns) continue;
-    active_delta[start_cut(i)] += 1;
-    active_delta[end_cut(i)] -= 1;
-  }
-  for (size_t i = 0; i < issue_pieces.size(); ++i) {
-    if (issue_pieces[i].end_ns <= issue_pieces[i].start_ns) continue;
-    issuing_delta[cut_of[issue_base + 2 * i]] += 1;
-    issuing_delta[cut_of[issue_base + 2 * i + 1]] -= 1;
-  }
   // The job runs from the first op to the last. The recorder's work at stop
   // (an op marked "at_stop": JAX jit's --values replay) is not the program's
   // time: neither it nor the pause before it is inside the job (that pause
   // was seconds "outside every op" in a JAX side's diff). Recorder ops the
   // program's time runs through (a window's unrecorded span, a warm-up, a
-  // CUDA graph capture) stay inside, their energy given back below.
-  const std::vector<bool> at_stop = AtStopWork(trace);
-  out.ops_start_ns = out.ops_end_ns = curve.start();
-  if (!pieces.empty()) {
+  // CUDA graph capture) stay inside, their energy given back below. A first
+  // pass over the exclusive pieces finds the job's ends (and each op's parent).
+  {
+    const std::vector<bool> at_stop = AtStopWork(trace);
     out.ops_start_ns = curve.end();
-    for (const auto& p : pieces) {
-      if (p.end_ns <= p.start_ns || at_stop[p.op]) continue;
-      out.ops_start_ns = std::min(out.ops_start_ns, p.start_ns);
-      out.ops_end_ns = std::max(out.ops_end_ns, p.end_ns);
+    out.ops_end_ns = curve.start();
+    for (const auto& [tid, idx] : by_thread) {
+      ThreadPieces pieces(trace, idx, recorder_op, Kind::kExclusive, curve.start(), curve.end(), &parent);
+      for (Piece p; pieces.Next(&p);) {
+        if (at_stop[p.op]) continue;
+        out.ops_start_ns = std::min(out.ops_start_ns, p.start_ns);
+        out.ops_end_ns = std::max(out.ops_end_ns, p.end_ns);
+      }
     }
     out.ops_start_ns = std::min(out.ops_start_ns, out.ops_end_ns);
   }
-  // share_prefix[k]: energy per active thread, summed over intervals before
-  // cut k; issue_prefix[k]: the same per issuing thread, in intervals where
-  // no op runs on any thread (issue time never takes energy from an op).
-  std::vector<double> share_prefix(cuts.size(), 0), issue_prefix(cuts.size(), 0);
-  EnergyCurve::Walk energy_at(curve);
-  double energy_before = energy_at.At(cuts.front());
+
+  // Two streams of pieces per thread, exclusive and issue; each is either
+  // waiting for its piece to start or inside it (and then holds the running
+  // sum at its start).
+  struct Stream {
+    ThreadPieces pieces;
+    bool issue;
+    Piece piece;
+    bool open = false;
+    double sum_at_start = 0;
+  };
+  std::vector<Stream> streams;
+  streams.reserve(2 * by_thread.size());
+  for (const auto& [tid, idx] : by_thread) {
+    for (Kind kind : {Kind::kExclusive, Kind::kIssue}) {
+      streams.push_back({ThreadPieces(trace, idx, recorder_op, kind, curve.start(), curve.end()), kind == Kind::kIssue, Piece{}});
+    }
+  }
+  // Each stream's next boundary, earliest first.
+  using Event = std::pair<int64_t, size_t>;  // (t_ns, stream)
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
+  for (size_t s = 0; s < streams.size(); ++s) {
+    if (streams[s].pieces.Next(&streams[s].piece)) events.push({streams[s].piece.start_ns, s});
+  }
+  out.ops.resize(trace.ops.size());
+  for (size_t i = 0; i < trace.ops.size(); ++i) out.ops[i].op_id = trace.ops[i].id;
+
+  // share_sum: energy per running thread, summed over time so far;
+  // issue_sum: the same per issuing thread, while no op runs on any thread
+  // (issue time never takes energy from an op).
+  double share_sum = 0, issue_sum = 0;
+  double share_at_job_start = 0, share_at_job_end = 0;
   int active = 0, issuing = 0;
-  for (size_t k = 0; k + 1 < cuts.size(); ++k) {
-    active += active_delta[k];
-    issuing += issuing_delta[k];
-    const double energy_after = energy_at.At(cuts[k + 1]);
-    double de = energy_after - energy_before;
+  EnergyCurve::Walk energy_at(curve);
+  int64_t t_prev = curve.start();
+  double energy_before = energy_at.At(t_prev);
+  // The interval from the last boundary to t, with the threads running and
+  // issuing in it.
+  auto advance_to = [&](int64_t t) {
+    const double energy_after = energy_at.At(t);
+    const double de = energy_after - energy_before;
     energy_before = energy_after;
-    share_prefix[k + 1] = share_prefix[k] + (active > 0 ? de / active : 0);
-    issue_prefix[k + 1] = issue_prefix[k] + (active == 0 && issuing > 0 ? de / issuing : 0);
-    // Elementary intervals never straddle the job's ends: both are cuts.
-    const bool in_job = cuts[k] >= out.ops_start_ns && cuts[k + 1] <= out.ops_end_ns;
+    share_sum += active > 0 ? de / active : 0;
+    issue_sum += active == 0 && issuing > 0 ? de / issuing : 0;
+    // Intervals never straddle the job's ends: both are piece boundaries.
+    const bool in_job = t_prev >= out.ops_start_ns && t <= out.ops_end_ns;
     if (in_job) out.job_uj += de;
     if (active == 0) {
       out.unattributed_uj += de;
       if (in_job) {
         out.idle_in_job_uj += de;
-        out.idle_in_job_ns += cuts[k + 1] - cuts[k];
+        out.idle_in_job_ns += t - t_prev;
         if (issuing == 0) {
           out.unclaimed_in_job_uj += de;
-          out.unclaimed_in_job_ns += cuts[k + 1] - cuts[k];
+          out.unclaimed_in_job_ns += t - t_prev;
         }
       }
     }
-  }
-
-  // What the rest needs of the cuts: where the job starts and ends.
-  auto cut_index = [&](int64_t t) {  // t is a cut
-    return static_cast<size_t>(std::lower_bound(cuts.begin(), cuts.end(), t) - cuts.begin());
+    t_prev = t;
   };
-  const size_t job_start_cut = cut_index(out.ops_start_ns), job_end_cut = cut_index(out.ops_end_ns);
-  for (auto* spent : {&active_delta, &issuing_delta}) std::vector<int>().swap(*spent);
-  std::vector<int64_t>().swap(cuts);
-  out.ops.resize(trace.ops.size());
-  for (size_t i = 0; i < trace.ops.size(); ++i) out.ops[i].op_id = trace.ops[i].id;
-  // Each piece takes its share of the energy over its interval (prefix sums)
-  // into the op's field pair, and into the trace-wide sum.
-  auto charge = [&](const Pieces& list, size_t slot_base, const std::vector<double>& prefix,
-                    double OpEnergy::*uj, int64_t OpEnergy::*ns, double* sum_uj) {
-    for (size_t i = 0; i < list.size(); ++i) {
-      const Piece& p = list[i];
-      if (p.end_ns <= p.start_ns) continue;
-      const double e = prefix[cut_of[slot_base + 2 * i + 1]] - prefix[cut_of[slot_base + 2 * i]];
-      out.ops[p.op].*uj += e;
-      out.ops[p.op].*ns += p.end_ns - p.start_ns;
-      *sum_uj += e;
+  // A piece ends: it takes its share of the energy over its interval into the
+  // op's field pair and the trace-wide sum; the recorder's pieces also give
+  // back their part inside the job (clipped to the job's ends).
+  auto close = [&](const Stream& st) {
+    const Piece& p = st.piece;
+    OpEnergy& op = out.ops[p.op];
+    if (st.issue) {
+      const double e = issue_sum - st.sum_at_start;
+      op.issue_uj += e;
+      op.issue_ns += p.end_ns - p.start_ns;
+      out.issue_uj += e;
+      return;
     }
+    const double e = share_sum - st.sum_at_start;
+    op.exclusive_uj += e;
+    op.exclusive_ns += p.end_ns - p.start_ns;
+    out.attributed_uj += e;
+    if (!recorder_op[p.op]) return;
+    const int64_t a = std::max(p.start_ns, out.ops_start_ns), b = std::min(p.end_ns, out.ops_end_ns);
+    if (b <= a) return;
+    const double from = p.start_ns >= out.ops_start_ns ? st.sum_at_start : share_at_job_start;
+    const double to = p.end_ns <= out.ops_end_ns ? share_sum : share_at_job_end;
+    out.recorder_in_job_uj += to - from;
+    out.recorder_in_job_ns += b - a;
   };
-  charge(pieces, 0, share_prefix, &OpEnergy::exclusive_uj, &OpEnergy::exclusive_ns, &out.attributed_uj);
-  charge(issue_pieces, issue_base, issue_prefix, &OpEnergy::issue_uj, &OpEnergy::issue_ns, &out.issue_uj);
+  while (!events.empty()) {
+    const int64_t t = events.top().first;
+    if (t != t_prev) advance_to(t);
+    if (t == out.ops_start_ns) share_at_job_start = share_sum;
+    if (t == out.ops_end_ns) share_at_job_end = share_sum;
+    while (!events.empty() && events.top().first == t) {
+      const size_t s = events.top().second;
+      events.pop();
+      Stream& st = streams[s];
+      if (!st.open) {
+        st.open = true;
+        st.sum_at_start = st.issue ? issue_sum : share_sum;
+        ++(st.issue ? issuing : active);
+        events.push({st.piece.end_ns, s});
+        continue;
+      }
+      close(st);
+      st.open = false;
+      --(st.issue ? issuing : active);
+      if (st.pieces.Next(&st.piece)) events.push({st.piece.start_ns, s});
+    }
+  }
+  if (t_prev != curve.end()) advance_to(curve.end());
+
   for (size_t i = 0; i < trace.ops.size(); ++i) {
     if (!recorder_op[i]) continue;
     out.recorder_uj += out.ops[i].exclusive_uj;
     out.recorder_ns += out.ops[i].exclusive_ns;
-  }
-  // The recorder's energy inside the job (its pieces clipped to the job's
-  // ends, both cuts), which the job gives back below.
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    const Piece& p = pieces[i];
-    if (!recorder_op[p.op]) continue;
-    const int64_t a = std::max(p.start_ns, out.ops_start_ns), b = std::min(p.end_ns, out.ops_end_ns);
-    if (b <= a) continue;
-    // Cuts ascend with time: the later start's cut is the later cut.
-    out.recorder_in_job_uj += share_prefix[std::min(end_cut(i), job_end_cut)] -
-                              share_prefix[std::max(start_cut(i), job_start_cut)];
-    out.recorder_in_job_ns += b - a;
   }
   // Inclusive: children were pushed after their parents, so walking ops by
   // descending start (then ascending length) visits children before parents.

@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <random>
 
 #include "energy/attribution.h"
 #include "energy/energy_curve.h"
+#include "energy/thread_pieces.h"
 
 namespace magneton::energy {
 namespace {
@@ -285,6 +288,190 @@ TEST(AttributionTest, ConservesEnergyOnRandomTracesWithinOnePercent) {
     EXPECT_NEAR(sum, a->total_uj, 0.01 * a->total_uj) << "round " << round;
     EXPECT_NEAR(top_inclusive, a->total_uj, 0.01 * a->total_uj) << "round " << round;
     EXPECT_GT(a->unattributed_uj, 0);
+  }
+}
+
+// Every op's energy against a reference that walks time one nanosecond at a
+// time: each ns's energy goes evenly to the innermost op of every thread
+// running one, or, when none runs, evenly to the threads issuing their next
+// top-level op (the gap before it; a recorder op's gaps go to the next real
+// op). Three threads, nested ops, recorder ops at the top and nested.
+TEST(AttributionTest, EveryOpsShareMatchesANanosecondByNanosecondReference) {
+  std::mt19937_64 rng(11);
+  auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int round = 0; round < 10; ++round) {
+    Trace trace;
+    trace.strings = {"aten::op", "magneton::fingerprint"};
+    auto add = [&](int64_t thread, int64_t start, int64_t end, int64_t parent, bool recorder) {
+      OpEvent op = Op(static_cast<int64_t>(trace.ops.size()), thread, start, end, parent);
+      op.name_id = recorder ? 1 : 0;
+      trace.ops.push_back(op);
+      return op.id;
+    };
+    for (int64_t thread : {1, 2, 3}) {
+      for (int64_t t = uniform(0, 200); t < 1'800;) {
+        const int64_t len = uniform(1, 120);
+        const int64_t top = add(thread, t, t + len, kNoId, uniform(0, 5) == 0);
+        for (int64_t c = t, k = 0; k < 2 && c < t + len; ++k) {
+          const int64_t cs = uniform(c, t + len), ce = uniform(cs, t + len);
+          const int64_t child = add(thread, cs, ce, top, uniform(0, 4) == 0);
+          if (ce - cs > 2) add(thread, cs + 1, ce - 1, child, false);
+          c = ce;
+        }
+        t += len + uniform(0, 60);
+      }
+    }
+    // A sample every 10 ns, each stretch at its own power: linear in between.
+    std::vector<double> power(300);
+    for (double& p : power) p = std::uniform_real_distribution<double>(0.5, 4)(rng);
+    auto samples = Samples(-100, 2'400, 10, [&](int64_t t) { return power[static_cast<size_t>(t + 100) / 10]; });
+    auto a = AttributeEnergy(trace, samples, "cpu-package-0");
+    ASSERT_TRUE(a.ok()) << a.status().message();
+
+    // The reference. Ops on a thread nest properly, so the innermost op
+    // running at t is the last in (start, longer first, index) order covering t.
+    const size_t n = trace.ops.size();
+    std::vector<size_t> order(n);
+    for (size_t i = 0; i < n; ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+      const OpEvent &p = trace.ops[x], &q = trace.ops[y];
+      if (p.start_ns != q.start_ns) return p.start_ns < q.start_ns;
+      return p.end_ns != q.end_ns ? p.end_ns > q.end_ns : x < y;  // a child as long as its parent: inside it
+    });
+    auto recorder = [&](size_t i) { return trace.ops[i].name_id == 1; };
+    // The recorder's work: its ops and every op nested in one.
+    auto recorder_work = [&](size_t i) {
+      for (int64_t at = static_cast<int64_t>(i); at != kNoId; at = trace.ops[static_cast<size_t>(at)].parent_id) {
+        if (recorder(static_cast<size_t>(at))) return true;
+      }
+      return false;
+    };
+    // Issue gaps: [previous top-level end, start) of each real top-level op,
+    // with the gaps around recorder top-level ops before it.
+    struct Gap {
+      int64_t start, end;
+      size_t op;
+    };
+    std::vector<Gap> gaps;
+    for (int64_t thread : {1, 2, 3}) {
+      int64_t last_end = -1;
+      std::vector<Gap> pending;
+      for (size_t i : order) {
+        const OpEvent& op = trace.ops[i];
+        if (op.thread_id != thread || op.parent_id != kNoId) continue;
+        if (last_end >= 0 && op.start_ns > last_end) pending.push_back({last_end, op.start_ns, i});
+        if (!recorder(i)) {
+          for (Gap g : pending) gaps.push_back({g.start, g.end, i});
+          pending.clear();
+        }
+        last_end = op.end_ns;
+      }
+    }
+    int64_t job_start = INT64_MAX, job_end = INT64_MIN;
+    for (const OpEvent& op : trace.ops) {
+      if (op.end_ns == op.start_ns) continue;
+      job_start = std::min(job_start, op.start_ns);
+      job_end = std::max(job_end, op.end_ns);
+    }
+    auto curve = BuildCurve(samples, "cpu-package-0");
+    ASSERT_TRUE(curve.ok());
+    std::vector<double> exclusive_uj(n, 0), issue_uj(n, 0);
+    std::vector<int64_t> exclusive_ns(n, 0), issue_ns(n, 0);  // issue time: the whole gap
+    for (const Gap& g : gaps) issue_ns[g.op] += g.end - g.start;
+    double unattributed = 0, job = 0, idle_in_job = 0, unclaimed_in_job = 0, recorder_in_job = 0;
+    for (int64_t t = -100; t < 2'400; ++t) {
+      const double de = curve->At(t + 1) - curve->At(t);
+      std::vector<size_t> running;
+      for (int64_t thread : {1, 2, 3}) {
+        std::optional<size_t> innermost;
+        for (size_t i : order) {
+          const OpEvent& op = trace.ops[i];
+          if (op.thread_id == thread && op.start_ns <= t && t < op.end_ns) innermost = i;
+        }
+        if (innermost) running.push_back(*innermost);
+      }
+      const bool in_job = t >= job_start && t < job_end;
+      if (in_job) job += de;
+      for (size_t i : running) {
+        exclusive_uj[i] += de / static_cast<double>(running.size());
+        exclusive_ns[i] += 1;
+        if (in_job && recorder_work(i)) recorder_in_job += de / static_cast<double>(running.size());
+      }
+      if (!running.empty()) continue;
+      unattributed += de;
+      std::vector<size_t> issuing;
+      for (const Gap& g : gaps) {
+        if (g.start <= t && t < g.end) issuing.push_back(g.op);
+      }
+      for (size_t i : issuing) issue_uj[i] += de / static_cast<double>(issuing.size());
+      if (in_job) idle_in_job += de;
+      if (in_job && issuing.empty()) unclaimed_in_job += de;
+    }
+    int charged = 0, issued = 0;
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_NEAR(a->ops[i].exclusive_uj, exclusive_uj[i], 1e-6) << "round " << round << " op " << i;
+      EXPECT_EQ(a->ops[i].exclusive_ns, exclusive_ns[i]) << "round " << round << " op " << i;
+      EXPECT_NEAR(a->ops[i].issue_uj, issue_uj[i], 1e-6) << "round " << round << " op " << i;
+      EXPECT_EQ(a->ops[i].issue_ns, issue_ns[i]) << "round " << round << " op " << i;
+      charged += exclusive_ns[i] > 0;
+      issued += issue_ns[i] > 0;
+    }
+    EXPECT_GT(charged, static_cast<int>(n) / 2);
+    EXPECT_GT(issued, 10);
+    EXPECT_NEAR(a->unattributed_uj, unattributed, 1e-6);
+    EXPECT_NEAR(a->recorder_in_job_uj, recorder_in_job, 1e-6);
+    EXPECT_GT(recorder_in_job, 0);
+    EXPECT_NEAR(a->job_uj, job - recorder_in_job, 1e-6);
+    EXPECT_NEAR(a->idle_in_job_uj, idle_in_job, 1e-6);
+    EXPECT_NEAR(a->unclaimed_in_job_uj, unclaimed_in_job, 1e-6);
+  }
+}
+
+// The sweep reads each thread's pieces as it reaches them and relies on
+// them coming in time order without overlap, of each kind, even when the ops
+// of a file from someone else do not nest (a child ending after its parent,
+// ops crossing) or lie partly outside the window.
+TEST(ThreadPiecesTest, PiecesComeInTimeOrderWithoutOverlapOnOpsThatDoNotNest) {
+  std::mt19937_64 rng(5);
+  auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int round = 0; round < 50; ++round) {
+    Trace trace;
+    trace.strings = {"aten::op", "magneton::fingerprint"};
+    for (int64_t id = 0; id < 60; ++id) {
+      const int64_t start = uniform(0, 1'000);
+      OpEvent op = Op(id, 1, start, start + uniform(0, id % 4 == 0 ? 150 : 15), id > 0 && uniform(0, 1) ? uniform(0, id - 1) : kNoId);
+      op.name_id = uniform(0, 6) == 0 ? 1 : 0;
+      trace.ops.push_back(op);
+    }
+    std::vector<size_t> order(trace.ops.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return StartsFirst(trace, a, b); });
+    std::vector<bool> recorder_op(trace.ops.size());
+    for (size_t i = 0; i < trace.ops.size(); ++i) recorder_op[i] = IsRecorderOp(trace, trace.ops[i]);
+    int64_t covered_ns = 0;
+    std::map<ThreadPieces::Kind, int> count;
+    for (auto kind : {ThreadPieces::Kind::kExclusive, ThreadPieces::Kind::kIssue}) {
+      ThreadPieces pieces(trace, order, recorder_op, kind, 100, 900);
+      int64_t last_end = 100;
+      for (Piece p; pieces.Next(&p); ++count[kind]) {
+        EXPECT_GE(p.start_ns, last_end) << "round " << round;
+        EXPECT_GT(p.end_ns, p.start_ns) << "round " << round;
+        EXPECT_LE(p.end_ns, 900) << "round " << round;
+        ASSERT_LT(p.op, trace.ops.size());
+        if (kind == ThreadPieces::Kind::kIssue) EXPECT_FALSE(recorder_op[p.op]) << "round " << round;
+        if (kind == ThreadPieces::Kind::kExclusive) covered_ns += p.end_ns - p.start_ns;
+        last_end = p.end_ns;
+      }
+    }
+    EXPECT_GT(count[ThreadPieces::Kind::kExclusive], 10) << "round " << round;
+    EXPECT_GT(count[ThreadPieces::Kind::kIssue], 2) << "round " << round;
+    // The exclusive pieces cover exactly the window's time some op runs in.
+    int64_t running_ns = 0;
+    for (int64_t t = 100; t < 900; ++t) {
+      running_ns += std::any_of(trace.ops.begin(), trace.ops.end(),
+                                [&](const OpEvent& op) { return op.start_ns <= t && t < op.end_ns; });
+    }
+    EXPECT_EQ(covered_ns, running_ns) << "round " << round;
   }
 }
 
