@@ -28,7 +28,7 @@ SideCost CostOf(const Trace& trace, const energy::Attribution& attribution, cons
       cost.time_ns += e.issue_ns;
       cost.issue_uj += e.issue_uj;
       recorder_ns = e.recorder_ns;
-      device_ns = e.inclusive_device_ns;
+      device_ns = attribution.DeviceTimeOf(static_cast<size_t>(id)).inclusive_device_ns;
     }
     const OpEvent& op = trace.ops[id];
     cost.time_ns += std::max<int64_t>({0, op.end_ns - op.start_ns - recorder_ns, device_ns});

@@ -155,7 +155,6 @@ StatusOr<Attribution> AttributeHostWork(const Trace& trace, const std::vector<En
     if (streams[s].pieces.Next(&streams[s].piece)) events.push({streams[s].piece.start_ns, s});
   }
   out.ops.resize(trace.ops.size());
-  for (size_t i = 0; i < trace.ops.size(); ++i) out.ops[i].op_id = trace.ops[i].id;
 
   // share_sum: energy per running thread, summed over time so far;
   // issue_sum: the same per issuing thread, while no op runs on any thread
@@ -299,7 +298,7 @@ StatusOr<Attribution> AttributeDeviceWork(const Trace& trace, const std::vector<
   std::map<int64_t, size_t> index_of;
   for (size_t i = 0; i < trace.ops.size(); ++i) index_of[trace.ops[i].id] = i;
   out.ops.resize(trace.ops.size());
-  for (size_t i = 0; i < trace.ops.size(); ++i) out.ops[i].op_id = trace.ops[i].id;
+  out.device_time.resize(trace.ops.size());
   for (const KernelEnergy& k : dev.kernels) {
     auto it = k.op_id == kNoId ? index_of.end() : index_of.find(k.op_id);
     if (it == index_of.end()) {
@@ -307,17 +306,15 @@ StatusOr<Attribution> AttributeDeviceWork(const Trace& trace, const std::vector<
       continue;
     }
     out.ops[it->second].exclusive_uj += k.energy_uj;
-    out.ops[it->second].device_ns += k.duration_ns;
+    out.device_time[it->second].device_ns += k.duration_ns;
     out.attributed_uj += k.energy_uj;
   }
   out.unattributed_uj = dev.idle_uj + out.unlinked_device_uj;
   // Inclusive sums, children before parents (a child starts no earlier than
   // its parent and ends no later). A recorder op's activities (device-side
   // fingerprints) are the recorder's, as on the host.
-  for (OpEnergy& op : out.ops) {
-    op.inclusive_uj = op.exclusive_uj;
-    op.inclusive_device_ns = op.device_ns;
-  }
+  for (OpEnergy& op : out.ops) op.inclusive_uj = op.exclusive_uj;
+  for (OpDeviceTime& t : out.device_time) t.inclusive_device_ns = t.device_ns;
   const std::vector<size_t> order = ChildrenFirst(trace);
   const std::vector<bool> recorder_work = RecorderWork(trace);
   for (size_t i : order) {
@@ -330,7 +327,7 @@ StatusOr<Attribution> AttributeDeviceWork(const Trace& trace, const std::vector<
       up.recorder_uj += out.ops[i].inclusive_uj;
     } else {
       up.inclusive_uj += out.ops[i].inclusive_uj;
-      up.inclusive_device_ns += out.ops[i].inclusive_device_ns;
+      out.device_time[p->second].inclusive_device_ns += out.device_time[i].inclusive_device_ns;
       up.recorder_uj += out.ops[i].recorder_uj;
     }
   }
@@ -382,10 +379,14 @@ StatusOr<Attribution> AttributeSum(const Trace& trace, const std::vector<EnergyS
     out.device_idle_in_job_ns += a.device_idle_in_job_ns;
     out.unlinked_device_uj += a.unlinked_device_uj;
     for (DeviceEnergy& d : a.devices) out.devices.push_back(std::move(d));
+    if (!a.device_time.empty()) out.device_time.resize(trace.ops.size());
+    for (size_t i = 0; i < out.device_time.size() && i < a.device_time.size(); ++i) {
+      out.device_time[i].device_ns += a.device_time[i].device_ns;
+      out.device_time[i].inclusive_device_ns += a.device_time[i].inclusive_device_ns;
+    }
     for (size_t i = 0; i < out.ops.size() && i < a.ops.size(); ++i) {
       OpEnergy& o = out.ops[i];
       const OpEnergy& x = a.ops[i];
-      o.op_id = x.op_id;
       o.exclusive_uj += x.exclusive_uj;
       o.inclusive_uj += x.inclusive_uj;
       o.exclusive_ns += x.exclusive_ns;
@@ -393,8 +394,6 @@ StatusOr<Attribution> AttributeSum(const Trace& trace, const std::vector<EnergyS
       o.issue_ns += x.issue_ns;
       o.recorder_uj += x.recorder_uj;
       o.recorder_ns += x.recorder_ns;
-      o.device_ns += x.device_ns;
-      o.inclusive_device_ns += x.inclusive_device_ns;
     }
   }
   out.basis = host && dev ? "host+device" : (dev ? "device" : "host");

@@ -11,8 +11,9 @@
 
 namespace magneton::energy {
 
+// One op's share, indexed like trace.ops (56 bytes an op: two sides of a
+// 2.4 M-op diff hold 4.8 M of them; docs/PERFORMANCE.md, "At scale").
 struct OpEnergy {
-  int64_t op_id = kNoId;
   double exclusive_uj = 0;  // self time only: nested ops on its thread excluded
   double inclusive_uj = 0;  // exclusive + every op nested inside it
   int64_t exclusive_ns = 0;  // self time inside the sample window
@@ -28,9 +29,11 @@ struct OpEnergy {
   // less recorder_ns.
   double recorder_uj = 0;
   int64_t recorder_ns = 0;
-  // Device attribution (Attribution::basis has "device"): the time of the
-  // device activities this op launched itself, and with its nested ops'.
-  // Zero on host attribution.
+};
+
+// Device attribution: the time of the device activities an op launched
+// itself, and with its nested ops'.
+struct OpDeviceTime {
   int64_t device_ns = 0;
   int64_t inclusive_device_ns = 0;
 };
@@ -66,6 +69,9 @@ struct Attribution {
   double unclaimed_in_job_uj = 0;
   int64_t unclaimed_in_job_ns = 0;
   std::vector<OpEnergy> ops;   // one per trace op, same order as trace.ops
+  // One per trace op where basis has "device"; empty on host attribution
+  // (no op launched device work). DeviceTimeOf reads either.
+  std::vector<OpDeviceTime> device_time;
   // How ops were charged: "host" (their exclusive time on their threads),
   // "device" (a GPU domain with device activities: the energy of the
   // kernels, copies and fills each op launched, device_energy.h), or
@@ -78,6 +84,9 @@ struct Attribution {
   double device_idle_in_job_uj = 0;
   int64_t device_idle_in_job_ns = 0;
   double unlinked_device_uj = 0;  // activities no recorded op launched: in unattributed_uj
+
+  // The op's device time (by index into trace.ops); zero on host attribution.
+  OpDeviceTime DeviceTimeOf(size_t op) const { return op < device_time.size() ? device_time[op] : OpDeviceTime{}; }
 };
 
 // Interpolates the cumulative counter piecewise-linearly between samples

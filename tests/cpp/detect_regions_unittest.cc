@@ -30,7 +30,7 @@ Side MakeSide(const std::vector<std::string>& names, const std::vector<double>& 
     t += durations_ns.empty() ? 1000 : durations_ns[i];
     op.end_ns = t;
     s.trace.ops.push_back(op);
-    s.energy.ops.push_back({op.id, energies_uj[i], energies_uj[i], op.end_ns - op.start_ns});
+    s.energy.ops.push_back({energies_uj[i], energies_uj[i], op.end_ns - op.start_ns});
     s.energy.attributed_uj += energies_uj[i];
   }
   s.energy.domain = "cpu-estimate";

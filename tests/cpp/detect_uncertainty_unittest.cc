@@ -45,7 +45,7 @@ Side MakeSide(const std::vector<std::string>& names, const std::vector<double>& 
     s.trace.tensors.push_back(out);
     s.trace.op_tensors.push_back({op.id, TensorRole::kInput, 0, 0});
     s.trace.op_tensors.push_back({op.id, TensorRole::kOutput, 0, out.id});
-    s.energy.ops.push_back({op.id, energies_uj[i], energies_uj[i], 1000});
+    s.energy.ops.push_back({energies_uj[i], energies_uj[i], 1000});
     s.energy.attributed_uj += energies_uj[i];
   }
   s.energy.domain = "cpu-estimate";

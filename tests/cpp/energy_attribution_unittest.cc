@@ -497,12 +497,14 @@ TEST(AttributionTest, TheOrderOfTheOpsChangesNothing) {
   ASSERT_TRUE(out_of_order.ok()) << out_of_order.status().message();
   ASSERT_EQ(out_of_order->ops.size(), in_order->ops.size());
   int with_energy = 0;
-  for (const OpEnergy& e : out_of_order->ops) {
-    const OpEnergy& want = in_order->ops[static_cast<size_t>(e.op_id)];
-    EXPECT_NEAR(e.exclusive_uj, want.exclusive_uj, 1e-9 * (1 + want.exclusive_uj)) << e.op_id;
-    EXPECT_NEAR(e.inclusive_uj, want.inclusive_uj, 1e-9 * (1 + want.inclusive_uj)) << e.op_id;
-    EXPECT_EQ(e.exclusive_ns, want.exclusive_ns) << e.op_id;
-    EXPECT_NEAR(e.issue_uj, want.issue_uj, 1e-9 * (1 + want.issue_uj)) << e.op_id;
+  for (size_t i = 0; i < shuffled.ops.size(); ++i) {
+    const int64_t id = shuffled.ops[i].id;  // energies are indexed like the trace's ops
+    const OpEnergy& e = out_of_order->ops[i];
+    const OpEnergy& want = in_order->ops[static_cast<size_t>(id)];
+    EXPECT_NEAR(e.exclusive_uj, want.exclusive_uj, 1e-9 * (1 + want.exclusive_uj)) << id;
+    EXPECT_NEAR(e.inclusive_uj, want.inclusive_uj, 1e-9 * (1 + want.inclusive_uj)) << id;
+    EXPECT_EQ(e.exclusive_ns, want.exclusive_ns) << id;
+    EXPECT_NEAR(e.issue_uj, want.issue_uj, 1e-9 * (1 + want.issue_uj)) << id;
     with_energy += want.exclusive_uj > 0;
   }
   EXPECT_GT(with_energy, static_cast<int>(trace.ops.size()) / 2);

@@ -181,8 +181,8 @@ TEST(DeviceAttribution, ChargesOpsWithWhatTheyLaunched) {
   EXPECT_NEAR(a->ops[2].exclusive_uj, 100'000, 1e-6);
   EXPECT_NEAR(a->ops[3].exclusive_uj, 0, 1e-9);
   EXPECT_NEAR(a->ops[2].inclusive_uj, 100'000, 1e-6);
-  EXPECT_EQ(a->ops[0].device_ns, 2 * kMs);
-  EXPECT_EQ(a->ops[2].inclusive_device_ns, kMs);
+  EXPECT_EQ(a->DeviceTimeOf(0).device_ns, 2 * kMs);
+  EXPECT_EQ(a->DeviceTimeOf(2).inclusive_device_ns, kMs);
   EXPECT_NEAR(a->unlinked_device_uj, 100'000, 1e-6);
   EXPECT_NEAR(a->attributed_uj + a->unattributed_uj, a->total_uj, 1e-6);
   // The job runs from the first op (0.5 ms) to the last activity's end (9 ms):
@@ -239,7 +239,7 @@ TEST(DeviceAttribution, SumsAHostDomainAndAGpuOfOneProvenance) {
   // Op 0: 1 ms on the host at 20 W, and its kernel's 150 000 µJ.
   EXPECT_NEAR(sum->ops[0].exclusive_uj, 20'000 + 150'000, 1e-6);
   EXPECT_EQ(sum->ops[0].exclusive_ns, kMs);
-  EXPECT_EQ(sum->ops[0].device_ns, 2 * kMs);
+  EXPECT_EQ(sum->DeviceTimeOf(0).device_ns, 2 * kMs);
   EXPECT_NEAR(sum->attributed_uj + sum->unattributed_uj, sum->total_uj, 1e-6);
   // The GPU's job ends with K3 at 7 ms: idle inside it [0.5,1) + [4,6).
   EXPECT_NEAR(sum->device_idle_in_job_uj, 250'000, 1e-6);
