@@ -63,4 +63,19 @@ Fingerprint AssembleFingerprint(DType dtype, const MomentAccumulator& moments, s
   return fp;
 }
 
+Fingerprint AssembleWithInvariant(DType dtype, const LayoutInvariantPart& invariant, const std::vector<double>& core,
+                                  const SampleGrid& grid, const FingerprintOptions& options) {
+  Fingerprint fp;
+  fp.dtype_class = ClassOf(dtype);
+  fp.invariant = invariant;
+  const bool all_finite = std::all_of(core.begin(), core.end(), [](double v) { return std::isfinite(v); });
+  if (options.compute_strong && all_finite && !core.empty()) {
+    fp.strong = ComputeStrongPart(core, grid.full_sizes, grid.core_sizes(), options);
+  }
+  // The invariant part is on its grids already (rounding it again leaves it
+  // as it is); the strong part's grids scale with its rms.
+  RoundToGrids(&fp);
+  return fp;
+}
+
 }  // namespace magneton::fingerprint_internal

@@ -15,5 +15,9 @@ namespace magneton::fingerprint_internal {
 // core: the grid's values in its row-major order (GatherGrid's order).
 Fingerprint AssembleFingerprint(DType dtype, const MomentAccumulator& moments, std::vector<double> core,
                                 const SampleGrid& grid, const FingerprintOptions& options);
+// The same with the invariant part known (ComputeFingerprintWithInvariant):
+// only the strong part is computed from the grid.
+Fingerprint AssembleWithInvariant(DType dtype, const LayoutInvariantPart& invariant, const std::vector<double>& core,
+                                  const SampleGrid& grid, const FingerprintOptions& options);
 
 }  // namespace magneton::fingerprint_internal

@@ -48,7 +48,10 @@ std::vector<int64_t> ChunkCounts::Expanded() const {
   return out;
 }
 
-StatusOr<Fingerprint> ComputeFingerprint(const TensorBuffer& tensor, const FingerprintOptions& options) {
+namespace {
+
+// The tensor's element count, or why it cannot be fingerprinted.
+StatusOr<int64_t> CheckedCount(const TensorBuffer& tensor) {
   if (!tensor.strides.empty() && tensor.strides.size() != tensor.shape.size()) {
     return InvalidArgument("fingerprint: strides have " + std::to_string(tensor.strides.size()) +
                            " entries for a rank-" + std::to_string(tensor.shape.size()) + " shape");
@@ -59,6 +62,25 @@ StatusOr<Fingerprint> ComputeFingerprint(const TensorBuffer& tensor, const Finge
     count *= s;
   }
   if (count > 0 && tensor.data == nullptr) return InvalidArgument("fingerprint: null data for a non-empty tensor");
+  return count;
+}
+
+}  // namespace
+
+StatusOr<Fingerprint> ComputeFingerprintWithInvariant(const TensorBuffer& tensor, const LayoutInvariantPart& invariant,
+                                                      const FingerprintOptions& options) {
+  MAGNETON_ASSIGN_OR_RETURN(const int64_t count, CheckedCount(tensor));
+  if (invariant.element_count != count) {
+    return InvalidArgument("fingerprint: a known invariant part of " + std::to_string(invariant.element_count) +
+                           " elements for a tensor of " + std::to_string(count));
+  }
+  const std::vector<int64_t> strides = tensor.strides.empty() ? ContiguousStrides(tensor.shape) : tensor.strides;
+  const SampleGrid grid = MakeSampleGrid(tensor.shape, std::max<int64_t>(options.exact_max_elements, 1));
+  return AssembleWithInvariant(tensor.dtype, invariant, GatherGrid(tensor, strides, grid), grid, options);
+}
+
+StatusOr<Fingerprint> ComputeFingerprint(const TensorBuffer& tensor, const FingerprintOptions& options) {
+  MAGNETON_ASSIGN_OR_RETURN(const int64_t count, CheckedCount(tensor));
   const std::vector<int64_t> strides = tensor.strides.empty() ? ContiguousStrides(tensor.shape) : tensor.strides;
 
   MomentAccumulator acc;

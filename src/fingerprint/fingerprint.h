@@ -164,6 +164,17 @@ inline constexpr int kMaxMarginalValues = 16;
 inline constexpr int kMaxSingularValues = 8;
 
 StatusOr<Fingerprint> ComputeFingerprint(const TensorBuffer& tensor, const FingerprintOptions& options = {});
+// The fingerprint of a tensor whose layout-invariant part is known: that of
+// the very same elements read through another layout (a transpose or permute
+// of a value fingerprinted a moment before: the same (size, stride) pairs of
+// its dims of size > 1 in another order, at the same offset, no two of them
+// with the same |stride|). Then ComputeFingerprint would sum the moments in
+// the same memory order and its sample grid permutes with the dims, so
+// `invariant` is its invariant part bit for bit; only the strong part, which
+// reads the tensor's own order, is computed (from the sample grid, not a
+// pass over every value). The caller vouches for the elements.
+StatusOr<Fingerprint> ComputeFingerprintWithInvariant(const TensorBuffer& tensor, const LayoutInvariantPart& invariant,
+                                                      const FingerprintOptions& options = {});
 
 // Why two fingerprints differ, for tests and `magneton match -v`.
 struct EquivalenceVerdict {

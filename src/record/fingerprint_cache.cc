@@ -23,6 +23,19 @@ StatusOr<std::string> EncodeDeviceValueFingerprint(const DeviceValueReader& read
   return EncodeFingerprint(fp);
 }
 
+namespace {
+
+// The fingerprint of `buffer` with the invariant part of `kept` (an encoded
+// fingerprint of the same elements read in another order).
+StatusOr<std::string> EncodeWithKnownInvariant(const TensorBuffer& buffer, const std::string& kept) {
+  MAGNETON_ASSIGN_OR_RETURN(const magneton::Fingerprint known, DecodeFingerprint(kFingerprintKind, kept));
+  MAGNETON_ASSIGN_OR_RETURN(magneton::Fingerprint fp,
+                            ComputeFingerprintWithInvariant(buffer, known.invariant, ValueFingerprintOptions()));
+  return EncodeFingerprint(fp);
+}
+
+}  // namespace
+
 std::optional<RecorderSpan> FingerprintCache::FingerprintValue(int64_t tensor_id, const TensorView& t,
                                                                 int64_t viewed_id) {
   const uint64_t layout_hash = ValueLayoutHash(t);
@@ -30,6 +43,10 @@ std::optional<RecorderSpan> FingerprintCache::FingerprintValue(int64_t tensor_id
   // tensors have none, so their values may have changed under the same id.
   const bool cacheable = t.version_tracked;
   const bool reusable = viewed_id != kNoId && cacheable;
+  const std::vector<int64_t> elements = cacheable && t.host_data ? ElementSet(t) : std::vector<int64_t>{};
+  // A kept fingerprint of the same elements in another order, whose
+  // invariant part this view takes.
+  std::shared_ptr<const std::string> same_elements;
   if (reusable) {
     std::shared_ptr<const std::string> cached;
     {
@@ -38,7 +55,11 @@ std::optional<RecorderSpan> FingerprintCache::FingerprintValue(int64_t tensor_id
         cached = v->encoded;
         ++fingerprints_reused_;
         // The view's own views (view(...).t()) find it under its id too.
-        CacheLocked(tensor_id, t.storage_offset, layout_hash, cached);
+        CacheLocked(tensor_id, t.storage_offset, layout_hash, elements, cached);
+      } else if (!elements.empty()) {
+        if (const ViewFingerprint* v = FindSameElementsLocked(viewed_id, t.storage_offset, elements)) {
+          same_elements = v->encoded;
+        }
       }
     }
     if (cached) {
@@ -58,8 +79,18 @@ std::optional<RecorderSpan> FingerprintCache::FingerprintValue(int64_t tensor_id
   // On a device, the span also covers waiting for the work that produces the
   // value (the reader synchronises with it): the recorder's time either way.
   const int64_t start_ns = MonotonicNowNs();
-  auto fp = t.host_data ? EncodeValueFingerprint(buffer)
-                        : EncodeDeviceValueFingerprint(*t.device_values, t.dtype, buffer.shape);
+  StatusOr<std::string> fp = Unavailable("not computed");
+  if (same_elements) {
+    fp = EncodeWithKnownInvariant(buffer, *same_elements);
+    if (fp.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++invariants_reused_;
+    }
+  }
+  if (!fp.ok()) {
+    fp = t.host_data ? EncodeValueFingerprint(buffer)
+                     : EncodeDeviceValueFingerprint(*t.device_values, t.dtype, buffer.shape);
+  }
   const int64_t end_ns = MonotonicNowNs();
   const RecorderSpan span{start_ns, end_ns};
   if (!t.host_data) NoteDeviceFingerprint(fp.status());
@@ -68,10 +99,20 @@ std::optional<RecorderSpan> FingerprintCache::FingerprintValue(int64_t tensor_id
   writer_->AppendFingerprint(tensor_id, std::string(kFingerprintKind), *encoded);
   if (cacheable) {
     std::lock_guard<std::mutex> lock(mu_);
-    CacheLocked(tensor_id, t.storage_offset, layout_hash, encoded);
-    if (reusable) CacheLocked(viewed_id, t.storage_offset, layout_hash, encoded);
+    CacheLocked(tensor_id, t.storage_offset, layout_hash, elements, encoded);
+    if (reusable) CacheLocked(viewed_id, t.storage_offset, layout_hash, elements, encoded);
   }
   return span;
+}
+
+const FingerprintCache::ViewFingerprint* FingerprintCache::FindSameElementsLocked(
+    int64_t id, int64_t storage_offset, const std::vector<int64_t>& elements) {
+  auto it = fingerprints_.find(id);
+  if (it == fingerprints_.end()) return nullptr;
+  for (const ViewFingerprint& v : it->second) {
+    if (v.storage_offset == storage_offset && v.elements == elements) return &v;
+  }
+  return nullptr;
 }
 
 FingerprintCache::ViewFingerprint* FingerprintCache::FindLocked(int64_t id, int64_t storage_offset,
@@ -85,6 +126,7 @@ FingerprintCache::ViewFingerprint* FingerprintCache::FindLocked(int64_t id, int6
 }
 
 void FingerprintCache::CacheLocked(int64_t value_id, int64_t storage_offset, uint64_t layout_hash,
+                                   const std::vector<int64_t>& elements,
                                    const std::shared_ptr<const std::string>& encoded) {
   // Entries go with their value (Drop), so the cache holds the live values'
   // fingerprints; this bound is for a program that keeps very many values
@@ -99,7 +141,7 @@ void FingerprintCache::CacheLocked(int64_t value_id, int64_t storage_offset, uin
     bytes_cached_ -= v->encoded->size();
     v->encoded = encoded;
   } else {
-    fingerprints_[value_id].push_back({storage_offset, layout_hash, encoded});
+    fingerprints_[value_id].push_back({storage_offset, layout_hash, elements, encoded});
   }
   bytes_cached_ += encoded->size();
 }
@@ -140,11 +182,17 @@ void FingerprintCache::WriteStopMeta() {
   writer_->SetMeta("recorder.device_fingerprint_errors", std::to_string(device_fingerprint_errors_.load()));
   std::lock_guard<std::mutex> lock(mu_);
   writer_->SetMeta("recorder.fingerprints_reused", std::to_string(fingerprints_reused_));
+  writer_->SetMeta("recorder.fingerprint_invariants_reused", std::to_string(invariants_reused_));
 }
 
 int64_t FingerprintCache::fingerprints_reused() const {
   std::lock_guard<std::mutex> lock(mu_);
   return fingerprints_reused_;
+}
+
+int64_t FingerprintCache::invariants_reused() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return invariants_reused_;
 }
 
 size_t FingerprintCache::bytes_cached() const {

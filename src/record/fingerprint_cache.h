@@ -59,6 +59,9 @@ class FingerprintCache {
   void WriteStopMeta();
 
   int64_t fingerprints_reused() const;
+  // Views whose invariant part was taken from a kept fingerprint of the same
+  // elements in another order (their strong part computed).
+  int64_t invariants_reused() const;
   size_t bytes_cached() const;
 
  private:
@@ -67,17 +70,23 @@ class FingerprintCache {
   // again in every forward; view(1, 1, n) of an op's (1, n) result). Found
   // by the value's id, not by address, because freed memory is reused at
   // once by new values; dropped when that value is forgotten.
+  // A view that reads the same elements in another order (a transpose of
+  // the KV cache every decode step) takes the kept one's invariant part.
   struct ViewFingerprint {
     int64_t storage_offset;
     uint64_t layout_hash;  // ValueLayoutHash
+    std::vector<int64_t> elements;  // ElementSet; empty: none usable
     std::shared_ptr<const std::string> encoded;
   };
 
   // The fingerprint kept for value `id` read at this offset and layout, or null; mu_ held.
   ViewFingerprint* FindLocked(int64_t id, int64_t storage_offset, uint64_t layout_hash);
+  // One kept for value `id` read at this offset through the same elements, or null; mu_ held.
+  const ViewFingerprint* FindSameElementsLocked(int64_t id, int64_t storage_offset,
+                                                const std::vector<int64_t>& elements);
   // Keeps `encoded` for views of value_id read at this offset and layout; mu_ held.
   void CacheLocked(int64_t value_id, int64_t storage_offset, uint64_t layout_hash,
-                   const std::shared_ptr<const std::string>& encoded);
+                   const std::vector<int64_t>& elements, const std::shared_ptr<const std::string>& encoded);
   void DropLocked(int64_t id);
   // Counts a device fingerprint's outcome (meta recorder.device_fingerprint*).
   void NoteDeviceFingerprint(const Status& status);
@@ -94,6 +103,7 @@ class FingerprintCache {
   std::unordered_map<int64_t, std::vector<ViewFingerprint>> fingerprints_;  // by value id
   size_t bytes_cached_ = 0;
   int64_t fingerprints_reused_ = 0;
+  int64_t invariants_reused_ = 0;
   // Device tensors: fingerprints computed there, skipped (the reader said
   // Unavailable) and failed; the first failure's message goes to the meta.
   std::atomic<int64_t> device_fingerprints_{0};

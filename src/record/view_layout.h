@@ -4,9 +4,13 @@
 // fingerprint actually reads.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "magneton/recorder.h"
 #include "base/hash_mix.h"
@@ -37,5 +41,34 @@ inline uint64_t LayoutHash(const TensorView& t) { return HashLayout(t, /*skip_si
 // view(1, 1, n) of a (1, n) result) have one fingerprint, bit for bit
 // (tests/cpp/fingerprint_invariance_unittest.cc).
 inline uint64_t ValueLayoutHash(const TensorView& t) { return HashLayout(t, /*skip_size_one=*/true); }
+
+// The elements a view reads, as a set: the (size, stride) pairs of its dims
+// of size > 1, sorted, with its dtype's hash first. Two views of one value at
+// the same offset with equal sets read the very same elements, in another
+// order (a transpose or permute), and the fingerprint stage gives them one
+// invariant part bit for bit (ComputeFingerprintWithInvariant). Empty when
+// two such dims share an |stride|: the memory-order traversal of the moments
+// would then depend on the dims' order.
+inline std::vector<int64_t> ElementSet(const TensorView& t) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size)
+  int64_t contiguous_stride = 1;
+  for (int32_t i = t.ndim; i-- > 0;) {
+    const int64_t stride = t.strides ? t.strides[i] : contiguous_stride;
+    contiguous_stride *= t.sizes[i];
+    if (t.sizes[i] != 1) dims.emplace_back(stride, t.sizes[i]);
+  }
+  std::sort(dims.begin(), dims.end());
+  for (size_t k = 0; k < dims.size(); ++k) {
+    for (size_t j = k + 1; j < dims.size(); ++j) {
+      if (std::llabs(dims[k].first) == std::llabs(dims[j].first)) return {};
+    }
+  }
+  std::vector<int64_t> out = {static_cast<int64_t>(std::hash<std::string_view>{}(t.dtype))};
+  for (const auto& [stride, size] : dims) {
+    out.push_back(size);
+    out.push_back(stride);
+  }
+  return out;
+}
 
 }  // namespace magneton::record

@@ -343,5 +343,63 @@ TEST(FingerprintInvariance, GridRoundingStaysBelowTheSmallestScoredTolerance) {
   }
 }
 
+// A permuted view of a value (its (size, stride) pairs in another order, same
+// offset, distinct strides) with the value's invariant part known: the same
+// encoded fingerprint, bit for bit, as computing it from scratch, exact and
+// sampled sizes, with and without NaN (--values reuses the invariant part of
+// a KV cache's transposes, record/fingerprint_cache.h).
+TEST(FingerprintInvariance, AKnownInvariantPartGivesTheFingerprintComputedFromScratch) {
+  struct Case {
+    std::vector<int64_t> shape;
+    std::vector<size_t> perm;
+  };
+  const std::vector<Case> cases = {
+      {{6, 7}, {1, 0}},
+      {{4, 5, 6}, {2, 0, 1}},
+      {{1, 12, 37, 64}, {0, 2, 1, 3}},  // above the --values exact size: a sampled grid
+      {{3, 40, 50}, {1, 2, 0}},
+  };
+  const FingerprintOptions options = ValueFingerprintOptions();
+  for (bool with_nan : {false, true}) {
+    for (const Case& c : cases) {
+      int64_t n = 1;
+      for (int64_t s : c.shape) n *= s;
+      std::vector<float> values = Random(static_cast<size_t>(n), 17, 0.3f);
+      if (with_nan) values[static_cast<size_t>(n / 3)] = std::numeric_limits<float>::quiet_NaN();
+      std::vector<int64_t> strides(c.shape.size());
+      for (int64_t d = static_cast<int64_t>(c.shape.size()) - 1, step = 1; d >= 0; --d) {
+        strides[static_cast<size_t>(d)] = step;
+        step *= c.shape[static_cast<size_t>(d)];
+      }
+      std::vector<int64_t> view_shape, view_strides;
+      for (size_t d : c.perm) {
+        view_shape.push_back(c.shape[d]);
+        view_strides.push_back(strides[d]);
+      }
+      auto value = ComputeFingerprint(TensorBuffer{values.data(), DType::kFloat32, c.shape, strides}, options);
+      ASSERT_TRUE(value.ok());
+      const TensorBuffer view{values.data(), DType::kFloat32, view_shape, view_strides};
+      auto scratch = ComputeFingerprint(view, options);
+      auto known = ComputeFingerprintWithInvariant(view, value->invariant, options);
+      ASSERT_TRUE(scratch.ok() && known.ok()) << known.status().message();
+      EXPECT_EQ(EncodeFingerprint(*known), EncodeFingerprint(*scratch)) << "case of " << n << " nan " << with_nan;
+      // NaN in the grid: no strong part (compared by count); else one, read in the view's order.
+      EXPECT_EQ(known->strong.present, scratch->strong.present);
+      if (!with_nan) EXPECT_TRUE(known->strong.present);
+      if (known->strong.present) EXPECT_NE(EncodeFingerprint(*known), EncodeFingerprint(*value)) << "the strong part reads the view's order";
+    }
+  }
+  // The invariant part is taken, not computed again; a wrong count is refused.
+  std::vector<float> values = Random(20, 3);
+  const TensorBuffer buffer{values.data(), DType::kFloat32, {4, 5}, {}};
+  LayoutInvariantPart told = ComputeFingerprint(buffer, options)->invariant;
+  told.mean += 1;
+  auto taken = ComputeFingerprintWithInvariant(buffer, told, options);
+  ASSERT_TRUE(taken.ok());
+  EXPECT_EQ(taken->invariant.mean, told.mean);
+  told.element_count = 21;
+  EXPECT_FALSE(ComputeFingerprintWithInvariant(buffer, told, options).ok());
+}
+
 }  // namespace
 }  // namespace magneton

@@ -7,6 +7,7 @@
 #include <map>
 #include <vector>
 
+#include "fingerprint/fingerprint.h"
 #include "record/fingerprint_cache.h"
 #include "test_util.h"
 #include "trace/fingerprint_rows.h"
@@ -107,6 +108,49 @@ TEST(FingerprintCache, NothingIsTakenAcrossValuesOffsetsOrUntrackedWrites) {
   const std::map<int64_t, std::string> rows = Rows(t.path);
   EXPECT_EQ(rows.size(), 6u);
   EXPECT_EQ(rows.count(6), 0u);
+}
+
+// A view that reads its value's elements in another order (a transpose, a
+// permute) takes the kept fingerprint's invariant part and computes only its
+// strong part: the row written is what computing it whole gives, bit for bit.
+// Other elements (another offset, a part), other dims (a reshape: its pairs
+// of size and stride are not the value's) or dims that share a stride
+// compute everything.
+TEST(FingerprintCache, APermutedViewTakesTheInvariantPartOfItsValue) {
+  TestTrace t = NewTestTrace("permuted.mtrace");
+  FingerprintCache cache(t.writer.get());
+  std::vector<float> data(2 * 3 * 4 + 4);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>((i * 7919) % 23) - 11.5f;
+  const View value{{2, 3, 4}, {12, 4, 1}, 0, data.data()};
+  const View permuted{{4, 2, 3}, {1, 12, 4}, 0, data.data()};
+  const View transposed{{2, 4, 3}, {12, 1, 4}, 0, data.data()};
+  const View shifted{{4, 2, 3}, {1, 12, 4}, 4, data.data()};   // other elements
+  const View reshaped{{6, 4}, {4, 1}, 0, data.data()};         // the same elements, other dims
+  const View strided{{3, 4}, {4, 1}, 0, data.data()};          // a part of them
+  const View overlapping{{2, 2}, {1, 1}, 0, data.data()};      // dims that share a stride
+
+  ASSERT_TRUE(cache.FingerprintValue(0, value.view(), kNoId).has_value());
+  ASSERT_TRUE(cache.FingerprintValue(1, permuted.view(), 0).has_value());    // computed: its strong part
+  ASSERT_TRUE(cache.FingerprintValue(2, transposed.view(), 1).has_value());  // via the view's own entry
+  EXPECT_EQ(cache.invariants_reused(), 2);
+  ASSERT_TRUE(cache.FingerprintValue(3, shifted.view(), 0).has_value());
+  ASSERT_TRUE(cache.FingerprintValue(4, strided.view(), 0).has_value());
+  ASSERT_TRUE(cache.FingerprintValue(5, overlapping.view(), 0).has_value());
+  ASSERT_TRUE(cache.FingerprintValue(6, reshaped.view(), 0).has_value());
+  EXPECT_EQ(cache.invariants_reused(), 2);
+  EXPECT_EQ(cache.fingerprints_reused(), 0);
+
+  ASSERT_TRUE(t.writer->Close().ok());
+  const std::map<int64_t, std::string> rows = Rows(t.path);
+  ASSERT_EQ(rows.size(), 7u);
+  const std::vector<View> views = {value, permuted, transposed, shifted, strided, overlapping, reshaped};
+  for (size_t i = 0; i < views.size(); ++i) {
+    TensorBuffer buffer{views[i].data + views[i].offset, DType::kFloat32, views[i].shape, views[i].strides};
+    auto whole = EncodeValueFingerprint(buffer);
+    ASSERT_TRUE(whole.ok());
+    EXPECT_EQ(rows.at(static_cast<int64_t>(i)), *whole) << "view " << i;
+  }
+  EXPECT_NE(rows.at(1), rows.at(0));  // the strong part is the view's own
 }
 
 }  // namespace
