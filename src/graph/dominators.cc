@@ -29,8 +29,10 @@ std::vector<int32_t> DominatorTree::PathFromRoot(int32_t node) const {
   return path;
 }
 
-DominatorTree ComputeDominatorsDag(int32_t node_count, const std::vector<int32_t>& topo,
-                                   const std::vector<std::vector<int32_t>>& preds) {
+namespace {
+
+template <typename Preds>
+DominatorTree DominatorsDag(int32_t node_count, const std::vector<int32_t>& topo, const Preds& preds) {
   DominatorTree tree;
   tree.idom.assign(static_cast<size_t>(node_count), -1);
   tree.depth.assign(static_cast<size_t>(node_count), 0);
@@ -61,14 +63,27 @@ DominatorTree ComputeDominatorsDag(int32_t node_count, const std::vector<int32_t
   return tree;
 }
 
+}  // namespace
+
+DominatorTree ComputeDominatorsDag(int32_t node_count, const std::vector<int32_t>& topo,
+                                   const std::vector<std::vector<int32_t>>& preds) {
+  return DominatorsDag(node_count, topo, preds);
+}
+
+DominatorTree ComputeDominatorsDag(int32_t node_count, const std::vector<int32_t>& topo,
+                                   const NodeLists<int32_t>& preds) {
+  return DominatorsDag(node_count, topo, preds);
+}
+
 DominatorTree ComputeDominators(const DataflowGraph& graph) {
   std::vector<int32_t> topo;
   topo.reserve(static_cast<size_t>(graph.node_count()));
   topo.push_back(graph.source());
   for (int32_t v = 0; v < graph.op_count(); ++v) topo.push_back(v);
   topo.push_back(graph.sink());
-  std::vector<std::vector<int32_t>> preds(static_cast<size_t>(graph.node_count()));
-  for (const GraphEdge& e : graph.edges) preds[e.to].push_back(e.from);
+  NodeLists<int32_t> preds;
+  preds.Group(static_cast<size_t>(graph.node_count()), graph.edges.size(),
+              [&](size_t i) { return graph.edges[i].to; }, [&](size_t i) { return graph.edges[i].from; });
   return ComputeDominatorsDag(graph.node_count(), topo, preds);
 }
 
@@ -78,8 +93,9 @@ DominatorTree ComputePostDominators(const DataflowGraph& graph) {
   topo.push_back(graph.sink());
   for (int32_t v = graph.op_count(); v-- > 0;) topo.push_back(v);
   topo.push_back(graph.source());
-  std::vector<std::vector<int32_t>> succs(static_cast<size_t>(graph.node_count()));
-  for (const GraphEdge& e : graph.edges) succs[e.from].push_back(e.to);
+  NodeLists<int32_t> succs;
+  succs.Group(static_cast<size_t>(graph.node_count()), graph.edges.size(),
+              [&](size_t i) { return graph.edges[i].from; }, [&](size_t i) { return graph.edges[i].to; });
   return ComputeDominatorsDag(graph.node_count(), topo, succs);
 }
 

@@ -85,6 +85,9 @@ struct DominatorTree {
 // predecessors in the same numbering; nodes outside `topo` are ignored.
 DominatorTree ComputeDominatorsDag(int32_t node_count, const std::vector<int32_t>& topo,
                                    const std::vector<std::vector<int32_t>>& preds);
+// The same with the predecessors as compressed rows (no vector per node).
+DominatorTree ComputeDominatorsDag(int32_t node_count, const std::vector<int32_t>& topo,
+                                   const NodeLists<int32_t>& preds);
 
 // Dominators from the source / post-dominators from the sink of the graph.
 DominatorTree ComputeDominators(const DataflowGraph& graph);

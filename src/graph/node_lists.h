@@ -43,6 +43,13 @@ class NodeLists {
     return true;
   }
 
+  // Or node by node, in node order: Push a node's values, then EndNode.
+  void Push(T value) { values_.push_back(value); }
+  void EndNode() {
+    if (starts_.empty()) starts_.push_back(0);
+    starts_.push_back(static_cast<uint32_t>(values_.size()));
+  }
+
   std::span<const T> operator[](size_t node) const {
     return {values_.data() + starts_[node], values_.data() + starts_[node + 1]};
   }
