@@ -39,26 +39,23 @@ void ThreadPieces::Emit(int64_t start_ns, int64_t end_ns, size_t op) {
   if (end_ns > start_ns) ready_.push_back({start_ns, end_ns, op});
 }
 
+void ThreadPieces::PopOpen() {
+  const int64_t end = trace_.ops[stack_.back()].end_ns;
+  if (kind_ == Kind::kExclusive && end > cursor_ns_) Emit(cursor_ns_, end, stack_.back());
+  cursor_ns_ = std::max(cursor_ns_, end);
+  stack_.pop_back();
+}
+
 void ThreadPieces::Step() {
   const bool exclusive = kind_ == Kind::kExclusive;
   if (next_op_ == ops_.size()) {
-    while (!stack_.empty()) {
-      const int64_t end = trace_.ops[stack_.back()].end_ns;
-      if (exclusive && end > cursor_ns_) Emit(cursor_ns_, end, stack_.back());
-      cursor_ns_ = std::max(cursor_ns_, end);
-      stack_.pop_back();
-    }
+    while (!stack_.empty()) PopOpen();
     done_ = true;
     return;
   }
   const size_t i = ops_[next_op_++];
   const OpEvent& op = trace_.ops[i];
-  while (!stack_.empty() && trace_.ops[stack_.back()].end_ns <= op.start_ns) {
-    const int64_t end = trace_.ops[stack_.back()].end_ns;
-    if (exclusive && end > cursor_ns_) Emit(cursor_ns_, end, stack_.back());
-    cursor_ns_ = std::max(cursor_ns_, end);
-    stack_.pop_back();
-  }
+  while (!stack_.empty() && trace_.ops[stack_.back()].end_ns <= op.start_ns) PopOpen();
   if (!stack_.empty()) {
     if (exclusive && op.start_ns > cursor_ns_) Emit(cursor_ns_, op.start_ns, stack_.back());
     if (parent_ != nullptr) (*parent_)[i] = static_cast<int64_t>(stack_.back());

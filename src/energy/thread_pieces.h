@@ -47,6 +47,8 @@ class ThreadPieces {
  private:
   // Takes the next op (or, after the last, ends every open op) into ready_.
   void Step();
+  // Ends the innermost open op: its time since the cursor is its own.
+  void PopOpen();
   void Emit(int64_t start_ns, int64_t end_ns, size_t op);
 
   const Trace& trace_;

@@ -39,6 +39,17 @@ void FillQuantiles(std::vector<double> finite, LayoutInvariantPart* out) {
   }
 }
 
+// Both assemblies end here: the strong part from the grid's values (it needs
+// clean arithmetic; NaN/Inf are compared by count), then every part rounded
+// to its grid (the strong part's grids scale with the invariant part's rms).
+void FinishStrongPart(const std::vector<double>& core, bool all_finite, const SampleGrid& grid,
+                      const FingerprintOptions& options, Fingerprint* fp) {
+  if (options.compute_strong && all_finite && !core.empty()) {
+    fp->strong = ComputeStrongPart(core, grid.full_sizes, grid.core_sizes(), options);
+  }
+  RoundToGrids(fp);
+}
+
 }  // namespace
 
 Fingerprint AssembleFingerprint(DType dtype, const MomentAccumulator& moments, std::vector<double> core,
@@ -54,12 +65,7 @@ Fingerprint AssembleFingerprint(DType dtype, const MomentAccumulator& moments, s
   const bool all_finite = finite.size() == core.size();
   fp.invariant.quantile_sample_size = grid.exact() ? 0 : static_cast<int64_t>(finite.size());
   FillQuantiles(std::move(finite), &fp.invariant);
-
-  // The strong part needs clean arithmetic; NaN/Inf are compared by count.
-  if (options.compute_strong && all_finite && !core.empty()) {
-    fp.strong = ComputeStrongPart(core, grid.full_sizes, grid.core_sizes(), options);
-  }
-  RoundToGrids(&fp);
+  FinishStrongPart(core, all_finite, grid, options, &fp);
   return fp;
 }
 
@@ -67,14 +73,9 @@ Fingerprint AssembleWithInvariant(DType dtype, const LayoutInvariantPart& invari
                                   const SampleGrid& grid, const FingerprintOptions& options) {
   Fingerprint fp;
   fp.dtype_class = ClassOf(dtype);
-  fp.invariant = invariant;
+  fp.invariant = invariant;  // on its grids already: rounding it again leaves it as it is
   const bool all_finite = std::all_of(core.begin(), core.end(), [](double v) { return std::isfinite(v); });
-  if (options.compute_strong && all_finite && !core.empty()) {
-    fp.strong = ComputeStrongPart(core, grid.full_sizes, grid.core_sizes(), options);
-  }
-  // The invariant part is on its grids already (rounding it again leaves it
-  // as it is); the strong part's grids scale with its rms.
-  RoundToGrids(&fp);
+  FinishStrongPart(core, all_finite, grid, options, &fp);
   return fp;
 }
 

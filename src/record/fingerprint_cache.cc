@@ -105,24 +105,28 @@ std::optional<RecorderSpan> FingerprintCache::FingerprintValue(int64_t tensor_id
   return span;
 }
 
-const FingerprintCache::ViewFingerprint* FingerprintCache::FindSameElementsLocked(
-    int64_t id, int64_t storage_offset, const std::vector<int64_t>& elements) {
+template <typename Match>
+FingerprintCache::ViewFingerprint* FingerprintCache::FindIfLocked(int64_t id, Match&& match) {
   auto it = fingerprints_.find(id);
   if (it == fingerprints_.end()) return nullptr;
-  for (const ViewFingerprint& v : it->second) {
-    if (v.storage_offset == storage_offset && v.elements == elements) return &v;
+  for (ViewFingerprint& v : it->second) {
+    if (match(v)) return &v;
   }
   return nullptr;
 }
 
+const FingerprintCache::ViewFingerprint* FingerprintCache::FindSameElementsLocked(
+    int64_t id, int64_t storage_offset, const std::vector<int64_t>& elements) {
+  return FindIfLocked(id, [&](const ViewFingerprint& v) {
+    return v.storage_offset == storage_offset && v.elements == elements;
+  });
+}
+
 FingerprintCache::ViewFingerprint* FingerprintCache::FindLocked(int64_t id, int64_t storage_offset,
                                                                 uint64_t layout_hash) {
-  auto it = fingerprints_.find(id);
-  if (it == fingerprints_.end()) return nullptr;
-  for (ViewFingerprint& v : it->second) {
-    if (v.storage_offset == storage_offset && v.layout_hash == layout_hash) return &v;
-  }
-  return nullptr;
+  return FindIfLocked(id, [&](const ViewFingerprint& v) {
+    return v.storage_offset == storage_offset && v.layout_hash == layout_hash;
+  });
 }
 
 void FingerprintCache::CacheLocked(int64_t value_id, int64_t storage_offset, uint64_t layout_hash,

@@ -79,6 +79,9 @@ class FingerprintCache {
     std::shared_ptr<const std::string> encoded;
   };
 
+  // The first kept for value `id` that `match` accepts, or null; mu_ held.
+  template <typename Match>
+  ViewFingerprint* FindIfLocked(int64_t id, Match&& match);
   // The fingerprint kept for value `id` read at this offset and layout, or null; mu_ held.
   ViewFingerprint* FindLocked(int64_t id, int64_t storage_offset, uint64_t layout_hash);
   // One kept for value `id` read at this offset through the same elements, or null; mu_ held.
