@@ -98,6 +98,25 @@ void SessionData::SayStep(const std::string& what, int64_t since_ns) const {
   options.progress(what + " (" + FormatDuration(MonotonicNowNs() - since_ns) + ")");
 }
 
+Status SessionData::Attribute() {
+  if (!energy_status.ok() || energy_attributed) return energy_status;
+  const int64_t start_ns = MonotonicNowNs();
+  energy_status = [&]() -> Status {
+    MAGNETON_ASSIGN_OR_RETURN(std::tie(energy_a, energy_b), AttributePair(trace_a(), trace_b(), domain));
+    for (RepeatPair& p : repeats) {
+      MAGNETON_ASSIGN_OR_RETURN(std::tie(p.energy_a, p.energy_b), AttributePair(p.a.trace, p.b.trace, domain));
+      if (p.energy_a.provenance != energy_a.provenance || p.energy_b.provenance != energy_b.provenance) {
+        return FailedPrecondition("the repeated recordings " + p.a.path + " and " + p.b.path +
+                                  " were metered differently from the first pair; record every run on the same meter");
+      }
+    }
+    return Status::Ok();
+  }();
+  energy_attributed = true;
+  if (energy_status.ok()) SayStep("energy attributed to every op in " + domain, start_ns);
+  return energy_status;
+}
+
 MatchOptions SessionData::match_options() const {
   MatchOptions m;
   m.epsilon = options.epsilon;
@@ -244,24 +263,15 @@ StatusOr<std::unique_ptr<AnalysisSession>> AnalysisSession::FromData(std::unique
                               analysis::ReportSourceRoots(traces, ec ? "" : cwd, data->options.source_roots));
   }
   // Matching needs no energy; a pair without a common domain fails only the
-  // steps that compare energy.
-  const int64_t energy_start_ns = MonotonicNowNs();
+  // steps that compare energy. The domain is chosen now (a missing one is
+  // said before any long step); the ops' energy is attributed when a step
+  // first needs it (Attribute), after matching: the matcher's peak then
+  // holds no per-op energy (docs/PERFORMANCE.md, "At scale").
   data->energy_status = [&]() -> Status {
     MAGNETON_ASSIGN_OR_RETURN(data->domain,
                               analysis::ChooseDomain(data->trace_a(), data->trace_b(), data->options.domain));
-    MAGNETON_ASSIGN_OR_RETURN(std::tie(data->energy_a, data->energy_b),
-                              analysis::AttributePair(data->trace_a(), data->trace_b(), data->domain));
-    for (analysis::RepeatPair& p : data->repeats) {
-      MAGNETON_ASSIGN_OR_RETURN(std::tie(p.energy_a, p.energy_b),
-                                analysis::AttributePair(p.a.trace, p.b.trace, data->domain));
-      if (p.energy_a.provenance != data->energy_a.provenance || p.energy_b.provenance != data->energy_b.provenance) {
-        return FailedPrecondition("the repeated recordings " + p.a.path + " and " + p.b.path +
-                                  " were metered differently from the first pair; record every run on the same meter");
-      }
-    }
     return Status::Ok();
   }();
-  if (data->energy_status.ok()) data->SayStep("energy attributed to every op in " + data->domain, energy_start_ns);
   return std::unique_ptr<AnalysisSession>(new AnalysisSession(std::move(data)));
 }
 
@@ -286,8 +296,9 @@ Status AnalysisSession::Match() {
 }
 
 Status AnalysisSession::Diff() {
-  MAGNETON_RETURN_IF_ERROR(data_->energy_status);
+  MAGNETON_RETURN_IF_ERROR(data_->energy_status);  // no common domain: said before matching
   if (!data_->match) MAGNETON_RETURN_IF_ERROR(Match());
+  MAGNETON_RETURN_IF_ERROR(data_->Attribute());
   int64_t start_ns = MonotonicNowNs();
   MAGNETON_ASSIGN_OR_RETURN(data_->detection, analysis::DetectRuns(*data_, *data_->match, data_->repeat_matches,
                                                                      data_->detect_options()));

@@ -36,8 +36,11 @@ struct SessionData {
   // detection use the first pair.
   std::vector<LoadedRun> a, b;
   std::string domain;  // chosen once (ChooseDomain); every step uses it
+  // Filled by Attribute(), which the steps that compare energy call first
+  // (after matching, which needs none).
   energy::Attribution energy_a, energy_b;
   Status energy_status;  // why there is no domain or attribution, if so
+  bool energy_attributed = false;
   // Recordings 2..N per side when the session compares repeated runs
   // (`diff a1,a2 b1,b2`); detection combines them (detect::CombineRuns).
   std::vector<RepeatPair> repeats;
@@ -57,6 +60,8 @@ struct SessionData {
   bool long_runs() const;
   // "<what> (<time since since_ns>)" through options.progress, for long runs only.
   void SayStep(const std::string& what, int64_t since_ns) const;
+  // Attributes every run's energy in `domain` once; energy_status after.
+  Status Attribute();
   // The session's options as each stage takes them.
   MatchOptions match_options() const;
   detect::Options detect_options() const;

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "detect/detect.h"
+#include "trace/op_index.h"
 
 namespace magneton::detect {
 namespace {
@@ -14,9 +15,8 @@ using NodeMap = std::unordered_map<int64_t, size_t>;
 
 void Collect(const Trace& t, const energy::Attribution& e, const NodeMap& nodes, std::vector<Finding>* findings,
              bool side_a) {
-  if (nodes.empty()) return;
-  std::unordered_map<int64_t, size_t> index_of;
-  for (size_t i = 0; i < t.ops.size(); ++i) index_of[t.ops[i].id] = i;
+  if (nodes.empty() || e.devices.empty()) return;
+  const OpIndexOfId index_of(t);
   // (finding, name, kind) -> cost
   std::map<std::tuple<size_t, std::string, std::string>, KernelCost> sums;
   for (const energy::DeviceEnergy& dev : e.devices) {
@@ -29,9 +29,9 @@ void Collect(const Trace& t, const energy::Attribution& e, const NodeMap& nodes,
       for (int depth = 0; depth < 256 && id != kNoId; ++depth) {
         node = nodes.find(id);
         if (node != nodes.end()) break;
-        auto it = index_of.find(id);
-        if (it == index_of.end()) break;
-        id = t.ops[it->second].parent_id;
+        const int64_t at = index_of.Find(id);
+        if (at < 0) break;
+        id = t.ops[static_cast<size_t>(at)].parent_id;
       }
       if (node == nodes.end()) continue;
       const DeviceActivity& a = t.device_activities[k.activity];
@@ -61,8 +61,7 @@ std::unordered_map<int64_t, std::vector<std::string>> DeviceWorkOf(const Trace& 
                                                                    const std::unordered_set<int64_t>& nodes) {
   std::unordered_map<int64_t, std::vector<std::string>> out;
   if (t.device_activities.empty() || nodes.empty()) return out;
-  std::unordered_map<int64_t, size_t> index_of;
-  for (size_t i = 0; i < t.ops.size(); ++i) index_of[t.ops[i].id] = i;
+  const OpIndexOfId index_of(t);
   std::vector<const DeviceActivity*> by_start;
   for (const DeviceActivity& a : t.device_activities) by_start.push_back(&a);
   std::stable_sort(by_start.begin(), by_start.end(),
@@ -74,9 +73,9 @@ std::unordered_map<int64_t, std::vector<std::string>> DeviceWorkOf(const Trace& 
         out[id].push_back(t.str(a->name_id));
         break;
       }
-      auto it = index_of.find(id);
-      if (it == index_of.end()) break;
-      id = t.ops[it->second].parent_id;
+      const int64_t at = index_of.Find(id);
+      if (at < 0) break;
+      id = t.ops[static_cast<size_t>(at)].parent_id;
     }
   }
   return out;

@@ -7,12 +7,12 @@
 #include "base/format.h"
 #include "energy/energy_curve.h"
 #include "energy/thread_pieces.h"
+#include "trace/op_index.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <queue>
-#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -24,15 +24,14 @@ namespace {
 std::vector<bool> WithNested(const Trace& trace, const std::vector<bool>& marked) {
   std::vector<bool> out = marked;
   if (std::find(marked.begin(), marked.end(), true) == marked.end()) return out;
-  std::unordered_map<int64_t, size_t> index_of;
-  for (size_t i = 0; i < trace.ops.size(); ++i) index_of[trace.ops[i].id] = i;
+  const OpIndexOfId index_of(trace);
   for (size_t i = 0; i < trace.ops.size(); ++i) {
     int64_t p = trace.ops[i].parent_id;
     for (int depth = 0; depth < 256 && !out[i] && p != kNoId; ++depth) {
-      auto it = index_of.find(p);
-      if (it == index_of.end() || it->second == i) break;
-      out[i] = marked[it->second];
-      p = trace.ops[it->second].parent_id;
+      const int64_t at = index_of.Find(p);
+      if (at < 0 || static_cast<size_t>(at) == i) break;
+      out[i] = marked[static_cast<size_t>(at)];
+      p = trace.ops[static_cast<size_t>(at)].parent_id;
     }
   }
   return out;
@@ -295,18 +294,17 @@ StatusOr<Attribution> AttributeDeviceWork(const Trace& trace, const std::vector<
   out.idle_in_job_uj = out.device_idle_in_job_uj = dev.idle_in_job_uj;
   out.idle_in_job_ns = out.device_idle_in_job_ns = dev.idle_in_job_ns;
 
-  std::map<int64_t, size_t> index_of;
-  for (size_t i = 0; i < trace.ops.size(); ++i) index_of[trace.ops[i].id] = i;
+  const OpIndexOfId index_of(trace);
   out.ops.resize(trace.ops.size());
   out.device_time.resize(trace.ops.size());
   for (const KernelEnergy& k : dev.kernels) {
-    auto it = k.op_id == kNoId ? index_of.end() : index_of.find(k.op_id);
-    if (it == index_of.end()) {
+    const int64_t at = k.op_id == kNoId ? -1 : index_of.Find(k.op_id);
+    if (at < 0) {
       out.unlinked_device_uj += k.energy_uj;
       continue;
     }
-    out.ops[it->second].exclusive_uj += k.energy_uj;
-    out.device_time[it->second].device_ns += k.duration_ns;
+    out.ops[static_cast<size_t>(at)].exclusive_uj += k.energy_uj;
+    out.device_time[static_cast<size_t>(at)].device_ns += k.duration_ns;
     out.attributed_uj += k.energy_uj;
   }
   out.unattributed_uj = dev.idle_uj + out.unlinked_device_uj;
@@ -320,14 +318,15 @@ StatusOr<Attribution> AttributeDeviceWork(const Trace& trace, const std::vector<
   for (size_t i : order) {
     const bool recorder = recorder_work[i];
     if (recorder) out.recorder_uj += out.ops[i].exclusive_uj;
-    auto p = trace.ops[i].parent_id == kNoId ? index_of.end() : index_of.find(trace.ops[i].parent_id);
-    if (p == index_of.end()) continue;
-    OpEnergy& up = out.ops[p->second];
+    const int64_t parent = trace.ops[i].parent_id == kNoId ? -1 : index_of.Find(trace.ops[i].parent_id);
+    if (parent < 0) continue;
+    const size_t p = static_cast<size_t>(parent);
+    OpEnergy& up = out.ops[p];
     if (recorder) {
       up.recorder_uj += out.ops[i].inclusive_uj;
     } else {
       up.inclusive_uj += out.ops[i].inclusive_uj;
-      out.device_time[p->second].inclusive_device_ns += out.device_time[i].inclusive_device_ns;
+      out.device_time[p].inclusive_device_ns += out.device_time[i].inclusive_device_ns;
       up.recorder_uj += out.ops[i].recorder_uj;
     }
   }

@@ -171,7 +171,7 @@ CaseResult EvaluateRecordings(const Expected& expected, const std::vector<std::s
                               const std::vector<std::string>& traces_b, const SweepOptions& options);
 // Same on an opened analysis session (its traces, fingerprints, domain and
 // energy); the sweep replaces the session's epsilon and tau.
-CaseResult EvaluateSession(const Expected& expected, const AnalysisSession& session, const SweepOptions& options);
+CaseResult EvaluateSession(const Expected& expected, AnalysisSession& session, const SweepOptions& options);
 
 // Distributed cases (job_case.cc): whether `magneton record` wrote a job
 // (a manifest next to trace_path) rather than one trace.

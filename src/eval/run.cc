@@ -19,7 +19,7 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 
 }  // namespace
 
-CaseResult EvaluateSession(const Expected& expected, const AnalysisSession& session, const SweepOptions& options) {
+CaseResult EvaluateSession(const Expected& expected, AnalysisSession& session, const SweepOptions& options) {
   const analysis::SessionData& data = session.data();
   const Trace& a = data.trace_a();
   const Trace& b = data.trace_b();
@@ -27,8 +27,8 @@ CaseResult EvaluateSession(const Expected& expected, const AnalysisSession& sess
   r.expected = expected;
   r.ops_a = a.ops.size();
   r.ops_b = b.ops.size();
-  if (!data.energy_status.ok()) {
-    r.error = data.energy_status.message();
+  if (const Status attributed = session.mutable_data().Attribute(); !attributed.ok()) {
+    r.error = attributed.message();
     return r;
   }
   r.domain = data.domain;

@@ -6,38 +6,13 @@
 #include <optional>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 
 #include "graph/tensor_origin.h"
 #include "graph/graph.h"
+#include "trace/op_index.h"
 
 namespace magneton {
 namespace {
-
-// Op id -> index in trace.ops. A reader's op ids are their indices (0..n-1,
-// trace_reader.cc checks it): then the id is the index, and the hash map of
-// every op (12 MB per 320 000-op trace while the graph is built) is made only
-// for a Trace whose ids are otherwise.
-class OpIndexOfId {
- public:
-  explicit OpIndexOfId(const Trace& trace) : op_total_(trace.ops.size()) {
-    for (size_t i = 0; i < op_total_ && identity_; ++i) identity_ = trace.ops[i].id == static_cast<int64_t>(i);
-    if (identity_) return;
-    map_.reserve(op_total_);
-    for (size_t i = 0; i < op_total_; ++i) map_.emplace(trace.ops[i].id, i);
-  }
-  // The index, or -1 when no op has this id.
-  int64_t Find(int64_t op_id) const {
-    if (identity_) return op_id >= 0 && static_cast<size_t>(op_id) < op_total_ ? op_id : -1;
-    auto it = map_.find(op_id);
-    return it == map_.end() ? -1 : static_cast<int64_t>(it->second);
-  }
-
- private:
-  size_t op_total_;
-  bool identity_ = true;
-  std::unordered_map<int64_t, size_t> map_;
-};
 
 }  // namespace
 

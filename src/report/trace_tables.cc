@@ -10,6 +10,7 @@
 #include "base/format.h"
 #include "diagnose/diagnose.h"
 #include "energy/attribution.h"
+#include "trace/op_index.h"
 #include "trace/op_times.h"
 
 namespace magneton::report {
@@ -178,8 +179,7 @@ Table DeviceActivitiesTable(const Trace& trace) {
       }
     }
   }
-  std::unordered_map<int64_t, size_t> index_of;
-  for (size_t i = 0; i < trace.ops.size(); ++i) index_of[trace.ops[i].id] = i;
+  const OpIndexOfId index_of(trace);
   const size_t n = trace.device_activities.size();
   Table t;
   auto& op_id = Add<int64_t>(t, "op_id", n);
@@ -202,14 +202,14 @@ Table DeviceActivitiesTable(const Trace& trace) {
   auto& captured_op_name = Add<std::string>(t, "captured_op_name", n);
   for (size_t i = 0; i < n; ++i) {
     const DeviceActivity& a = trace.device_activities[i];
-    auto captured = a.captured_op_id == kNoId ? index_of.end() : index_of.find(a.captured_op_id);
+    const int64_t captured = a.captured_op_id == kNoId ? -1 : index_of.Find(a.captured_op_id);
     graph_id.push_back(a.graph_id);
     graph_node_id.push_back(a.graph_node_id);
-    captured_op_id.push_back(captured == index_of.end() ? -1 : a.captured_op_id);
-    captured_op_name.push_back(captured == index_of.end() ? "" : trace.str(trace.ops[captured->second].name_id));
-    auto op = a.op_id == kNoId ? index_of.end() : index_of.find(a.op_id);
-    op_id.push_back(op == index_of.end() ? -1 : a.op_id);
-    op_name.push_back(op == index_of.end() ? "" : trace.str(trace.ops[op->second].name_id));
+    captured_op_id.push_back(captured < 0 ? -1 : a.captured_op_id);
+    captured_op_name.push_back(captured < 0 ? "" : trace.str(trace.ops[static_cast<size_t>(captured)].name_id));
+    const int64_t op = a.op_id == kNoId ? -1 : index_of.Find(a.op_id);
+    op_id.push_back(op < 0 ? -1 : a.op_id);
+    op_name.push_back(op < 0 ? "" : trace.str(trace.ops[static_cast<size_t>(op)].name_id));
     name.push_back(trace.str(a.name_id));
     kind.push_back(a.kind);
     device.push_back(a.device);
