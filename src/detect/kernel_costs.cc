@@ -2,6 +2,7 @@
 // what they cost, so a GPU finding names kernels, not only host ops.
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include "detect/detect.h"
@@ -10,13 +11,12 @@
 namespace magneton::detect {
 namespace {
 
-// finding index per region node op, of one side.
-using NodeMap = std::unordered_map<int64_t, size_t>;
+// Finding index + 1 per region node op of one side, by op index (0: in no
+// finding): a vector, not a hash map of the 600 000 node ops of a long run.
+using NodeMap = std::vector<uint32_t>;
 
-void Collect(const Trace& t, const energy::Attribution& e, const NodeMap& nodes, std::vector<Finding>* findings,
-             bool side_a) {
-  if (nodes.empty() || e.devices.empty()) return;
-  const OpIndexOfId index_of(t);
+void Collect(const Trace& t, const energy::Attribution& e, const OpIndexOfId& index_of, const NodeMap& nodes,
+             std::vector<Finding>* findings, bool side_a) {
   // (finding, name, kind) -> cost
   std::map<std::tuple<size_t, std::string, std::string>, KernelCost> sums;
   for (const energy::DeviceEnergy& dev : e.devices) {
@@ -25,17 +25,17 @@ void Collect(const Trace& t, const energy::Attribution& e, const NodeMap& nodes,
       // The nearest node op at or above the charged op (nodes are top-level
       // ops, or leaves with --leaf-ops; depth is bounded against cycles).
       int64_t id = k.op_id;
-      auto node = nodes.end();
+      uint32_t node = 0;
       for (int depth = 0; depth < 256 && id != kNoId; ++depth) {
-        node = nodes.find(id);
-        if (node != nodes.end()) break;
         const int64_t at = index_of.Find(id);
         if (at < 0) break;
+        node = nodes[static_cast<size_t>(at)];
+        if (node != 0) break;
         id = t.ops[static_cast<size_t>(at)].parent_id;
       }
-      if (node == nodes.end()) continue;
+      if (node == 0) continue;
       const DeviceActivity& a = t.device_activities[k.activity];
-      KernelCost& c = sums[{node->second, t.str(a.name_id), a.kind}];
+      KernelCost& c = sums[{node - 1, t.str(a.name_id), a.kind}];
       c.name = t.str(a.name_id);
       c.kind = a.kind;
       c.count += 1;
@@ -83,15 +83,20 @@ std::unordered_map<int64_t, std::vector<std::string>> DeviceWorkOf(const Trace& 
 
 void AddKernelCosts(const Trace& a, const energy::Attribution& ea, const Trace& b, const energy::Attribution& eb,
                     std::vector<Finding>* findings) {
-  NodeMap nodes_a, nodes_b;
-  for (size_t i = 0; i < findings->size(); ++i) {
-    for (const RegionInstance& in : (*findings)[i].instances) {
-      for (int64_t id : in.ops_a) nodes_a.emplace(id, i);
-      for (int64_t id : in.ops_b) nodes_b.emplace(id, i);
+  for (auto [t, e, side_a] : {std::tuple{&a, &ea, true}, std::tuple{&b, &eb, false}}) {
+    if (e->devices.empty()) continue;  // host attribution: no kernels to name
+    const OpIndexOfId index_of(*t);
+    NodeMap nodes(t->ops.size(), 0);
+    for (size_t i = 0; i < findings->size(); ++i) {
+      for (const RegionInstance& in : (*findings)[i].instances) {
+        for (int64_t id : side_a ? in.ops_a : in.ops_b) {
+          const int64_t at = index_of.Find(id);
+          if (at >= 0 && nodes[static_cast<size_t>(at)] == 0) nodes[static_cast<size_t>(at)] = static_cast<uint32_t>(i + 1);
+        }
+      }
     }
+    Collect(*t, *e, index_of, nodes, findings, side_a);
   }
-  Collect(a, ea, nodes_a, findings, true);
-  Collect(b, eb, nodes_b, findings, false);
 }
 
 }  // namespace magneton::detect
