@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "magneton/provenance.h"
+#include "magneton/shared_dims.h"
 
 namespace magneton {
 
@@ -86,8 +87,9 @@ struct TensorMeta {
   int64_t id = kNoId;
   uint64_t storage_addr = 0;  // base address of the storage; aliases share it
   int64_t storage_offset = 0; // in elements
-  std::vector<int64_t> shape;
-  std::vector<int64_t> strides;  // in elements
+  // Shared between the tensors of one layout (shared_dims.h).
+  SharedDims shape;
+  SharedDims strides;  // in elements
   std::string dtype;             // e.g. "float32"
   std::string device;            // e.g. "cpu", "cuda:0"
   int64_t version = 0;           // the in-place version counter when first seen

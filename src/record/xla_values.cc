@@ -133,9 +133,10 @@ std::vector<std::vector<OpTensor>> XlaValueLinks(Recorder& rec, const XlaReplay&
       if (tensor == kNoId && v) {
         TensorMeta meta;
         meta.shape = v->shape;
-        meta.strides.resize(v->shape.size());
+        std::vector<int64_t> strides(v->shape.size());
         int64_t stride = 1;
-        for (size_t d = v->shape.size(); d-- > 0;) meta.strides[d] = stride, stride *= std::max<int64_t>(v->shape[d], 1);
+        for (size_t d = v->shape.size(); d-- > 0;) strides[d] = stride, stride *= std::max<int64_t>(v->shape[d], 1);
+        meta.strides = std::move(strides);
         meta.dtype = v->dtype;
         meta.device = "cpu";
         meta.producer_op_id = op_id;

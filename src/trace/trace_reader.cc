@@ -176,8 +176,18 @@ Status LoadOpsV2(sqlite3* db, Trace* t, std::vector<OpTensor>* links) {
                     });
 }
 
+// Sizes and strides from their text ("2,3"), or false.
+bool ParseDims(const std::string& shape_text, const std::string& strides_text, SharedDims* shape,
+               SharedDims* strides) {
+  std::vector<int64_t> parsed_shape, parsed_strides;
+  if (!sqlite::SplitInts(shape_text, &parsed_shape) || !sqlite::SplitInts(strides_text, &parsed_strides)) return false;
+  *shape = std::move(parsed_shape);
+  *strides = std::move(parsed_strides);
+  return true;
+}
+
 Status ParseTensorLayout(const std::string& shape, const std::string& strides, TensorMeta* tm) {
-  if (!sqlite::SplitInts(shape, &tm->shape) || !sqlite::SplitInts(strides, &tm->strides)) {
+  if (!ParseDims(shape, strides, &tm->shape, &tm->strides)) {
     return Corrupt("tensor " + std::to_string(tm->id) + " has a malformed shape or strides");
   }
   return Status::Ok();
@@ -295,7 +305,8 @@ Status LoadTensorsV3(sqlite3* db, Trace* t) {
   MAGNETON_RETURN_IF_ERROR(ForEachRow(db, schema::SelectSql(schema::TableId::kLayouts).c_str(), [&](Statement& s) {
     TensorMeta layout;
     layout.id = s.ColumnInt(0);
-    if (!sqlite::SplitInts(s.ColumnText(1), &layout.shape) || !sqlite::SplitInts(s.ColumnText(2), &layout.strides)) {
+    // Parsed once: every tensor of this layout shares its sizes and strides.
+    if (!ParseDims(s.ColumnText(1), s.ColumnText(2), &layout.shape, &layout.strides)) {
       return Corrupt("layout " + std::to_string(layout.id) + " has a malformed shape or strides");
     }
     layout.dtype = s.ColumnText(3);

@@ -273,8 +273,8 @@ void TraceWriter::AppendOp(OpEvent op, const std::vector<OpTensor>& links) {
   AfterAppend(lock);
 }
 void TraceWriter::AppendTensor(TensorMeta tensor) {
-  const std::vector<int64_t> shape = std::move(tensor.shape), strides = std::move(tensor.strides);
-  AppendTensor(tensor, shape, strides);
+  const SharedDims shape = std::move(tensor.shape), strides = std::move(tensor.strides);
+  AppendTensor(tensor, shape.vec(), strides.vec());
 }
 void TraceWriter::AppendTensor(const TensorMeta& header, std::span<const int64_t> shape,
                                std::span<const int64_t> strides) {

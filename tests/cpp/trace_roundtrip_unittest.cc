@@ -262,7 +262,7 @@ Trace WriteEveryKindOfRecord(const std::string& path, size_t dictionary_cache_by
       // The recorder's form: shape and strides apart, the header's own dropped.
       TensorMeta header = t;
       header.shape = {99};
-      header.strides.clear();
+      header.strides = {};
       w.AppendTensor(header, t.shape, t.strides);
     } else {
       w.AppendTensor(t);
