@@ -10,6 +10,7 @@
 
 #include "magneton/provenance.h"
 #include "magneton/shared_dims.h"
+#include "magneton/shared_text.h"
 
 namespace magneton {
 
@@ -114,7 +115,9 @@ struct OpEvent {
   int64_t call_path_id = kNoId;
   // Links host ops to asynchronous device work (CUPTI / CUDA events) later.
   uint64_t correlation_id = 0;
-  std::string args;  // non-tensor arguments as JSON (docs/TRACE_FORMAT.md, "Op arguments")
+  // Non-tensor arguments as JSON (docs/TRACE_FORMAT.md, "Op arguments"),
+  // shared between the ops of one text (shared_text.h).
+  SharedText args;
   // The runtime state in effect when the op started (Trace::runtime_states);
   // kNoId when the recorder reported none.
   int64_t state_id = kNoId;

@@ -37,7 +37,7 @@ namespace {
 // it: the substring test keeps parsing off them).
 nlohmann::json ArgsNaming(const OpEvent& op, const char* key) {
   if (op.args.find(key) == std::string::npos) return nullptr;
-  nlohmann::json args = nlohmann::json::parse(op.args, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json args = nlohmann::json::parse(op.args.str(), nullptr, /*allow_exceptions=*/false);
   return args.is_object() ? args : nlohmann::json(nullptr);
 }
 

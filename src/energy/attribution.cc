@@ -55,7 +55,7 @@ std::vector<bool> AtStopWork(const Trace& trace) {
   for (size_t i = 0; i < trace.ops.size(); ++i) {
     const OpEvent& op = trace.ops[i];
     if (op.args.find("\"at_stop\"") == std::string::npos || !IsRecorderOp(trace, op)) continue;
-    const nlohmann::json args = nlohmann::json::parse(op.args, nullptr, /*allow_exceptions=*/false);
+    const nlohmann::json args = nlohmann::json::parse(op.args.str(), nullptr, /*allow_exceptions=*/false);
     if (!args.is_object()) continue;
     auto it = args.find("at_stop");
     marked[i] = it != args.end() && it->is_boolean() && it->get<bool>();

@@ -136,8 +136,9 @@ StatusOr<IngestStats> IngestSession(const Graph& graph, const Profile& profile, 
     p.op.start_ns = to_monotonic(run, ev.ts_us);
     if (per_run && run >= 0) p.op.state_id = clock.runs[run].state_id;  // kNoId: the session's
     p.op.end_ns = p.op.start_ns + ev.dur_us * 1000;
+    std::string args_text;
     {
-      OpArgsWriter args(&p.op.args);  // {"node": ..., "ep": ...} (docs/TRACE_FORMAT.md)
+      OpArgsWriter args(&args_text);  // {"node": ..., "ep": ...} (docs/TRACE_FORMAT.md)
       args.BeginParams();
       args.Key("node");
       args.String(ev.node_name);
@@ -147,6 +148,7 @@ StatusOr<IngestStats> IngestSession(const Graph& graph, const Profile& profile, 
       }
       args.EndParams();
     }
+    p.op.args = std::move(args_text);
     p.scope = node ? node_scopes[node_it->second] : ScopeFromNodeName(ev.node_name);
     int64_t op_index = static_cast<int64_t>(ops.size());
     if (!node) {

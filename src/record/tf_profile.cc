@@ -289,7 +289,9 @@ StatusOr<TfIngestStats> IngestTfProfile(Recorder& rec, std::string_view json_tex
       op.scope_id = parent->scope_id;
       op.call_path_id = parent->call_path_id;
       op.state_id = parent->state_id;
-      WriteArgs(&op.args, *n, call);
+      std::string args;
+      WriteArgs(&args, *n, call);
+      op.args = std::move(args);
       rec.RecordCompletedOp(std::move(op), {});
       stats.nodes_written++;
     }

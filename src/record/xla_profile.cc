@@ -394,7 +394,9 @@ StatusOr<XlaIngestStats> IngestXlaProfile(Recorder& rec, std::string_view json_t
         op.call_path_id = rec.InternCallPath(parent->call_path_id, f->second);
         stats.ops_with_source++;
       }
-      WriteArgs(&op.args, *t, info);
+      std::string args;
+      WriteArgs(&args, *t, info);
+      op.args = std::move(args);
       rec.RecordCompletedOp(std::move(op), std::move(links[i]));
       stats.ops_written++;
     }

@@ -23,7 +23,7 @@ PlannedOp Describe(const Trace& trace, const OpEvent& op, const std::vector<cons
   // Arguments that do not parse keep their text in the signature; replaying
   // the op then says what is wrong with them.
   auto args = ParseOpArgs(op.args);
-  p.signature = p.name + "(" + (args.ok() ? FormatOpArgs(*args) : op.args) + ")";
+  p.signature = p.name + "(" + (args.ok() ? FormatOpArgs(*args) : op.args.str()) + ")";
   for (const OpTensor* l : inputs) {
     const TensorMeta& t = trace.tensors[l->tensor_id];
     p.inputs.push_back({l->slot, t.shape, t.strides, t.dtype, t.device});

@@ -2,23 +2,39 @@
 
 #include <map>
 #include <utility>
+#include <string_view>
 
 namespace magneton {
+
+namespace {
+
+// The bytes of the control character at text[i], or 0 for none.
+size_t ControlCharacterAt(std::string_view text, size_t i) {
+  const auto c = static_cast<unsigned char>(text[i]);
+  if ((c < 0x20 && c != '\t') || c == 0x7f) return 1;
+  if (c == 0xc2 && i + 1 < text.size()) {
+    const auto next = static_cast<unsigned char>(text[i + 1]);
+    if (next >= 0x80 && next <= 0x9f) return 2;  // a C1 control, two bytes in UTF-8
+  }
+  return 0;
+}
+
+bool HoldsControlCharacters(std::string_view text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (ControlCharacterAt(text, i) != 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 size_t NeutralizeControlCharacters(std::string* text) {
   size_t replaced = 0;
   for (size_t i = 0; i < text->size(); ++i) {
-    const auto c = static_cast<unsigned char>((*text)[i]);
-    if ((c < 0x20 && c != '\t') || c == 0x7f) {
-      (*text)[i] = '?';
-      ++replaced;
-    } else if (c == 0xc2 && i + 1 < text->size()) {
-      const auto next = static_cast<unsigned char>((*text)[i + 1]);
-      if (next >= 0x80 && next <= 0x9f) {  // a C1 control, two bytes in UTF-8
-        text->replace(i, 2, "?");
-        ++replaced;
-      }
-    }
+    const size_t bytes = ControlCharacterAt(*text, i);
+    if (bytes == 0) continue;
+    text->replace(i, bytes, "?");
+    ++replaced;
   }
   return replaced;
 }
@@ -58,7 +74,13 @@ size_t NeutralizeControlCharacters(Trace* t) {
   }
   for (std::string& s : t->strings) fix(s);
   for (Scope& s : t->scopes) fix(s.init_args);
-  for (OpEvent& op : t->ops) fix(op.args);
+  // Ops of one text share it: a copy only for a text to mend.
+  for (OpEvent& op : t->ops) {
+    if (!HoldsControlCharacters(op.args.str())) continue;
+    std::string text = op.args;
+    n += NeutralizeControlCharacters(&text);
+    op.args = std::move(text);
+  }
   for (TensorMeta& tensor : t->tensors) {
     fix(tensor.dtype);
     fix(tensor.device);

@@ -246,9 +246,10 @@ Status LoadOpsV3(sqlite3* db, Trace* t, std::vector<OpTensor>* links, bool keep_
   MAGNETON_RETURN_IF_ERROR(ForEachRow(db, schema::SelectSql(schema::TableId::kThreads).c_str(), [&](Statement& s) {
     return threads.Add(s.ColumnInt(0), s.ColumnInt(1));
   }));
-  Dictionary<std::string> args("op_args");
+  // Each distinct text once: the ops that name it share it (SharedText).
+  Dictionary<SharedText> args("op_args");
   MAGNETON_RETURN_IF_ERROR(ForEachRow(db, schema::SelectSql(schema::TableId::kOpArgs).c_str(), [&](Statement& s) {
-    return args.Add(s.ColumnInt(0), s.ColumnText(1));
+    return args.Add(s.ColumnInt(0), SharedText(s.ColumnText(1)));
   }));
   MAGNETON_ASSIGN_OR_RETURN(const size_t op_rows, RowCount(db, "op_rows"));
   t->ops.reserve(op_rows);
@@ -258,7 +259,7 @@ Status LoadOpsV3(sqlite3* db, Trace* t, std::vector<OpTensor>* links, bool keep_
         op.id = s.ColumnInt(0);
         op.name_id = s.ColumnInt(1);
         const int64_t* thread = threads.Find(s.ColumnInt(2));
-        const std::string* op_args = args.Find(s.ColumnInt(9));
+        const SharedText* op_args = args.Find(s.ColumnInt(9));
         const int64_t duration_ns = s.ColumnInt(4);
         // Before any arithmetic on the id (parent_back) or the times.
         if (op.id < 0) return RowError("op_rows", op.id, "the id is negative");
