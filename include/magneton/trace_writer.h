@@ -13,6 +13,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -61,6 +62,9 @@ class TraceWriter {
   void AppendScope(const Scope& scope);
   // An op with its tensor links (one lock: the per-op hot path).
   void AppendOp(OpEvent op, const std::vector<OpTensor>& links);
+  // The same with the arguments given apart (op.args is dropped; the
+  // recorder leaves it empty, so no SharedText is made): the recorder's path.
+  void AppendOp(OpEvent op, const std::vector<OpTensor>& links, std::string_view args);
   void AppendTensor(TensorMeta tensor);
   // The same with the shape and strides given apart (header's own are
   // dropped; the recorder leaves them empty, so this allocates nothing): the

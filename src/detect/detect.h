@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -64,14 +65,14 @@ struct PairRatio {
 
 // One occurrence of a region (one layer, one decode step).
 struct RegionInstance {
-  std::vector<int64_t> ops_a;  // graph node ops (each stands for its subtree)
-  std::vector<int64_t> ops_b;
-  std::vector<TensorPair> outputs;  // the exit cut, empty for non-matched kinds
+  RegionOps ops_a;  // graph node ops (each stands for its subtree)
+  RegionOps ops_b;
+  RegionCut outputs;  // the exit cut, empty for non-matched kinds
   SideCost a, b;
   // Same ops, order, input shapes and dtypes on both sides (SameWork); then
   // each op pair's ln(energy A / energy B) and energy, in order.
   bool same_work = false;
-  std::vector<PairRatio> pair_ratios;
+  SmallVector<PairRatio, 1> pair_ratios;
 };
 
 // A two-sided confidence interval; known = false when there is nothing to
@@ -271,14 +272,14 @@ struct DetectResult {
 double Median(std::vector<double> values);
 
 // The op names of `ops` in order ("?" for an id outside the trace).
-std::vector<std::string> NamesOf(const Trace& trace, const std::vector<int64_t>& ops);
+std::vector<std::string> NamesOf(const Trace& trace, std::span<const int64_t> ops);
 
 // The classification rule on one (aggregated) region.
 Verdict Classify(const SideCost& a, const SideCost& b, bool outputs_agree, const Options& options);
 
 // Energy and time of a set of graph-node ops: inclusive energy (the node's
 // whole subtree) and wall time, summed.
-SideCost CostOf(const Trace& trace, const energy::Attribution& attribution, const std::vector<int64_t>& node_ops);
+SideCost CostOf(const Trace& trace, const energy::Attribution& attribution, std::span<const int64_t> node_ops);
 
 // Fills Finding::kernels_a / kernels_b of matched and unmatched findings from
 // the attributions' per-activity energy: an activity counts in the region
@@ -295,10 +296,10 @@ std::unordered_map<int64_t, std::vector<std::string>> DeviceWorkOf(const Trace& 
 // Whether two region instances run the same work: the same op names in the
 // same order, with the same non-tensor arguments (OpEvent::args), on inputs
 // of the same shapes and dtypes (same_work.cc).
-bool SameWork(const Trace& a, const std::vector<int64_t>& ops_a, const Trace& b, const std::vector<int64_t>& ops_b);
+bool SameWork(const Trace& a, std::span<const int64_t> ops_a, const Trace& b, std::span<const int64_t> ops_b);
 // ln(energy_A / energy_B) and energy per op pair (inclusive plus issue energy).
-std::vector<PairRatio> PairRatios(const energy::Attribution& ea, const std::vector<int64_t>& ops_a,
-                                  const energy::Attribution& eb, const std::vector<int64_t>& ops_b);
+std::vector<PairRatio> PairRatios(const energy::Attribution& ea, std::span<const int64_t> ops_a,
+                                  const energy::Attribution& eb, std::span<const int64_t> ops_b);
 // The log ratio at which the pairs' cumulative energy, in ratio order, first
 // reaches half of their total; 0 for none.
 double WeightedMedianLogRatio(std::vector<PairRatio> pairs);
@@ -309,7 +310,7 @@ double WeightedQuantileLogRatio(std::vector<PairRatio> pairs, double q);
 double EffectivePairs(const std::vector<PairRatio>& pairs);
 
 // Whether the exit-cut tensors hold the same values within `epsilon`.
-bool OutputsAgree(const std::vector<TensorPair>& outputs, const FingerprintMap& fa, const FingerprintMap& fb,
+bool OutputsAgree(std::span<const TensorPair> outputs, const FingerprintMap& fa, const FingerprintMap& fb,
                   double epsilon, std::string* note);
 
 // How much slower the costlier side may have run for the machine alone. A
@@ -369,7 +370,7 @@ PhaseBounds PhasesOf(const Trace& trace);
 // wherever it ran.
 Phase PhaseOf(const Trace& trace, const PhaseBounds& bounds, int64_t op_id);
 // The ops of `ops` in `phase`, in order.
-std::vector<int64_t> PhaseOps(const Trace& trace, const std::vector<int64_t>& ops, const PhaseBounds& bounds,
+std::vector<int64_t> PhaseOps(const Trace& trace, std::span<const int64_t> ops, const PhaseBounds& bounds,
                               Phase phase);
 
 // The ranking of DetectResult::findings.

@@ -7,7 +7,7 @@
 
 namespace magneton::detect {
 
-SideCost CostOf(const Trace& trace, const energy::Attribution& attribution, const std::vector<int64_t>& node_ops) {
+SideCost CostOf(const Trace& trace, const energy::Attribution& attribution, std::span<const int64_t> node_ops) {
   SideCost cost;
   for (int64_t id : node_ops) {
     if (id < 0 || static_cast<size_t>(id) >= trace.ops.size()) continue;
@@ -36,7 +36,7 @@ SideCost CostOf(const Trace& trace, const energy::Attribution& attribution, cons
   return cost;
 }
 
-bool OutputsAgree(const std::vector<TensorPair>& outputs, const FingerprintMap& fa, const FingerprintMap& fb,
+bool OutputsAgree(std::span<const TensorPair> outputs, const FingerprintMap& fa, const FingerprintMap& fb,
                   double epsilon, std::string* note) {
   if (outputs.empty()) {
     *note = "no output tensors to compare";

@@ -398,7 +398,7 @@ StatusOr<DetectResult> DetectFromMatch(const Trace& a, const FingerprintMap& fa,
   return r;
 }
 
-std::vector<std::string> NamesOf(const Trace& trace, const std::vector<int64_t>& ops) {
+std::vector<std::string> NamesOf(const Trace& trace, std::span<const int64_t> ops) {
   std::vector<std::string> names;
   names.reserve(ops.size());
   for (int64_t id : ops) {

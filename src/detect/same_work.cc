@@ -43,7 +43,7 @@ bool SameInputs(const Trace& a, int64_t op_a, const Trace& b, int64_t op_b) {
 
 }  // namespace
 
-bool SameWork(const Trace& a, const std::vector<int64_t>& ops_a, const Trace& b, const std::vector<int64_t>& ops_b) {
+bool SameWork(const Trace& a, std::span<const int64_t> ops_a, const Trace& b, std::span<const int64_t> ops_b) {
   if (ops_a.empty() || ops_a.size() != ops_b.size()) return false;
   for (size_t i = 0; i < ops_a.size(); ++i) {
     const int64_t x = ops_a[i], y = ops_b[i];
@@ -57,8 +57,8 @@ bool SameWork(const Trace& a, const std::vector<int64_t>& ops_a, const Trace& b,
   return true;
 }
 
-std::vector<PairRatio> PairRatios(const energy::Attribution& ea, const std::vector<int64_t>& ops_a,
-                                  const energy::Attribution& eb, const std::vector<int64_t>& ops_b) {
+std::vector<PairRatio> PairRatios(const energy::Attribution& ea, std::span<const int64_t> ops_a,
+                                  const energy::Attribution& eb, std::span<const int64_t> ops_b) {
   std::vector<PairRatio> out;
   const size_t n = std::min(ops_a.size(), ops_b.size());
   out.reserve(n);

@@ -106,7 +106,7 @@ Phase PhaseOf(const Trace& trace, const PhaseBounds& bounds, int64_t op_id) {
   return trace.ops[op_id].start_ns < bounds.setup_end_ns ? Phase::kSetup : Phase::kJob;
 }
 
-std::vector<int64_t> PhaseOps(const Trace& trace, const std::vector<int64_t>& ops, const PhaseBounds& bounds,
+std::vector<int64_t> PhaseOps(const Trace& trace, std::span<const int64_t> ops, const PhaseBounds& bounds,
                               Phase phase) {
   std::vector<int64_t> out;
   for (int64_t id : ops) {

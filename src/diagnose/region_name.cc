@@ -47,7 +47,7 @@ std::vector<int64_t> ScopeChain(const Trace& t, int64_t scope_id) {
 // The deepest scope chain that the ops holding most of the region's time
 // share, or nothing. By time, not count: a decode loop's many small ops
 // issued by generate() itself (argmax, cat) do not make it less the model's.
-std::optional<std::vector<int64_t>> CommonScope(const Trace& t, const std::vector<int64_t>& ops) {
+std::optional<std::vector<int64_t>> CommonScope(const Trace& t, std::span<const int64_t> ops) {
   std::optional<std::vector<int64_t>> common;
   double total = 0, scoped = 0;
   for (int64_t id : ops) {
@@ -210,7 +210,7 @@ std::string UserLine(const Trace& t, int64_t id, std::map<int64_t, std::vector<s
 
 }  // namespace
 
-std::vector<RegionPart> TopParts(const Trace& t, const std::vector<int64_t>& ops, size_t max_parts) {
+std::vector<RegionPart> TopParts(const Trace& t, std::span<const int64_t> ops, size_t max_parts) {
   std::map<std::string, RegionPart> parts;
   std::map<int64_t, std::vector<std::string>> paths;
   for (int64_t id : ops) {

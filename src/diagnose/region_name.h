@@ -2,6 +2,7 @@
 // the region is in the user's model or program, not its first op.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,7 @@ struct RegionPart {
   size_t ops = 0;
   int64_t time_ns = 0;
 };
-std::vector<RegionPart> TopParts(const Trace& t, const std::vector<int64_t>& ops, size_t max_parts);
+std::vector<RegionPart> TopParts(const Trace& t, std::span<const int64_t> ops, size_t max_parts);
 
 // A frame or file as a reader wants it: an installed package's file from the
 // package down ("transformers/models/gpt2/modeling_gpt2.py:272:forward"), a

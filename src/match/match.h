@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/small_vector.h"
 #include "fingerprint/fingerprint_map.h"
 #include "graph/graph.h"
 #include "magneton/analysis_defaults.h"
@@ -95,14 +96,19 @@ std::vector<TensorPair> FindEquivalentTensors(const FingerprintMap& a, const Fin
 
 // A pair of regions that compute the same thing: they start from equivalent
 // tensors (or both from the model inputs) and end in equivalent tensors.
+// Most region pairs are one node a side with one output (small_vector.h).
+using RegionOps = SmallVector<int64_t, 1>;
+using RegionNodes = SmallVector<int32_t, 2>;
+using RegionCut = SmallVector<TensorPair, 1>;
+
 struct RegionPair {
-  std::vector<int64_t> ops_a;  // node op ids (top-level or leaf ops), in order
-  std::vector<int64_t> ops_b;
-  std::vector<int32_t> nodes_a;  // graph node indices (ordinals), in order
-  std::vector<int32_t> nodes_b;
+  RegionOps ops_a;  // node op ids (top-level or leaf ops), in order
+  RegionOps ops_b;
+  RegionNodes nodes_a;  // graph node indices (ordinals), in order
+  RegionNodes nodes_b;
   bool starts_at_model_inputs = false;
-  std::vector<TensorPair> inputs;   // the entry cut (empty at the model inputs)
-  std::vector<TensorPair> outputs;  // the exit cut
+  RegionCut inputs;   // the entry cut (empty at the model inputs)
+  RegionCut outputs;  // the exit cut
   int depth = 0;                    // recursion level that produced it
 };
 

@@ -37,7 +37,6 @@ void OpStacks::End(std::string args, int64_t start_ns, int64_t end_ns) {
   PendingOp& p = ts.ops.back();
   if (start_ns > 0) p.event.start_ns = start_ns;
   p.event.end_ns = end_ns;
-  p.event.args = std::move(args);
   // The recorder's spans nest in the op when they lie inside its interval;
   // an engine that reads the end time before its outputs are fingerprinted
   // (ggml) leaves them after it, beside the op in its parent.
@@ -54,7 +53,7 @@ void OpStacks::End(std::string args, int64_t start_ns, int64_t end_ns) {
     r.end_ns = span.end_ns;
     writer_->AppendOp(std::move(r), {});
   }
-  writer_->AppendOp(std::move(p.event), p.links);
+  writer_->AppendOp(std::move(p.event), p.links, args);
   ts.ops.pop_back();
 }
 

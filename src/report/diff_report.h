@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -42,7 +43,7 @@ bool BelowNoiseFloor(const detect::Finding& f, double tau);
 // The time span of a region instance's ops on one side (graph-node ops: each
 // op's interval covers its nested ops); false when it has none. The timeline
 // and the Perfetto diff draw regions over it.
-bool OpsExtent(const Trace& trace, const std::vector<int64_t>& op_ids, int64_t* start_ns, int64_t* end_ns);
+bool OpsExtent(const Trace& trace, std::span<const int64_t> op_ids, int64_t* start_ns, int64_t* end_ns);
 // The end-to-end energy that waste findings could save, per costlier side.
 double WasteSavingUj(const detect::DetectResult& r);
 

@@ -536,7 +536,7 @@ Timeline RenderDiffTimeline(const DiffReportInput& in, const TimelineOptions& op
   return out;
 }
 
-bool OpsExtent(const Trace& trace, const std::vector<int64_t>& op_ids, int64_t* start_ns, int64_t* end_ns) {
+bool OpsExtent(const Trace& trace, std::span<const int64_t> op_ids, int64_t* start_ns, int64_t* end_ns) {
   bool any = false;
   for (int64_t id : op_ids) {
     if (id < 0 || static_cast<size_t>(id) >= trace.ops.size()) continue;

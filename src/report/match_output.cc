@@ -42,13 +42,13 @@ json TensorJson(const Trace& t, int64_t id) {
   return j;
 }
 
-json OpsJson(const Trace& t, const std::vector<int64_t>& ops) {
+json OpsJson(const Trace& t, std::span<const int64_t> ops) {
   json out = json::array();
   for (int64_t op : ops) out.push_back({{"id", op}, {"name", OpName(t, op)}, {"scope", OpScope(t, op)}});
   return out;
 }
 
-json CutJson(const Trace& a, const Trace& b, const std::vector<TensorPair>& cut) {
+json CutJson(const Trace& a, const Trace& b, std::span<const TensorPair> cut) {
   json out = json::array();
   for (const TensorPair& p : cut) out.push_back({{"a", TensorJson(a, p.a)}, {"b", TensorJson(b, p.b)}});
   return out;

@@ -262,7 +262,11 @@ void TraceWriter::AppendCallPath(const CallPath& path) { MAGNETON_APPEND(call_pa
 void TraceWriter::AppendScope(const Scope& scope) { MAGNETON_APPEND(scopes, scope); }
 void TraceWriter::AppendOp(OpEvent op, const std::vector<OpTensor>& links) {
   // Freed when this returns, on the caller's thread (Batch).
-  const std::string args = std::move(op.args);
+  const SharedText args = std::move(op.args);
+  AppendOp(std::move(op), links, args.str());
+}
+void TraceWriter::AppendOp(OpEvent op, const std::vector<OpTensor>& links, std::string_view args) {
+  op.args = {};  // the row's text is `args`
   std::unique_lock<std::mutex> lock(mu_);
   pending_bytes_ += sizeof(OpEvent) + args.size() + links.size() * sizeof(OpTensor) + 2 * sizeof(size_t);
   pending_->op_tensors.insert(pending_->op_tensors.end(), links.begin(), links.end());

@@ -449,8 +449,8 @@ TEST_F(DetectSetup, FirstScopedOpEndsSetUp) {
   EXPECT_EQ(SetupEndNs(a_.trace), 2000);  // the linear starts at 2000 ns
   const PhaseBounds bounds = PhasesOf(a_.trace);
   EXPECT_EQ(bounds.setup_end_ns, 2000);
-  EXPECT_EQ(PhaseOps(a_.trace, {0, 1, 2, 3}, bounds, Phase::kSetup), (std::vector<int64_t>{0, 1}));
-  EXPECT_EQ(PhaseOps(a_.trace, {0, 1, 2, 3}, bounds, Phase::kJob), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(PhaseOps(a_.trace, std::vector<int64_t>{0, 1, 2, 3}, bounds, Phase::kSetup), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(PhaseOps(a_.trace, std::vector<int64_t>{0, 1, 2, 3}, bounds, Phase::kJob), (std::vector<int64_t>{2, 3}));
 }
 
 TEST_F(DetectSetup, ARegionSpanningTheFirstForwardIsSplitThere) {

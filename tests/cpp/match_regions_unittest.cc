@@ -118,7 +118,7 @@ float Relu(float v) { return std::max(v, 0.f); }
 float Abs(float v) { return std::fabs(v); }
 float Sigmoid(float v) { return 1.f / (1.f + std::exp(-v)); }
 
-std::vector<std::string> Names(const Trace& t, const std::vector<int64_t>& ops) {
+std::vector<std::string> Names(const Trace& t, std::span<const int64_t> ops) {
   std::vector<std::string> out;
   for (int64_t id : ops) out.push_back(t.str(t.ops[id].name_id));
   return out;

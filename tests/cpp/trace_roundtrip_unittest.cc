@@ -399,5 +399,31 @@ TEST(TraceRoundTrip, DictionariesStoreRepeatedTextOnce) {
   }
 }
 
+// What a file stores once comes back once: the tensors of one layout share
+// their sizes and strides, the ops of one arguments text share it, and a
+// tensor or op given its own value afterwards leaves the others as they were.
+TEST(TraceRoundTrip, RowsOfOneLayoutOrArgumentsTextShareItInMemory) {
+  const std::string path = TempPath("shared.mtrace");
+  const Trace want = WriteEveryKindOfRecord(path, size_t{8} << 20);
+  auto got = ReadTrace(path);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  ExpectSameRecords(*got, want);
+  // Tensors 8 and 16 have one layout row (shape {4, 8}, float32 on cpu).
+  Trace& t = *got;
+  ASSERT_GE(t.tensors.size(), 17u);
+  EXPECT_EQ(t.tensors[8].shape.data(), t.tensors[16].shape.data());
+  EXPECT_EQ(t.tensors[8].strides.data(), t.tensors[16].strides.data());
+  // Tensor 10 has another layout ({3, 0, 2}): its own vectors.
+  EXPECT_NE(t.tensors[8].shape.data(), t.tensors[10].shape.data());
+  // Parents all carry one text (ops 0, 2, ...).
+  EXPECT_EQ(t.ops[0].args.c_str(), t.ops[2].args.c_str());
+  t.ops[0].args = std::string("[1]");
+  t.tensors[8].shape = {5, 5};
+  EXPECT_EQ(t.ops[2].args, R"([{"t":0},[4,8]])");
+  EXPECT_EQ(t.ops[0].args, "[1]");
+  EXPECT_EQ(t.tensors[16].shape, (std::vector<int64_t>{4, 8}));
+  EXPECT_EQ(t.tensors[8].shape, (std::vector<int64_t>{5, 5}));
+}
+
 }  // namespace
 }  // namespace magneton
