@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 #include <span>
+#include <deque>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -106,7 +107,10 @@ struct Finding {
   Verdict verdict = Verdict::kEqual;
   std::vector<std::string> names_a;  // op-name sequence of one instance
   std::vector<std::string> names_b;
-  std::vector<RegionInstance> instances;  // aggregated repeats, in trace order
+  // Aggregated repeats, in trace order. In blocks, not one array: a long
+  // run's 600 000 instances grew arrays by doubling, old and new both held
+  // at the diff's peak (docs/PERFORMANCE.md, "At scale").
+  std::deque<RegionInstance> instances;
   SideCost a, b;                          // summed over instances
   double energy_ratio = 1;  // a / b; +inf when b spent nothing
   char wasteful_side = 0;   // 'A' or 'B' (the side spending more), 0 when equal energy
