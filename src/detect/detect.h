@@ -12,6 +12,7 @@
 #include <span>
 #include <deque>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -95,6 +96,16 @@ struct Uncertainty {
 };
 
 struct Finding {
+  // Moved, never copied, when a vector of findings grows: the instances'
+  // deque does not promise a move without exceptions (libstdc++ gives the
+  // source a new map), so a vector copied every finding, doubling 600 000
+  // instances at the diff's peak (docs/PERFORMANCE.md, "At scale").
+  Finding() = default;
+  Finding(const Finding&) = default;
+  Finding& operator=(const Finding&) = default;
+  Finding(Finding&&) noexcept = default;
+  Finding& operator=(Finding&&) noexcept = default;
+
   RegionKind kind = RegionKind::kMatched;
   // Set-up (setup_phase.cc): the ops ran before the program's first forward
   // pass — model construction, weight init, input preparation. A region that
@@ -109,7 +120,7 @@ struct Finding {
   std::vector<std::string> names_b;
   // Aggregated repeats, in trace order. In blocks, not one array: a long
   // run's 600 000 instances grew arrays by doubling, old and new both held
-  // at the diff's peak (docs/PERFORMANCE.md, "At scale").
+  // at the diff's peak.
   std::deque<RegionInstance> instances;
   SideCost a, b;                          // summed over instances
   double energy_ratio = 1;  // a / b; +inf when b spent nothing
@@ -145,6 +156,7 @@ struct Finding {
   // that a same-work region's cost is the code's and not the machine's.
   std::vector<std::string> differences_in_effect;
 };
+static_assert(std::is_nothrow_move_constructible_v<Finding>, "a growing vector must move findings, not copy them");
 
 struct Options {
   // Defaults: magneton/analysis_defaults.h.
