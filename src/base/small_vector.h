@@ -11,8 +11,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <iterator>
 #include <new>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace magneton {
@@ -110,7 +112,11 @@ class SmallVector {
   void Take(SmallVector& other) {
     size_ = other.size_;
     capacity_ = other.capacity_;
-    std::memcpy(storage_, other.storage_, sizeof storage_);  // the heap pointer, or the values
+    if (other.on_heap()) {
+      set_heap(other.heap());
+    } else {
+      std::memcpy(storage_, other.storage_, other.size_ * sizeof(T));  // only the values it holds
+    }
     other.size_ = 0;
     other.capacity_ = N;
   }
@@ -127,7 +133,7 @@ class SmallVector {
 
   uint32_t size_ = 0;
   uint32_t capacity_ = N;
-  alignas(T) alignas(T*) unsigned char storage_[std::max(N * sizeof(T), sizeof(T*))];
+  alignas(T) alignas(T*) unsigned char storage_[std::max(N * sizeof(T), sizeof(T*))] = {};
 };
 
 }  // namespace magneton

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
-#include <span>
 #include <deque>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -74,7 +74,7 @@ struct RegionInstance {
   // Same ops, order, input shapes and dtypes on both sides (SameWork); then
   // each op pair's ln(energy A / energy B) and energy, in order.
   bool same_work = false;
-  SmallVector<PairRatio, 1> pair_ratios;
+  SmallVector<PairRatio, 1> pair_ratios{};
 };
 
 // A two-sided confidence interval; known = false when there is nothing to

@@ -91,7 +91,9 @@ void AddKernelCosts(const Trace& a, const energy::Attribution& ea, const Trace& 
       for (const RegionInstance& in : (*findings)[i].instances) {
         for (int64_t id : side_a ? in.ops_a : in.ops_b) {
           const int64_t at = index_of.Find(id);
-          if (at >= 0 && nodes[static_cast<size_t>(at)] == 0) nodes[static_cast<size_t>(at)] = static_cast<uint32_t>(i + 1);
+          if (at < 0) continue;
+          uint32_t& node = nodes[static_cast<size_t>(at)];
+          if (node == 0) node = static_cast<uint32_t>(i + 1);  // the first finding holding it
         }
       }
     }

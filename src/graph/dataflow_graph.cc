@@ -12,9 +12,6 @@
 #include "trace/op_index.h"
 
 namespace magneton {
-namespace {
-
-}  // namespace
 
 int32_t DataflowGraph::NodeOfOp(int64_t op_id) const {
   auto it = std::lower_bound(folded_op_ids.begin(), folded_op_ids.end(), op_id);

@@ -10,7 +10,9 @@ namespace magneton {
 
 StatusOr<MatchResult> MatchAcrossInputs(const std::vector<TracePairInput>& inputs, const MatchOptions& options) {
   if (inputs.empty()) return InvalidArgument("match: no trace pairs given");
+  // A region pair by its node ordinals on both sides.
   using Key = std::pair<std::vector<int32_t>, std::vector<int32_t>>;
+  auto KeyOf = [](const RegionPair& rp) { return Key{rp.nodes_a.to_vector(), rp.nodes_b.to_vector()}; };
   std::vector<MatchResult> results;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const TracePairInput& in = inputs[i];
@@ -25,12 +27,12 @@ StatusOr<MatchResult> MatchAcrossInputs(const std::vector<TracePairInput>& input
   for (const MatchResult& r : results) out.tensor_comparisons += r.tensor_comparisons;
   std::vector<std::set<Key>> keys(results.size());
   for (size_t i = 1; i < results.size(); ++i) {
-    for (const RegionPair& rp : results[i].regions) keys[i].insert({rp.nodes_a.to_vector(), rp.nodes_b.to_vector()});
+    for (const RegionPair& rp : results[i].regions) keys[i].insert(KeyOf(rp));
   }
   std::set<int64_t> kept_a, kept_b;
   for (const RegionPair& rp : results[0].regions) {
     bool everywhere = true;
-    for (size_t i = 1; i < results.size() && everywhere; ++i) everywhere = keys[i].count({rp.nodes_a.to_vector(), rp.nodes_b.to_vector()}) > 0;
+    for (size_t i = 1; i < results.size() && everywhere; ++i) everywhere = keys[i].count(KeyOf(rp)) > 0;
     if (!everywhere) continue;
     kept_a.insert(rp.ops_a.begin(), rp.ops_a.end());
     kept_b.insert(rp.ops_b.begin(), rp.ops_b.end());

@@ -1,8 +1,8 @@
 #include "trace/control_chars.h"
 
 #include <map>
-#include <utility>
 #include <string_view>
+#include <utility>
 
 namespace magneton {
 
