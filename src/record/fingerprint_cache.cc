@@ -1,6 +1,8 @@
 // --values fingerprints and their per-view cache (fingerprint_cache.h).
 #include "record/fingerprint_cache.h"
 
+#include <cstring>
+
 #include "fingerprint/fingerprint.h"
 #include "fingerprint/value_parts.h"
 #include "record/view_layout.h"
@@ -36,6 +38,39 @@ StatusOr<std::string> EncodeWithKnownInvariant(const TensorBuffer& buffer, const
 
 }  // namespace
 
+FingerprintCache::FingerprintCache(TraceWriter* writer, std::atomic<int64_t>* next_op_id)
+    : writer_(writer), worker_(writer, next_op_id, &FingerprintCache::RunJob, this) {}
+
+void FingerprintCache::RunJob(const FingerprintWorker::Job& job, TraceWriter* writer, void* context) {
+  auto* cache = static_cast<FingerprintCache*>(context);
+  KeptFingerprint& kept = *job.result;
+  if (!job.data) {
+    // An alias: its value's job ran before it (queued first).
+    if (kept.done.load(std::memory_order_acquire) && kept.ok) {
+      writer->AppendFingerprint(job.tensor_id, std::string(kFingerprintKind), kept.encoded);
+    }
+    return;
+  }
+  TensorBuffer buffer;
+  buffer.data = job.data;
+  buffer.dtype = job.dtype;
+  buffer.shape.assign(job.shape.begin(), job.shape.end());
+  buffer.strides.assign(job.strides.begin(), job.strides.end());
+  StatusOr<std::string> fp = Unavailable("not computed");
+  if (job.known && job.known->done.load(std::memory_order_acquire) && job.known->ok) {
+    fp = EncodeWithKnownInvariant(buffer, job.known->encoded);
+    if (fp.ok()) cache->invariants_reused_.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (!fp.ok()) fp = EncodeValueFingerprint(buffer);
+  if (fp.ok()) {
+    kept.encoded = std::move(fp).value();
+    kept.ok = true;
+    writer->AppendFingerprint(job.tensor_id, std::string(kFingerprintKind), kept.encoded);
+  }
+  cache->computed_off_thread_.fetch_add(1, std::memory_order_relaxed);
+  kept.done.store(true, std::memory_order_release);
+}
+
 std::optional<RecorderSpan> FingerprintCache::FingerprintValue(int64_t tensor_id, const TensorView& t,
                                                                 int64_t viewed_id) {
   const uint64_t layout_hash = ValueLayoutHash(t);
@@ -46,61 +81,91 @@ std::optional<RecorderSpan> FingerprintCache::FingerprintValue(int64_t tensor_id
   const std::vector<int64_t> elements = cacheable && t.host_data ? ElementSet(t) : std::vector<int64_t>{};
   // A kept fingerprint of the same elements in another order, whose
   // invariant part this view takes.
-  std::shared_ptr<const std::string> same_elements;
+  std::shared_ptr<const KeptFingerprint> same_elements;
   if (reusable) {
-    std::shared_ptr<const std::string> cached;
+    std::shared_ptr<KeptFingerprint> cached;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (const ViewFingerprint* v = FindLocked(viewed_id, t.storage_offset, layout_hash)) {
-        cached = v->encoded;
+      ViewFingerprint* v = FindLocked(viewed_id, t.storage_offset, layout_hash);
+      // One that could not be computed is not taken: this view computes its own.
+      if (v && v->kept->done.load(std::memory_order_acquire) && !v->kept->ok) v = nullptr;
+      if (v) {
+        cached = v->kept;
         ++fingerprints_reused_;
         // The view's own views (view(...).t()) find it under its id too.
         CacheLocked(tensor_id, t.storage_offset, layout_hash, elements, cached);
       } else if (!elements.empty()) {
-        if (const ViewFingerprint* v = FindSameElementsLocked(viewed_id, t.storage_offset, elements)) {
-          same_elements = v->encoded;
+        if (const ViewFingerprint* same = FindSameElementsLocked(viewed_id, t.storage_offset, elements)) {
+          same_elements = same->kept;
         }
       }
     }
     if (cached) {
-      writer_->AppendFingerprint(tensor_id, std::string(kFingerprintKind), *cached);
+      if (cached->done.load(std::memory_order_acquire)) {
+        if (cached->ok) writer_->AppendFingerprint(tensor_id, std::string(kFingerprintKind), cached->encoded);
+      } else {
+        // Still being computed: written by the fingerprint thread after it.
+        FingerprintWorker::Job alias;
+        alias.tensor_id = tensor_id;
+        alias.result = std::move(cached);
+        worker_.PushAlias(std::move(alias));
+      }
       return std::nullopt;
     }
   }
-  // Computed here, on the thread that owns the value, while it is alive;
-  // only the fingerprint travels, never the values.
   auto dtype = ParseDType(t.dtype);
   if (!dtype.ok()) return std::nullopt;  // complex, fp8, ...: no fingerprint, no match
-  TensorBuffer buffer;
-  buffer.data = t.host_data;
-  buffer.dtype = *dtype;
-  buffer.shape.assign(t.sizes, t.sizes + t.ndim);
-  if (t.strides) buffer.strides.assign(t.strides, t.strides + t.ndim);
+  auto kept = std::make_shared<KeptFingerprint>();
   // On a device, the span also covers waiting for the work that produces the
   // value (the reader synchronises with it): the recorder's time either way.
   const int64_t start_ns = MonotonicNowNs();
-  StatusOr<std::string> fp = Unavailable("not computed");
-  if (same_elements) {
-    fp = EncodeWithKnownInvariant(buffer, *same_elements);
-    if (fp.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++invariants_reused_;
+  bool queued = false;
+  if (t.host_data) {
+    // Host values are copied now and fingerprinted on the fingerprint thread.
+    FingerprintWorker::Job job;
+    job.tensor_id = tensor_id;
+    job.result = kept;
+    job.known = same_elements;
+    job.dtype = *dtype;
+    job.shape.assign(t.sizes, t.sizes + t.ndim);
+    if (t.strides) job.strides.assign(t.strides, t.strides + t.ndim);
+    queued = worker_.PushCopy(std::move(job), t.host_data, ElementSizeBytes(*dtype));
+  }
+  if (!queued) {
+    // Computed here, while the value is alive: device values (only the
+    // fingerprint travels, never the values), values too large to copy, and
+    // those with no elements.
+    TensorBuffer buffer;
+    buffer.data = t.host_data;
+    buffer.dtype = *dtype;
+    buffer.shape.assign(t.sizes, t.sizes + t.ndim);
+    if (t.strides) buffer.strides.assign(t.strides, t.strides + t.ndim);
+    StatusOr<std::string> fp = Unavailable("not computed");
+    // A kept one still queued is not waited for: computed whole, the
+    // fingerprint is the same bit for bit.
+    if (same_elements && same_elements->done.load(std::memory_order_acquire) && same_elements->ok) {
+      fp = EncodeWithKnownInvariant(buffer, same_elements->encoded);
+      if (fp.ok()) invariants_reused_.fetch_add(1, std::memory_order_relaxed);
     }
+    if (!fp.ok()) {
+      fp = t.host_data ? EncodeValueFingerprint(buffer)
+                       : EncodeDeviceValueFingerprint(*t.device_values, t.dtype, buffer.shape);
+    }
+    if (!t.host_data) NoteDeviceFingerprint(fp.status());
+    if (t.host_data) computed_in_place_.fetch_add(1, std::memory_order_relaxed);
+    if (!fp.ok()) return RecorderSpan{start_ns, MonotonicNowNs()};
+    kept->encoded = std::move(fp).value();
+    kept->ok = true;
+    kept->done.store(true, std::memory_order_release);
+    writer_->AppendFingerprint(tensor_id, std::string(kFingerprintKind), kept->encoded);
   }
-  if (!fp.ok()) {
-    fp = t.host_data ? EncodeValueFingerprint(buffer)
-                     : EncodeDeviceValueFingerprint(*t.device_values, t.dtype, buffer.shape);
-  }
-  const int64_t end_ns = MonotonicNowNs();
-  const RecorderSpan span{start_ns, end_ns};
-  if (!t.host_data) NoteDeviceFingerprint(fp.status());
-  if (!fp.ok()) return span;
-  auto encoded = std::make_shared<const std::string>(std::move(fp).value());
-  writer_->AppendFingerprint(tensor_id, std::string(kFingerprintKind), *encoded);
+  const RecorderSpan span{start_ns, MonotonicNowNs()};
+  // Kept after the job is queued, so that a view that takes it queues its
+  // alias after that job.
   if (cacheable) {
     std::lock_guard<std::mutex> lock(mu_);
-    CacheLocked(tensor_id, t.storage_offset, layout_hash, elements, encoded);
-    if (reusable) CacheLocked(viewed_id, t.storage_offset, layout_hash, elements, encoded);
+    CacheLocked(tensor_id, t.storage_offset, layout_hash, elements, kept);
+    if (reusable) CacheLocked(viewed_id, t.storage_offset, layout_hash, elements, kept);
   }
   return span;
 }
@@ -131,28 +196,34 @@ FingerprintCache::ViewFingerprint* FingerprintCache::FindLocked(int64_t id, int6
 
 void FingerprintCache::CacheLocked(int64_t value_id, int64_t storage_offset, uint64_t layout_hash,
                                    const std::vector<int64_t>& elements,
-                                   const std::shared_ptr<const std::string>& encoded) {
+                                   const std::shared_ptr<KeptFingerprint>& kept) {
   // Entries go with their value (Drop), so the cache holds the live values'
   // fingerprints; this bound is for a program that keeps very many values
   // alive, or one value viewed in ever new layouts. Clearing costs only
   // recomputation, never a wrong fingerprint.
+  // An entry is counted when it is kept, its fingerprint maybe not computed
+  // yet: at the largest an encoded one takes (~370 bytes; 150 on average).
   constexpr size_t kMaxCachedBytes = 32u << 20;
-  if (bytes_cached_ + encoded->size() > kMaxCachedBytes) {
+  constexpr size_t kEncodedBytesBound = 384;
+  const size_t bytes = kEncodedBytesBound + elements.size() * sizeof(int64_t);
+  if (bytes_cached_ + bytes > kMaxCachedBytes) {
     fingerprints_.clear();
     bytes_cached_ = 0;
   }
   if (ViewFingerprint* v = FindLocked(value_id, storage_offset, layout_hash)) {
-    bytes_cached_ -= v->encoded->size();
-    v->encoded = encoded;
+    bytes_cached_ -= v->bytes;
+    v->kept = kept;
+    v->elements = elements;
+    v->bytes = bytes;
   } else {
-    fingerprints_[value_id].push_back({storage_offset, layout_hash, elements, encoded});
+    fingerprints_[value_id].push_back({storage_offset, layout_hash, elements, kept, bytes});
   }
-  bytes_cached_ += encoded->size();
+  bytes_cached_ += bytes;
 }
 
 void FingerprintCache::DropLocked(int64_t id) {
   if (auto f = fingerprints_.find(id); f != fingerprints_.end()) {
-    for (const ViewFingerprint& v : f->second) bytes_cached_ -= v.encoded->size();
+    for (const ViewFingerprint& v : f->second) bytes_cached_ -= v.bytes;
     fingerprints_.erase(f);
   }
 }
@@ -186,7 +257,12 @@ void FingerprintCache::WriteStopMeta() {
   writer_->SetMeta("recorder.device_fingerprint_errors", std::to_string(device_fingerprint_errors_.load()));
   std::lock_guard<std::mutex> lock(mu_);
   writer_->SetMeta("recorder.fingerprints_reused", std::to_string(fingerprints_reused_));
-  writer_->SetMeta("recorder.fingerprint_invariants_reused", std::to_string(invariants_reused_));
+  writer_->SetMeta("recorder.fingerprint_invariants_reused", std::to_string(invariants_reused_.load()));
+  writer_->SetMeta("recorder.fingerprints_off_thread", std::to_string(computed_off_thread_.load()));
+  writer_->SetMeta("recorder.fingerprints_in_place", std::to_string(computed_in_place_.load()));
+  if (const int idle = worker_.idle_class(); idle < 0) {
+    writer_->SetMeta("recorder.fingerprint_thread_class_error", std::strerror(-idle));
+  }
 }
 
 int64_t FingerprintCache::fingerprints_reused() const {
@@ -194,10 +270,11 @@ int64_t FingerprintCache::fingerprints_reused() const {
   return fingerprints_reused_;
 }
 
-int64_t FingerprintCache::invariants_reused() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return invariants_reused_;
-}
+int64_t FingerprintCache::invariants_reused() const { return invariants_reused_.load(); }
+
+int64_t FingerprintCache::computed_off_thread() const { return computed_off_thread_.load(); }
+
+int64_t FingerprintCache::computed_in_place() const { return computed_in_place_.load(); }
 
 size_t FingerprintCache::bytes_cached() const {
   std::lock_guard<std::mutex> lock(mu_);

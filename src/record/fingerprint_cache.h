@@ -1,11 +1,13 @@
 // --values fingerprints for one recording: a new value's fingerprint is
-// computed on the thread that owns the value, while it is alive (host memory
-// in place, device memory through the hook's reader), and only the
-// fingerprint is written, never the values. Encoded fingerprints are kept by
+// taken while the value is alive on the thread that owns it — host memory as
+// a copy that the recorder's fingerprint thread reads (fingerprint_worker.h),
+// device memory and values too large to copy in place, device memory through
+// the hook's reader — and only the fingerprint is written, never the values. Encoded fingerprints are kept by
 // (value, offset, layout) so that views made again every step (weight.t() in
 // each forward) take their value's fingerprint instead of computing it again.
 //
-// A lock of its own (fingerprint computation runs outside it). Tensor
+// A lock of its own (fingerprint computation runs outside it; the worker
+// never takes it). Tensor
 // identity drops a value's entries when it forgets the value, holding its own
 // lock: the lock order is tensor identity's, then this one; never the reverse.
 #pragma once
@@ -24,6 +26,7 @@
 #include "magneton/recorder.h"
 #include "magneton/status.h"
 #include "magneton/trace_writer.h"
+#include "record/fingerprint_worker.h"
 #include "record/op_stacks.h"
 
 namespace magneton::record {
@@ -37,16 +40,17 @@ StatusOr<std::string> EncodeDeviceValueFingerprint(const DeviceValueReader& read
 
 class FingerprintCache {
  public:
-  explicit FingerprintCache(TraceWriter* writer) : writer_(writer) {}
+  // next_op_id: the session's op id counter (the worker's recorder ops).
+  FingerprintCache(TraceWriter* writer, std::atomic<int64_t>* next_op_id);
   FingerprintCache(const FingerprintCache&) = delete;
   FingerprintCache& operator=(const FingerprintCache&) = delete;
 
   // Writes the fingerprint of value tensor_id, read through t (its values
-  // readable: TensorView::has_readable_values). viewed_id: for a view
-  // output, the id of the input value it aliases, else kNoId. Returns the
-  // time this thread spent computing it, which the caller charges to the
-  // recorder (RecorderSpan); none when a kept one was taken or the dtype has
-  // no fingerprint.
+  // readable: TensorView::has_readable_values), now or from a copy taken now.
+  // viewed_id: for a view output, the id of the input value it aliases, else
+  // kNoId. Returns the time this thread spent on it (the copy, or computing
+  // it in place), which the caller charges to the recorder (RecorderSpan);
+  // none when a kept one was taken or the dtype has no fingerprint.
   std::optional<RecorderSpan> FingerprintValue(int64_t tensor_id, const TensorView& t, int64_t viewed_id);
 
   // Drops what was kept for views of value_id (the value is gone or was
@@ -55,6 +59,13 @@ class FingerprintCache {
   // Drops everything kept (every value was forgotten).
   void Clear();
 
+  // The name id of the fingerprint thread's recorder ops (kFingerprintOpName).
+  void set_span_name_id(int64_t name_id) { worker_.set_span_name_id(name_id); }
+  // Waits until every fingerprint taken so far is written.
+  void Drain() { worker_.Drain(); }
+  // Drain, then the fingerprint thread ends (Stop: before the writer closes).
+  void Finish() { worker_.Finish(); }
+
   // The recorder.device_fingerprint* and recorder.fingerprints_reused meta, at Stop.
   void WriteStopMeta();
 
@@ -62,6 +73,11 @@ class FingerprintCache {
   // Views whose invariant part was taken from a kept fingerprint of the same
   // elements in another order (their strong part computed).
   int64_t invariants_reused() const;
+  // Fingerprints computed from a copy on the fingerprint thread.
+  int64_t computed_off_thread() const;
+  // Host fingerprints computed on the traced thread: too large to copy, or
+  // taken while the fingerprint thread was behind.
+  int64_t computed_in_place() const;
   size_t bytes_cached() const;
 
  private:
@@ -76,7 +92,8 @@ class FingerprintCache {
     int64_t storage_offset;
     uint64_t layout_hash;  // ValueLayoutHash
     std::vector<int64_t> elements;  // ElementSet; empty: none usable
-    std::shared_ptr<const std::string> encoded;
+    std::shared_ptr<KeptFingerprint> kept;  // maybe still being computed
+    size_t bytes = 0;  // what bytes_cached_ counts for it
   };
 
   // The first kept for value `id` that `match` accepts, or null; mu_ held.
@@ -87,9 +104,11 @@ class FingerprintCache {
   // One kept for value `id` read at this offset through the same elements, or null; mu_ held.
   const ViewFingerprint* FindSameElementsLocked(int64_t id, int64_t storage_offset,
                                                 const std::vector<int64_t>& elements);
-  // Keeps `encoded` for views of value_id read at this offset and layout; mu_ held.
+  // Keeps `kept` for views of value_id read at this offset and layout; mu_ held.
   void CacheLocked(int64_t value_id, int64_t storage_offset, uint64_t layout_hash,
-                   const std::vector<int64_t>& elements, const std::shared_ptr<const std::string>& encoded);
+                   const std::vector<int64_t>& elements, const std::shared_ptr<KeptFingerprint>& kept);
+  // The fingerprint thread's work: one job (FingerprintWorker::Run).
+  static void RunJob(const FingerprintWorker::Job& job, TraceWriter* writer, void* context);
   void DropLocked(int64_t id);
   // Counts a device fingerprint's outcome (meta recorder.device_fingerprint*).
   void NoteDeviceFingerprint(const Status& status);
@@ -106,13 +125,17 @@ class FingerprintCache {
   std::unordered_map<int64_t, std::vector<ViewFingerprint>> fingerprints_;  // by value id
   size_t bytes_cached_ = 0;
   int64_t fingerprints_reused_ = 0;
-  int64_t invariants_reused_ = 0;
+  std::atomic<int64_t> invariants_reused_{0};
+  std::atomic<int64_t> computed_off_thread_{0};
+  std::atomic<int64_t> computed_in_place_{0};
   // Device tensors: fingerprints computed there, skipped (the reader said
   // Unavailable) and failed; the first failure's message goes to the meta.
   std::atomic<int64_t> device_fingerprints_{0};
   std::atomic<int64_t> device_fingerprints_skipped_{0};
   std::atomic<int64_t> device_fingerprint_errors_{0};
   std::atomic<bool> device_error_noted_{false};
+  // Last: its destructor finishes the jobs, which use the members above.
+  FingerprintWorker worker_;
 };
 
 }  // namespace magneton::record

@@ -111,7 +111,9 @@ Status Recorder::Start(const std::string& path, const RunMetadata& meta, Recorde
   auto* rec = new Recorder(std::move(writer), g_generation.fetch_add(1) + 1, options.record_values);
   if (options.record_values) {
     rec->writer_->SetMeta("values", "fingerprints");
-    rec->parts_->ops.set_span_name_id(rec->InternString(kFingerprintOpName));
+    const int64_t span_name_id = rec->InternString(kFingerprintOpName);
+    rec->parts_->ops.set_span_name_id(span_name_id);
+    rec->parts_->fingerprints.set_span_name_id(span_name_id);
   }
   record::StartBesideRecording(*rec->parts_, *rec->writer_, options.sample_energy);
   active_.store(rec, std::memory_order_release);

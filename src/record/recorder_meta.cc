@@ -104,6 +104,9 @@ void StartBesideRecording(RecorderParts& parts, TraceWriter& writer, bool sample
 }
 
 Status WriteStopMeta(RecorderParts& parts, TraceWriter& writer, bool record_values) {
+  // The fingerprints still queued are written first (their thread's work
+  // from here on is marked as the recorder's at stop).
+  parts.fingerprints.Finish();
   parts.window.WriteStopMeta();
   WriteMachineLoadMeta(parts, writer);
   Status st = parts.energy ? parts.energy->Stop() : Status::Ok();
@@ -141,6 +144,10 @@ void Recorder::SetMeta(const std::string& key, const std::string& value) { write
 
 void Recorder::AppendEnergySample(EnergySample sample) { writer_->AppendEnergySample(std::move(sample)); }
 
-Status Recorder::Flush() { return writer_->Flush(); }
+Status Recorder::Flush() {
+  // What was fingerprinted so far is part of what a flush writes.
+  parts_->fingerprints.Drain();
+  return writer_->Flush();
+}
 
 }  // namespace magneton

@@ -27,7 +27,7 @@ struct RecorderParts {
   RecorderParts(Recorder* rec, TraceWriter* writer, uint64_t generation, bool record_values,
                 std::atomic<int64_t>* next_op_id, std::atomic<bool>* window_open, std::atomic<bool>* sweep_due)
       : intern(writer),
-        fingerprints(writer),
+        fingerprints(writer, next_op_id),
         tensors(writer, &fingerprints, sweep_due, record_values),
         ops(writer, generation, next_op_id),
         window(rec, &tensors, window_open) {}

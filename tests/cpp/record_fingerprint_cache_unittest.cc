@@ -50,7 +50,8 @@ std::map<int64_t, std::string> Rows(const std::string& path) {
 
 TEST(FingerprintCache, AViewTakesTheFingerprintKeptForItsValueReadTheSameWay) {
   TestTrace t = NewTestTrace("reuse.mtrace");
-  FingerprintCache cache(t.writer.get());
+  std::atomic<int64_t> next_op_id{0};
+  FingerprintCache cache(t.writer.get(), &next_op_id);
   const float data[8] = {1, -2, 3, 4.5f, 5, 6, 7, 8};
   const View value{{2, 3}, {3, 1}, 0, data};
   const View unsqueezed{{1, 2, 3}, {6, 3, 1}, 0, data};  // the same elements in the same order
@@ -69,6 +70,7 @@ TEST(FingerprintCache, AViewTakesTheFingerprintKeptForItsValueReadTheSameWay) {
   EXPECT_EQ(cache.fingerprints_reused(), 3);
   EXPECT_GT(cache.bytes_cached(), 0u);
 
+  cache.Finish();  // the fingerprint thread's last rows, before the writer closes
   ASSERT_TRUE(t.writer->Close().ok());
   const std::map<int64_t, std::string> rows = Rows(t.path);
   ASSERT_EQ(rows.size(), 5u);
@@ -80,7 +82,8 @@ TEST(FingerprintCache, AViewTakesTheFingerprintKeptForItsValueReadTheSameWay) {
 
 TEST(FingerprintCache, NothingIsTakenAcrossValuesOffsetsOrUntrackedWrites) {
   TestTrace t = NewTestTrace("no_reuse.mtrace");
-  FingerprintCache cache(t.writer.get());
+  std::atomic<int64_t> next_op_id{0};
+  FingerprintCache cache(t.writer.get(), &next_op_id);
   const float data[8] = {1, -2, 3, 4.5f, 5, 6, 7, 8};
   const View value{{2, 3}, {3, 1}, 0, data};
   ASSERT_TRUE(cache.FingerprintValue(0, value.view(), kNoId).has_value());
@@ -104,6 +107,7 @@ TEST(FingerprintCache, NothingIsTakenAcrossValuesOffsetsOrUntrackedWrites) {
   View complex = value;
   complex.dtype = "complex64";
   EXPECT_FALSE(cache.FingerprintValue(6, complex.view(), kNoId).has_value());
+  cache.Finish();  // the fingerprint thread's last rows, before the writer closes
   ASSERT_TRUE(t.writer->Close().ok());
   const std::map<int64_t, std::string> rows = Rows(t.path);
   EXPECT_EQ(rows.size(), 6u);
@@ -118,7 +122,8 @@ TEST(FingerprintCache, NothingIsTakenAcrossValuesOffsetsOrUntrackedWrites) {
 // compute everything.
 TEST(FingerprintCache, APermutedViewTakesTheInvariantPartOfItsValue) {
   TestTrace t = NewTestTrace("permuted.mtrace");
-  FingerprintCache cache(t.writer.get());
+  std::atomic<int64_t> next_op_id{0};
+  FingerprintCache cache(t.writer.get(), &next_op_id);
   std::vector<float> data(2 * 3 * 4 + 4);
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>((i * 7919) % 23) - 11.5f;
   const View value{{2, 3, 4}, {12, 4, 1}, 0, data.data()};
@@ -132,14 +137,17 @@ TEST(FingerprintCache, APermutedViewTakesTheInvariantPartOfItsValue) {
   ASSERT_TRUE(cache.FingerprintValue(0, value.view(), kNoId).has_value());
   ASSERT_TRUE(cache.FingerprintValue(1, permuted.view(), 0).has_value());    // computed: its strong part
   ASSERT_TRUE(cache.FingerprintValue(2, transposed.view(), 1).has_value());  // via the view's own entry
+  cache.Drain();
   EXPECT_EQ(cache.invariants_reused(), 2);
   ASSERT_TRUE(cache.FingerprintValue(3, shifted.view(), 0).has_value());
   ASSERT_TRUE(cache.FingerprintValue(4, strided.view(), 0).has_value());
   ASSERT_TRUE(cache.FingerprintValue(5, overlapping.view(), 0).has_value());
   ASSERT_TRUE(cache.FingerprintValue(6, reshaped.view(), 0).has_value());
+  cache.Drain();
   EXPECT_EQ(cache.invariants_reused(), 2);
   EXPECT_EQ(cache.fingerprints_reused(), 0);
 
+  cache.Finish();  // the fingerprint thread's last rows, before the writer closes
   ASSERT_TRUE(t.writer->Close().ok());
   const std::map<int64_t, std::string> rows = Rows(t.path);
   ASSERT_EQ(rows.size(), 7u);

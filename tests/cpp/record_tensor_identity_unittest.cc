@@ -45,10 +45,11 @@ struct Fake {
 struct Identity {
   explicit Identity(const std::string& name, bool record_values = false)
       : trace(NewTestTrace(name)),
-        cache(trace.writer.get()),
+        cache(trace.writer.get(), &next_op_id),
         tensors(trace.writer.get(), &cache, &sweep_due, record_values) {}
   TestTrace trace;
   std::atomic<bool> sweep_due{false};
+  std::atomic<int64_t> next_op_id{0};
   FingerprintCache cache;
   TensorIdentity tensors;
   int64_t In(const Fake& f, int64_t op) { return tensors.Resolve(f.view(), /*is_output=*/false, op).id; }

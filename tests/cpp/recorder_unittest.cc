@@ -454,8 +454,11 @@ TEST(Recorder, AValueANestedOpWroteIntoItsBufferIsFingerprintedWhenReturned) {
   EXPECT_DOUBLE_EQ(fps->at(value).Full().invariant.max, 41.0);
   // Computed twice (copy_'s end, addmm's end), never three times: linear
   // hands back what addmm made.
+  // (Counted on the traced thread: a copy each, nested in its op.)
   int fingerprint_ops = 0;
-  for (const OpEvent& op : trace->ops) fingerprint_ops += trace->strings[op.name_id] == "magneton::fingerprint";
+  for (const OpEvent& op : trace->ops) {
+    fingerprint_ops += trace->strings[op.name_id] == "magneton::fingerprint" && op.parent_id != kNoId;
+  }
   EXPECT_EQ(fingerprint_ops, 3) << "the bias input, copy_'s result, addmm's result";
 }
 
@@ -544,10 +547,11 @@ TEST(Recorder, OpsFromManyThreadsNestPerThread) {
   EXPECT_EQ(trace->tensors.size(), static_cast<size_t>(kThreads * kOps * 2));
 }
 
-// --values fingerprints are computed on the traced thread while the op is
-// pending: that time is written as a recorder op, nested in the op when it
-// lies inside the op's interval, beside it when an engine reported an end
-// time before its outputs were fingerprinted.
+// --values fingerprints are taken on the traced thread while the op is
+// pending (a copy of the value): that time is written as a recorder op,
+// nested in the op when it lies inside the op's interval, beside it when an
+// engine reported an end time before its outputs were fingerprinted. The
+// fingerprint thread's work is a recorder op too, top-level on its own thread.
 TEST(Recorder, FingerprintingIsARecorderOpOfItsOwn) {
   std::string path = TempPath("fpspans.mtrace");
   Recorder* rec = StartRecordingValues(path);
@@ -572,9 +576,16 @@ TEST(Recorder, FingerprintingIsARecorderOpOfItsOwn) {
 
   auto trace = ReadTrace(path);
   ASSERT_TRUE(trace.ok()) << trace.status().message();
-  std::vector<const OpEvent*> spans;
+  std::vector<const OpEvent*> spans, worker_spans;
   for (const OpEvent& op : trace->ops) {
-    if (IsRecorderOp(*trace, op)) spans.push_back(&op);
+    if (!IsRecorderOp(*trace, op)) continue;
+    (op.thread_id == trace->ops[outer].thread_id ? spans : worker_spans).push_back(&op);
+  }
+  ASSERT_FALSE(worker_spans.empty());
+  for (const OpEvent* span : worker_spans) {
+    EXPECT_EQ(trace->str(span->name_id), kFingerprintOpName);
+    EXPECT_EQ(span->parent_id, kNoId);
+    EXPECT_LE(span->start_ns, span->end_ns);
   }
   ASSERT_EQ(spans.size(), 3u);  // relu's input and output, add's output
   for (const OpEvent* span : spans) EXPECT_EQ(trace->str(span->name_id), kFingerprintOpName);

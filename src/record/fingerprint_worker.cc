@@ -1,0 +1,211 @@
+// The recorder's fingerprint thread (fingerprint_worker.h).
+#include "record/fingerprint_worker.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <iterator>
+#include <limits>
+#include <utility>
+
+#include "magneton/clock.h"
+
+namespace magneton::record {
+namespace {
+
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+// Copies start on a cache line, as a fresh allocation would.
+constexpr size_t kRingAlign = 64;
+// The worker wakes on its own this often while jobs wait, so the traced
+// thread need not wake it (a futex call) for every value it queues.
+constexpr auto kPollPeriod = std::chrono::milliseconds(2);
+// ...and is woken at once when this many wait.
+constexpr size_t kWakeAtJobs = 64;
+
+// The first and one-past-last element offsets a strided value reads,
+// relative to element [0, ..., 0] (strides may be negative). False: no
+// elements.
+bool ElementExtent(const SmallVector<int64_t, 6>& shape, const SmallVector<int64_t, 6>& strides, int64_t* lo,
+                   int64_t* hi) {
+  int64_t low = 0, high = 0;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] <= 0) return false;
+    const int64_t reach = (shape[d] - 1) * strides[d];
+    (reach < 0 ? low : high) += reach;
+  }
+  *lo = low;
+  *hi = high + 1;
+  return true;
+}
+
+}  // namespace
+
+FingerprintWorker::FingerprintWorker(TraceWriter* writer, std::atomic<int64_t>* next_op_id, Run run, void* context)
+    : writer_(writer), next_op_id_(next_op_id), run_(run), context_(context), at_stop_from_ns_(kNever) {}
+
+FingerprintWorker::~FingerprintWorker() { Finish(); }
+
+bool FingerprintWorker::ReserveLocked(size_t n, size_t* offset, size_t* reserved) {
+  const size_t cap = kRingBytes;
+  if (ring_used_ == 0) ring_head_ = ring_tail_ = 0;
+  if (ring_used_ == 0 || ring_head_ > ring_tail_) {
+    // Free: [head, cap) and [0, tail).
+    if (cap - ring_head_ >= n) {
+      *offset = ring_head_;
+      *reserved = n;
+      return true;
+    }
+    if (ring_tail_ >= n) {  // wrap: the tail end is skipped, held by this job
+      *offset = 0;
+      *reserved = (cap - ring_head_) + n;
+      return true;
+    }
+    return false;
+  }
+  // Wrapped (or full): free is [head, tail).
+  if (ring_tail_ - ring_head_ >= n) {
+    *offset = ring_head_;
+    *reserved = n;
+    return true;
+  }
+  return false;
+}
+
+bool FingerprintWorker::PushCopy(Job job, const void* data, size_t element_bytes) {
+  if (job.strides.empty()) {  // contiguous, row-major
+    SmallVector<int64_t, 6> inner_first;
+    int64_t stride = 1;
+    for (size_t d = job.shape.size(); d-- > 0;) {
+      inner_first.push_back(stride);
+      stride *= job.shape[d];
+    }
+    job.strides.assign(std::make_reverse_iterator(inner_first.end()), std::make_reverse_iterator(inner_first.begin()));
+  }
+  int64_t lo = 0, hi = 0;
+  if (!ElementExtent(job.shape, job.strides, &lo, &hi)) return false;
+  const size_t bytes = static_cast<size_t>(hi - lo) * element_bytes;
+  if (bytes > kMaxCopyBytes) return false;
+  const size_t n = (bytes + kRingAlign - 1) / kRingAlign * kRingAlign;
+  const auto* first = static_cast<const std::byte*>(data) + lo * static_cast<int64_t>(element_bytes);
+
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!ring_) ring_ = std::make_unique_for_overwrite<std::byte[]>(kRingBytes);
+  size_t offset = 0, reserved = 0;
+  if (!ReserveLocked(n, &offset, &reserved)) {
+    // The thread is behind (the machine's cores busy with the program):
+    // the caller computes this one in place rather than wait for it.
+    lock.unlock();
+    work_cv_.notify_one();
+    return false;
+  }
+  // Copied under the lock, so that the ring's order is the queue's when
+  // several threads record values at once.
+  std::memcpy(ring_.get() + offset, first, bytes);
+  job.data = ring_.get() + offset - lo * static_cast<int64_t>(element_bytes);
+  job.ring_end = offset + n;
+  job.ring_reserved = reserved;
+  ring_head_ = offset + n;
+  ring_used_ += reserved;
+  PushLocked(std::move(job), lock);
+  return true;
+}
+
+void FingerprintWorker::PushAlias(Job job) {
+  job.data = nullptr;
+  std::unique_lock<std::mutex> lock(mu_);
+  PushLocked(std::move(job), lock);
+}
+
+void FingerprintWorker::PushLocked(Job job, std::unique_lock<std::mutex>& lock) {
+  jobs_.push_back(std::move(job));
+  if (!thread_.joinable()) {
+    stopping_ = false;
+    thread_ = std::thread([this] { Loop(); });
+  }
+  if (jobs_.size() >= kWakeAtJobs) {
+    lock.unlock();
+    work_cv_.notify_one();
+  }
+}
+
+void FingerprintWorker::Drain() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!jobs_.empty() || busy_) {
+    work_cv_.notify_one();
+    idle_cv_.wait(lock);
+  }
+}
+
+void FingerprintWorker::Finish() {
+  at_stop_from_ns_.store(MonotonicNowNs(), std::memory_order_relaxed);
+  Drain();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  work_cv_.notify_one();
+  if (thread_.joinable()) thread_.join();
+  at_stop_from_ns_.store(kNever, std::memory_order_relaxed);
+}
+
+void FingerprintWorker::Loop() {
+  os_tid_ = static_cast<int64_t>(syscall(SYS_gettid));
+  // Only the cores the program leaves idle: a thread of the idle class runs
+  // when nothing else wants the core, so it never slows the program's own
+  // threads (torch's intra-op pool on a machine with few cores). When it
+  // falls behind, the traced thread computes in place (PushCopy says no).
+  const sched_param param{};
+  const int policy_error = pthread_setschedparam(pthread_self(), SCHED_IDLE, &param);
+  idle_class_.store(policy_error == 0 ? 1 : -policy_error, std::memory_order_relaxed);
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    if (jobs_.empty()) {
+      if (stopping_) return;
+      work_cv_.wait_for(lock, kPollPeriod);
+      continue;
+    }
+    busy_ = true;
+    const int64_t start_ns = MonotonicNowNs();
+    while (!jobs_.empty()) {
+      // The front job stays queued (its copy reserved) while it runs; a
+      // deque's push_back leaves references to it valid.
+      const Job& job = jobs_.front();
+      lock.unlock();
+      run_(job, writer_, context_);
+      jobs_run_.fetch_add(1, std::memory_order_relaxed);
+      lock.lock();
+      ring_tail_ = job.ring_end;
+      ring_used_ -= job.ring_reserved;
+      jobs_.pop_front();
+    }
+    const int64_t end_ns = MonotonicNowNs();
+    lock.unlock();
+    WriteStretch(start_ns, end_ns);
+    lock.lock();
+    busy_ = false;
+    idle_cv_.notify_all();
+  }
+}
+
+void FingerprintWorker::WriteStretch(int64_t start_ns, int64_t end_ns) {
+  const int64_t name_id = span_name_id_.load(std::memory_order_relaxed);
+  if (name_id < 0) return;
+  const int64_t at_stop_from = at_stop_from_ns_.load(std::memory_order_relaxed);
+  auto write = [&](int64_t from, int64_t to, std::string_view args) {
+    OpEvent op;
+    op.id = next_op_id_->fetch_add(1, std::memory_order_relaxed);
+    op.name_id = name_id;
+    op.thread_id = os_tid_;
+    op.start_ns = from;
+    op.end_ns = to;
+    writer_->AppendOp(std::move(op), {}, args);
+  };
+  if (start_ns < at_stop_from) write(start_ns, std::min(end_ns, at_stop_from), "");
+  if (end_ns > at_stop_from) write(std::max(start_ns, at_stop_from), end_ns, R"({"at_stop":true})");
+}
+
+}  // namespace magneton::record

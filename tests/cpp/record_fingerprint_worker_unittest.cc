@@ -1,0 +1,224 @@
+// The --values fingerprint thread (src/record/fingerprint_worker.h): a
+// fingerprint is of the value as it was when the traced thread handed it
+// over, however the program writes the buffer afterwards; views of a value
+// still queued take its fingerprint (or its invariant part) once it is
+// computed; the thread's work is written as recorder ops, the part after
+// Stop asked for the rest marked "at_stop".
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <thread>
+#include <vector>
+
+#include "fingerprint/fingerprint.h"
+#include "record/fingerprint_cache.h"
+#include "record/fingerprint_worker.h"
+#include "test_util.h"
+#include "trace/fingerprint_rows.h"
+
+namespace magneton::record {
+namespace {
+
+using testing::NewTestTrace;
+using testing::TestTrace;
+
+std::map<int64_t, std::string> Rows(const std::string& path) {
+  auto rows = ReadFingerprintRows(path);
+  EXPECT_TRUE(rows.ok()) << rows.status().message();
+  std::map<int64_t, std::string> out;
+  if (rows.ok())
+    for (const FingerprintRow& r : *rows) out[r.tensor_id] = r.data;
+  return out;
+}
+
+TensorView ViewOf(const float* element0, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
+                  int64_t storage_offset = 0) {
+  TensorView v;
+  v.storage_addr = 0x1000;
+  v.storage_offset = storage_offset;
+  v.sizes = shape.data();
+  v.strides = strides.data();
+  v.ndim = static_cast<int32_t>(shape.size());
+  v.dtype = "float32";
+  v.device = "cpu";
+  v.host_data = element0;
+  return v;
+}
+
+// The program writes every buffer right after handing it over (the next op
+// reuses the memory): the rows are the fingerprints of the values at the
+// call, bit for bit what computing them in place gives. Enough values to
+// wrap the ring several times, a strided slice, a reversed view (negative
+// stride), an empty value and one too large to copy (computed in place).
+TEST(FingerprintWorker, AFingerprintIsOfTheValueAtTheCallThoughItsBufferIsWrittenAfter) {
+  TestTrace t = NewTestTrace("worker_values.mtrace");
+  std::atomic<int64_t> next_op_id{0};
+  FingerprintCache cache(t.writer.get(), &next_op_id);
+  constexpr int64_t kElements = 64 * 1024;  // 256 KiB a value: 64 fill the ring
+  constexpr int kValues = 200;
+  std::vector<float> buffer(kElements);
+  std::map<int64_t, std::string> expected;
+  auto fill = [&](int seed) {
+    for (int64_t i = 0; i < kElements; ++i) buffer[i] = static_cast<float>((i * 7919 + seed * 104729) % 1013) - 500.f;
+  };
+  auto hand_over = [&](int64_t id, const float* element0, std::vector<int64_t> shape, std::vector<int64_t> strides) {
+    TensorBuffer in_place{element0, DType::kFloat32, shape, strides};
+    auto want = EncodeValueFingerprint(in_place);
+    ASSERT_TRUE(want.ok());
+    expected[id] = *want;
+    EXPECT_TRUE(cache.FingerprintValue(id, ViewOf(element0, shape, strides), kNoId).has_value());
+    std::memset(buffer.data(), 0xff, buffer.size() * sizeof(float));  // NaNs: any read after this shows
+  };
+  for (int k = 0; k < kValues; ++k) {
+    fill(k);
+    switch (k % 4) {
+      case 0: hand_over(k, buffer.data(), {256, 256}, {256, 1}); break;
+      case 1: hand_over(k, buffer.data() + 1, {256, 85}, {256, 3}); break;           // every third column
+      case 2: hand_over(k, buffer.data() + kElements - 1, {kElements}, {-1}); break;  // reversed
+      default: hand_over(k, buffer.data(), {64, 1024}, {1, 64}); break;              // transposed
+    }
+  }
+  // None: nothing to copy, computed in place.
+  fill(kValues);
+  hand_over(kValues, buffer.data(), {0, 16}, {16, 1});
+  // Larger than the copy bound: computed in place, after what was queued.
+  std::vector<float> large((FingerprintWorker::kMaxCopyBytes / sizeof(float)) + 1024);
+  for (size_t i = 0; i < large.size(); ++i) large[i] = static_cast<float>(i % 977) * 0.5f;
+  {
+    const std::vector<int64_t> shape{static_cast<int64_t>(large.size())}, strides{1};
+    TensorBuffer in_place{large.data(), DType::kFloat32, shape, strides};
+    expected[kValues + 1] = EncodeValueFingerprint(in_place).value();
+    EXPECT_TRUE(cache.FingerprintValue(kValues + 1, ViewOf(large.data(), shape, strides), kNoId).has_value());
+  }
+  cache.Finish();
+  // Each either on the thread or, when it was behind (the ring full), in
+  // place; the empty and the large one in place.
+  EXPECT_EQ(cache.computed_off_thread() + cache.computed_in_place(), kValues + 2);
+  EXPECT_GE(cache.computed_in_place(), 2);
+  EXPECT_GT(cache.computed_off_thread(), 0);
+  ASSERT_TRUE(t.writer->Close().ok());
+  const std::map<int64_t, std::string> rows = Rows(t.path);
+  ASSERT_EQ(rows.size(), expected.size());
+  for (const auto& [id, want] : expected) EXPECT_EQ(rows.at(id), want) << "value " << id;
+}
+
+// A view made while its value's fingerprint is still queued: one that reads
+// the value's elements in its own order takes the fingerprint, one that
+// permutes them takes the invariant part, each once it is computed.
+TEST(FingerprintWorker, AViewOfAValueStillQueuedTakesWhatItsValueGets) {
+  TestTrace t = NewTestTrace("worker_views.mtrace");
+  std::atomic<int64_t> next_op_id{0};
+  FingerprintCache cache(t.writer.get(), &next_op_id);
+  std::vector<float> data(4 * 6 * 8);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>((i * 31) % 17) - 8.f;
+  const std::vector<int64_t> shape{4, 6, 8}, strides{48, 8, 1};
+  const std::vector<int64_t> unsqueezed_shape{1, 4, 6, 8}, unsqueezed_strides{192, 48, 8, 1};
+  const std::vector<int64_t> permuted_shape{8, 4, 6}, permuted_strides{1, 48, 8};
+  ASSERT_TRUE(cache.FingerprintValue(0, ViewOf(data.data(), shape, strides), kNoId).has_value());
+  EXPECT_FALSE(cache.FingerprintValue(1, ViewOf(data.data(), unsqueezed_shape, unsqueezed_strides), 0).has_value());
+  ASSERT_TRUE(cache.FingerprintValue(2, ViewOf(data.data(), permuted_shape, permuted_strides), 0).has_value());
+  cache.Finish();
+  EXPECT_EQ(cache.fingerprints_reused(), 1);
+  EXPECT_EQ(cache.invariants_reused(), 1);
+  ASSERT_TRUE(t.writer->Close().ok());
+  const std::map<int64_t, std::string> rows = Rows(t.path);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows.at(1), rows.at(0));
+  TensorBuffer permuted{data.data(), DType::kFloat32, permuted_shape, permuted_strides};
+  EXPECT_EQ(rows.at(2), EncodeValueFingerprint(permuted).value());
+  EXPECT_NE(rows.at(2), rows.at(0));
+}
+
+struct Blocking {
+  FingerprintWorker* worker = nullptr;
+  std::atomic<int> runs{0};
+  std::atomic<bool> release{false};
+};
+
+void RunWhenReleased(const FingerprintWorker::Job&, TraceWriter*, void* context) {
+  auto* b = static_cast<Blocking*>(context);
+  b->runs.fetch_add(1);
+  while (!b->release.load()) std::this_thread::yield();
+}
+
+// While the thread is behind, the ring fills; then PushCopy takes nothing
+// and says so (the traced thread computes in place, never waits), and takes
+// copies again once the thread has caught up. Every job taken runs.
+TEST(FingerprintWorker, AFullRingTakesNoMoreCopiesUntilTheThreadCatchesUp) {
+  TestTrace t = NewTestTrace("worker_full.mtrace");
+  std::atomic<int64_t> next_op_id{0};
+  Blocking blocking;
+  FingerprintWorker worker(t.writer.get(), &next_op_id, &RunWhenReleased, &blocking);
+  std::vector<float> value(256, 1.f);  // 1 KiB a copy
+  auto push = [&] {
+    FingerprintWorker::Job job;
+    job.result = std::make_shared<KeptFingerprint>();
+    job.shape = {256};
+    return worker.PushCopy(job, value.data(), sizeof(float));
+  };
+  int64_t taken = 0;
+  while (push()) ++taken;
+  EXPECT_EQ(taken, static_cast<int64_t>(FingerprintWorker::kRingBytes / 1024));
+  blocking.release = true;
+  worker.Drain();
+  EXPECT_EQ(worker.jobs_run(), taken);
+  EXPECT_TRUE(push());
+  worker.Finish();
+  EXPECT_EQ(worker.jobs_run(), taken + 1);
+  // Too large to copy at all.
+  std::vector<float> large(FingerprintWorker::kMaxCopyBytes / sizeof(float) + 1);
+  FingerprintWorker::Job job;
+  job.result = std::make_shared<KeptFingerprint>();
+  job.shape = {static_cast<int64_t>(large.size())};
+  EXPECT_FALSE(worker.PushCopy(job, large.data(), sizeof(float)));
+  t.Close();
+}
+
+// The thread's busy stretches are recorder ops on its own thread; a stretch
+// that runs on after Finish began is split there, the rest "at_stop".
+void RunUntilFinishBegins(const FingerprintWorker::Job&, TraceWriter*, void* context) {
+  auto* b = static_cast<Blocking*>(context);
+  if (b->runs.fetch_add(1) == 0) {
+    while (b->worker->at_stop_from_ns() == INT64_MAX) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+TEST(FingerprintWorker, ItsWorkIsRecorderOpsAndWhatRunsAfterStopAskedIsAtStop) {
+  TestTrace t = NewTestTrace("worker_ops.mtrace");
+  t.writer->AppendString(0, std::string(kFingerprintOpName));
+  std::atomic<int64_t> next_op_id{100};
+  Blocking blocking;
+  FingerprintWorker worker(t.writer.get(), &next_op_id, &RunUntilFinishBegins, &blocking);
+  blocking.worker = &worker;
+  worker.set_span_name_id(0);
+  const float value[4] = {1, 2, 3, 4};
+  FingerprintWorker::Job job;
+  job.result = std::make_shared<KeptFingerprint>();
+  job.shape = {4};
+  ASSERT_TRUE(worker.PushCopy(job, value, sizeof(float)));
+  // Running (it waits for Finish): a stretch that began before Finish.
+  while (blocking.runs.load() == 0) std::this_thread::yield();
+  worker.Finish();
+  EXPECT_EQ(worker.jobs_run(), 1);
+  const Trace trace = t.Close();
+  ASSERT_EQ(trace.ops.size(), 2u);
+  const OpEvent& before = trace.ops[0].args.str().empty() ? trace.ops[0] : trace.ops[1];
+  const OpEvent& after = &before == &trace.ops[0] ? trace.ops[1] : trace.ops[0];
+  for (const OpEvent* op : {&before, &after}) {
+    EXPECT_EQ(op->name_id, 0);
+    EXPECT_EQ(op->parent_id, kNoId);
+    EXPECT_GE(op->id, 100);
+    EXPECT_LE(op->start_ns, op->end_ns);
+  }
+  EXPECT_EQ(before.args.str(), "");
+  EXPECT_EQ(after.args.str(), R"({"at_stop":true})");
+  EXPECT_EQ(before.end_ns, after.start_ns) << "split where Finish began";
+  EXPECT_EQ(before.thread_id, after.thread_id);
+  EXPECT_NE(before.thread_id, 0);
+}
+
+}  // namespace
+}  // namespace magneton::record
