@@ -71,6 +71,13 @@ void FingerprintCache::RunJob(const FingerprintWorker::Job& job, TraceWriter* wr
   kept.done.store(true, std::memory_order_release);
 }
 
+void FingerprintCache::WriteInOrder(int64_t tensor_id, std::shared_ptr<KeptFingerprint> kept) {
+  FingerprintWorker::Job alias;
+  alias.tensor_id = tensor_id;
+  alias.result = std::move(kept);
+  worker_.WriteInOrder(std::move(alias));
+}
+
 std::optional<RecorderSpan> FingerprintCache::FingerprintValue(int64_t tensor_id, const TensorView& t,
                                                                 int64_t viewed_id) {
   const uint64_t layout_hash = ValueLayoutHash(t);
@@ -101,15 +108,8 @@ std::optional<RecorderSpan> FingerprintCache::FingerprintValue(int64_t tensor_id
       }
     }
     if (cached) {
-      if (cached->done.load(std::memory_order_acquire)) {
-        if (cached->ok) writer_->AppendFingerprint(tensor_id, std::string(kFingerprintKind), cached->encoded);
-      } else {
-        // Still being computed: written by the fingerprint thread after it.
-        FingerprintWorker::Job alias;
-        alias.tensor_id = tensor_id;
-        alias.result = std::move(cached);
-        worker_.PushAlias(std::move(alias));
-      }
+      // Written once computed (it may still be queued).
+      WriteInOrder(tensor_id, std::move(cached));
       return std::nullopt;
     }
   }
@@ -157,7 +157,7 @@ std::optional<RecorderSpan> FingerprintCache::FingerprintValue(int64_t tensor_id
     kept->encoded = std::move(fp).value();
     kept->ok = true;
     kept->done.store(true, std::memory_order_release);
-    writer_->AppendFingerprint(tensor_id, std::string(kFingerprintKind), kept->encoded);
+    WriteInOrder(tensor_id, kept);
   }
   const RecorderSpan span{start_ns, MonotonicNowNs()};
   // Kept after the job is queued, so that a view that takes it queues its

@@ -107,6 +107,8 @@ class FingerprintCache {
   // Keeps `kept` for views of value_id read at this offset and layout; mu_ held.
   void CacheLocked(int64_t value_id, int64_t storage_offset, uint64_t layout_hash,
                    const std::vector<int64_t>& elements, const std::shared_ptr<KeptFingerprint>& kept);
+  // Writes `kept` for tensor_id once computed, after the rows queued before it.
+  void WriteInOrder(int64_t tensor_id, std::shared_ptr<KeptFingerprint> kept);
   // The fingerprint thread's work: one job (FingerprintWorker::Run).
   static void RunJob(const FingerprintWorker::Job& job, TraceWriter* writer, void* context);
   void DropLocked(int64_t id);

@@ -114,10 +114,15 @@ bool FingerprintWorker::PushCopy(Job job, const void* data, size_t element_bytes
   return true;
 }
 
-void FingerprintWorker::PushAlias(Job job) {
+void FingerprintWorker::WriteInOrder(Job job) {
   job.data = nullptr;
   std::unique_lock<std::mutex> lock(mu_);
-  PushLocked(std::move(job), lock);
+  if (!jobs_.empty()) {
+    PushLocked(std::move(job), lock);
+    return;
+  }
+  lock.unlock();
+  run_(job, writer_, context_);
 }
 
 void FingerprintWorker::PushLocked(Job job, std::unique_lock<std::mutex>& lock) {
@@ -178,8 +183,10 @@ void FingerprintWorker::Loop() {
       run_(job, writer_, context_);
       jobs_run_.fetch_add(1, std::memory_order_relaxed);
       lock.lock();
-      ring_tail_ = job.ring_end;
-      ring_used_ -= job.ring_reserved;
+      if (job.ring_reserved > 0) {  // an alias holds none
+        ring_tail_ = job.ring_end;
+        ring_used_ -= job.ring_reserved;
+      }
       jobs_.pop_front();
     }
     const int64_t end_ns = MonotonicNowNs();

@@ -81,8 +81,11 @@ class FingerprintWorker {
   // and nothing queued, when the elements' extent is over kMaxCopyBytes or
   // the ring has no room now: the caller computes it in place.
   bool PushCopy(Job job, const void* data, size_t element_bytes);
-  // Queues an alias job (job.data null): written after every job queued before it.
-  void PushAlias(Job job);
+  // An alias job (job.data null): written after every job queued before it,
+  // at once when none is. Every fingerprint the traced thread has in hand
+  // goes this way, so that the rows of one tensor id (a value written again
+  // by a nested op is fingerprinted again) are written in the order taken.
+  void WriteInOrder(Job job);
   // Waits until every queued job is written.
   void Drain();
   // Drain, the work from now on marked "at_stop", and the thread ended.

@@ -135,12 +135,44 @@ struct Blocking {
   FingerprintWorker* worker = nullptr;
   std::atomic<int> runs{0};
   std::atomic<bool> release{false};
+  std::vector<std::pair<int64_t, bool>> ran;  // (tensor id, an alias), in order
 };
 
-void RunWhenReleased(const FingerprintWorker::Job&, TraceWriter*, void* context) {
+void RunWhenReleased(const FingerprintWorker::Job& job, TraceWriter*, void* context) {
   auto* b = static_cast<Blocking*>(context);
   b->runs.fetch_add(1);
   while (!b->release.load()) std::this_thread::yield();
+  b->ran.emplace_back(job.tensor_id, job.data == nullptr);
+}
+
+// A fingerprint the traced thread has in hand (computed in place, or a kept
+// one a view takes) is written after the jobs queued before it: a value a
+// nested op wrote is fingerprinted again under the same id, and the later
+// row must be the one that stays. With nothing queued it is written at once.
+TEST(FingerprintWorker, WhatTheTracedThreadHasInHandIsWrittenAfterWhatIsQueued) {
+  TestTrace t = NewTestTrace("worker_order.mtrace");
+  std::atomic<int64_t> next_op_id{0};
+  Blocking blocking;
+  FingerprintWorker worker(t.writer.get(), &next_op_id, &RunWhenReleased, &blocking);
+  const float value[4] = {1, 2, 3, 4};
+  FingerprintWorker::Job queued;
+  queued.tensor_id = 7;
+  queued.result = std::make_shared<KeptFingerprint>();
+  queued.shape = {4};
+  ASSERT_TRUE(worker.PushCopy(queued, value, sizeof(float)));
+  FingerprintWorker::Job in_hand;
+  in_hand.tensor_id = 7;
+  in_hand.result = std::make_shared<KeptFingerprint>();
+  worker.WriteInOrder(in_hand);
+  EXPECT_TRUE(blocking.ran.empty()) << "not before the queued one";
+  blocking.release = true;
+  worker.Drain();
+  EXPECT_EQ(blocking.ran, (std::vector<std::pair<int64_t, bool>>{{7, false}, {7, true}}));
+  in_hand.tensor_id = 8;
+  worker.WriteInOrder(in_hand);  // nothing queued: at once, on this thread
+  EXPECT_EQ(blocking.ran.back(), (std::pair<int64_t, bool>{8, true}));
+  worker.Finish();
+  t.Close();
 }
 
 // While the thread is behind, the ring fills; then PushCopy takes nothing
@@ -173,6 +205,62 @@ TEST(FingerprintWorker, AFullRingTakesNoMoreCopiesUntilTheThreadCatchesUp) {
   job.result = std::make_shared<KeptFingerprint>();
   job.shape = {static_cast<int64_t>(large.size())};
   EXPECT_FALSE(worker.PushCopy(job, large.data(), sizeof(float)));
+  t.Close();
+}
+
+// Every job reads the copy it was given, intact, however the ring wraps and
+// whatever aliases (which hold no copy) lie between: copies of many sizes,
+// the thread running beside the pushes, each copy checked against its value.
+struct Checking {
+  std::atomic<int64_t> copies{0}, aliases{0}, torn{0};
+};
+
+float PatternAt(int64_t id, int64_t i) { return static_cast<float>((id * 131 + i * 7) % 4093); }
+
+void RunAndCheck(const FingerprintWorker::Job& job, TraceWriter*, void* context) {
+  auto* c = static_cast<Checking*>(context);
+  if (!job.data) {
+    c->aliases.fetch_add(1);
+    return;
+  }
+  const auto* v = static_cast<const float*>(job.data);
+  for (int64_t i = 0; i < job.shape[0]; ++i) {
+    if (v[i] != PatternAt(job.tensor_id, i)) {
+      c->torn.fetch_add(1);
+      break;
+    }
+  }
+  c->copies.fetch_add(1);
+}
+
+TEST(FingerprintWorker, EveryCopyIsReadIntactAsTheRingWraps) {
+  TestTrace t = NewTestTrace("worker_wrap.mtrace");
+  std::atomic<int64_t> next_op_id{0};
+  Checking checking;
+  FingerprintWorker worker(t.writer.get(), &next_op_id, &RunAndCheck, &checking);
+  std::vector<float> value(64 * 1024);
+  int64_t pushed = 0, aliases = 0;
+  uint64_t rng = 12345;
+  for (int64_t id = 0; id < 6000; ++id) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    const int64_t n = 1 + static_cast<int64_t>((rng >> 33) % value.size());
+    for (int64_t i = 0; i < n; ++i) value[static_cast<size_t>(i)] = PatternAt(id, i);
+    FingerprintWorker::Job job;
+    job.tensor_id = id;
+    job.result = std::make_shared<KeptFingerprint>();
+    job.shape = {n};
+    pushed += worker.PushCopy(job, value.data(), sizeof(float));
+    if (id % 3 == 0) {
+      job.tensor_id = -id;
+      worker.WriteInOrder(job);
+      ++aliases;
+    }
+  }
+  worker.Finish();
+  EXPECT_GT(pushed, 1000);
+  EXPECT_EQ(checking.copies.load(), pushed);
+  EXPECT_EQ(checking.aliases.load(), aliases);
+  EXPECT_EQ(checking.torn.load(), 0);
   t.Close();
 }
 
