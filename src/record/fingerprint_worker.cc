@@ -12,7 +12,9 @@
 #include <limits>
 #include <utility>
 
+#include "base/clock.h"
 #include "magneton/clock.h"
+#include "record/cpu_bins.h"
 
 namespace magneton::record {
 namespace {
@@ -44,8 +46,14 @@ bool ElementExtent(const SmallVector<int64_t, 6>& shape, const SmallVector<int64
 
 }  // namespace
 
-FingerprintWorker::FingerprintWorker(TraceWriter* writer, std::atomic<int64_t>* next_op_id, Run run, void* context)
-    : writer_(writer), next_op_id_(next_op_id), run_(run), context_(context), at_stop_from_ns_(kNever) {}
+FingerprintWorker::FingerprintWorker(TraceWriter* writer, std::atomic<int64_t>* next_op_id, Run run, void* context,
+                                     bool idle_class)
+    : writer_(writer),
+      next_op_id_(next_op_id),
+      run_(run),
+      context_(context),
+      idle_class_wanted_(idle_class),
+      at_stop_from_ns_(kNever) {}
 
 FingerprintWorker::~FingerprintWorker() { Finish(); }
 
@@ -130,6 +138,11 @@ void FingerprintWorker::PushLocked(Job job, std::unique_lock<std::mutex>& lock) 
   if (!thread_.joinable()) {
     stopping_ = false;
     thread_ = std::thread([this] { Loop(); });
+    // Only the cores the program leaves idle: a thread of the idle class
+    // runs when nothing else wants the core, so it never slows the program's
+    // own threads (torch's intra-op pool on a machine with few cores). When
+    // it falls behind, the traced thread computes in place (PushCopy says no).
+    SetIdleClassLocked(true);
   }
   if (jobs_.size() >= kWakeAtJobs) {
     lock.unlock();
@@ -139,10 +152,22 @@ void FingerprintWorker::PushLocked(Job job, std::unique_lock<std::mutex>& lock) 
 
 void FingerprintWorker::Drain() {
   std::unique_lock<std::mutex> lock(mu_);
+  if (jobs_.empty() && !busy_) return;
+  // Someone waits for it now: it runs as a normal thread until it is done,
+  // or a machine busy with other processes would leave it next to no time.
+  SetIdleClassLocked(false);
   while (!jobs_.empty() || busy_) {
     work_cv_.notify_one();
     idle_cv_.wait(lock);
   }
+  SetIdleClassLocked(true);
+}
+
+void FingerprintWorker::SetIdleClassLocked(bool idle) {
+  if (!thread_.joinable() || !idle_class_wanted_) return;
+  const sched_param param{};
+  const int error = pthread_setschedparam(thread_.native_handle(), idle ? SCHED_IDLE : SCHED_OTHER, &param);
+  if (idle) idle_class_.store(error == 0 ? 1 : -error, std::memory_order_relaxed);
 }
 
 void FingerprintWorker::Finish() {
@@ -159,13 +184,7 @@ void FingerprintWorker::Finish() {
 
 void FingerprintWorker::Loop() {
   os_tid_ = static_cast<int64_t>(syscall(SYS_gettid));
-  // Only the cores the program leaves idle: a thread of the idle class runs
-  // when nothing else wants the core, so it never slows the program's own
-  // threads (torch's intra-op pool on a machine with few cores). When it
-  // falls behind, the traced thread computes in place (PushCopy says no).
-  const sched_param param{};
-  const int policy_error = pthread_setschedparam(pthread_self(), SCHED_IDLE, &param);
-  idle_class_.store(policy_error == 0 ? 1 : -policy_error, std::memory_order_relaxed);
+  CpuBins bins([this](int64_t start_ns, int64_t end_ns, bool at_stop) { WriteWork(start_ns, end_ns, at_stop); });
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     if (jobs_.empty()) {
@@ -174,13 +193,17 @@ void FingerprintWorker::Loop() {
       continue;
     }
     busy_ = true;
-    const int64_t start_ns = MonotonicNowNs();
+    // One CPU clock reading a job: each job's time runs from the last one's end.
+    int64_t cpu_ns = ThreadCpuNowNs();
     while (!jobs_.empty()) {
       // The front job stays queued (its copy reserved) while it runs; a
       // deque's push_back leaves references to it valid.
       const Job& job = jobs_.front();
       lock.unlock();
       run_(job, writer_, context_);
+      const int64_t cpu_end_ns = ThreadCpuNowNs();
+      bins.Add(MonotonicNowNs(), cpu_end_ns - cpu_ns, at_stop_from_ns_.load(std::memory_order_relaxed));
+      cpu_ns = cpu_end_ns;
       jobs_run_.fetch_add(1, std::memory_order_relaxed);
       lock.lock();
       if (job.ring_reserved > 0) {  // an alias holds none
@@ -189,30 +212,24 @@ void FingerprintWorker::Loop() {
       }
       jobs_.pop_front();
     }
-    const int64_t end_ns = MonotonicNowNs();
     lock.unlock();
-    WriteStretch(start_ns, end_ns);
+    bins.Flush(at_stop_from_ns_.load(std::memory_order_relaxed));
     lock.lock();
     busy_ = false;
     idle_cv_.notify_all();
   }
 }
 
-void FingerprintWorker::WriteStretch(int64_t start_ns, int64_t end_ns) {
+void FingerprintWorker::WriteWork(int64_t start_ns, int64_t end_ns, bool at_stop) {
   const int64_t name_id = span_name_id_.load(std::memory_order_relaxed);
   if (name_id < 0) return;
-  const int64_t at_stop_from = at_stop_from_ns_.load(std::memory_order_relaxed);
-  auto write = [&](int64_t from, int64_t to, std::string_view args) {
-    OpEvent op;
-    op.id = next_op_id_->fetch_add(1, std::memory_order_relaxed);
-    op.name_id = name_id;
-    op.thread_id = os_tid_;
-    op.start_ns = from;
-    op.end_ns = to;
-    writer_->AppendOp(std::move(op), {}, args);
-  };
-  if (start_ns < at_stop_from) write(start_ns, std::min(end_ns, at_stop_from), "");
-  if (end_ns > at_stop_from) write(std::max(start_ns, at_stop_from), end_ns, R"({"at_stop":true})");
+  OpEvent op;
+  op.id = next_op_id_->fetch_add(1, std::memory_order_relaxed);
+  op.name_id = name_id;
+  op.thread_id = os_tid_;
+  op.start_ns = start_ns;
+  op.end_ns = end_ns;
+  writer_->AppendOp(std::move(op), {}, at_stop ? R"({"at_stop":true})" : "");
 }
 
 }  // namespace magneton::record

@@ -12,9 +12,10 @@
 // thread runs in the idle scheduling class: only on cores the program leaves
 // idle, never slowing its threads; when it falls behind and the ring is full,
 // the traced thread computes the next values in place, as it would without
-// the thread, and never waits for it. The worker's busy stretches are written as
-// recorder ops on its own thread (kFingerprintOpName), so attribution charges
-// that energy to the recorder and not to the op that ran beside it; what runs
+// the thread, and never waits for it. The thread's CPU time is written as
+// recorder ops on its own thread (kFingerprintOpName; in 1 ms bins of wall
+// time, cpu_bins.h, since it is preempted often), so attribution charges that
+// energy to the recorder and not to the op that ran beside it; what runs
 // after Stop asked for the rest is marked "at_stop" (outside the job).
 #pragma once
 
@@ -67,13 +68,17 @@ class FingerprintWorker {
 
   // next_op_id: the session's op id counter, which the worker's recorder ops
   // draw from. run(job, writer, context) computes and writes a job.
-  FingerprintWorker(TraceWriter* writer, std::atomic<int64_t>* next_op_id, Run run, void* context);
+  // idle_class: the thread runs in the idle scheduling class (the recorder's
+  // choice); false, as a normal thread (a test that needs it to progress on
+  // a machine busy with other work).
+  FingerprintWorker(TraceWriter* writer, std::atomic<int64_t>* next_op_id, Run run, void* context,
+                    bool idle_class = true);
   FingerprintWorker(const FingerprintWorker&) = delete;
   FingerprintWorker& operator=(const FingerprintWorker&) = delete;
   ~FingerprintWorker();  // Finish()
 
   // The name id of the worker's recorder ops (kFingerprintOpName, interned
-  // at Start); none set: its stretches are not written as ops.
+  // at Start); none set: its work is not written as ops.
   void set_span_name_id(int64_t name_id) { span_name_id_.store(name_id, std::memory_order_relaxed); }
 
   // Copies the elements `data` points at (element [0, ..., 0] of a strided
@@ -86,7 +91,8 @@ class FingerprintWorker {
   // goes this way, so that the rows of one tensor id (a value written again
   // by a nested op is fingerprinted again) are written in the order taken.
   void WriteInOrder(Job job);
-  // Waits until every queued job is written.
+  // Waits until every queued job is written (the thread in the normal
+  // scheduling class meanwhile).
   void Drain();
   // Drain, the work from now on marked "at_stop", and the thread ended.
   void Finish();
@@ -95,26 +101,27 @@ class FingerprintWorker {
   // 1: the thread runs in the idle scheduling class; 0: not started; < 0:
   // -errno of the refusal (it then runs as a normal thread).
   int idle_class() const { return idle_class_.load(std::memory_order_relaxed); }
-  // From when the work is the recorder's at stop (Finish began); INT64_MAX before.
-  int64_t at_stop_from_ns() const { return at_stop_from_ns_.load(std::memory_order_relaxed); }
 
  private:
   // Reserves n bytes of the ring; mu_ held. False: no room now.
   bool ReserveLocked(size_t n, size_t* offset, size_t* reserved);
   void PushLocked(Job job, std::unique_lock<std::mutex>& lock);
+  // The thread's scheduling class: idle, or normal while someone waits for it; mu_ held.
+  void SetIdleClassLocked(bool idle);
   void Loop();
-  // Writes a busy stretch as recorder ops, split where Finish asked for the rest.
-  void WriteStretch(int64_t start_ns, int64_t end_ns);
+  // Writes an interval of the thread's CPU time as a recorder op (cpu_bins.h).
+  void WriteWork(int64_t start_ns, int64_t end_ns, bool at_stop);
 
   TraceWriter* const writer_;
   std::atomic<int64_t>* const next_op_id_;
   const Run run_;
   void* const context_;
+  const bool idle_class_wanted_;
   std::atomic<int64_t> span_name_id_{-1};
   std::atomic<int64_t> at_stop_from_ns_;
   std::atomic<int64_t> jobs_run_{0};
   std::atomic<int> idle_class_{0};
-  int64_t os_tid_ = 0;  // the worker's, set on its thread before its first stretch
+  int64_t os_tid_ = 0;  // the worker's, set on its thread before its first op
 
   std::mutex mu_;
   std::condition_variable work_cv_;  // jobs queued, Drain or Finish

@@ -12,7 +12,10 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "fingerprint/fingerprint.h"
+#include "magneton/clock.h"
+#include "record/cpu_bins.h"
 #include "record/fingerprint_cache.h"
 #include "record/fingerprint_worker.h"
 #include "test_util.h"
@@ -237,7 +240,8 @@ TEST(FingerprintWorker, EveryCopyIsReadIntactAsTheRingWraps) {
   TestTrace t = NewTestTrace("worker_wrap.mtrace");
   std::atomic<int64_t> next_op_id{0};
   Checking checking;
-  FingerprintWorker worker(t.writer.get(), &next_op_id, &RunAndCheck, &checking);
+  // A normal thread: it must make progress however busy the machine is.
+  FingerprintWorker worker(t.writer.get(), &next_op_id, &RunAndCheck, &checking, /*idle_class=*/false);
   std::vector<float> value(64 * 1024);
   int64_t pushed = 0, aliases = 0;
   uint64_t rng = 12345;
@@ -249,7 +253,9 @@ TEST(FingerprintWorker, EveryCopyIsReadIntactAsTheRingWraps) {
     job.tensor_id = id;
     job.result = std::make_shared<KeptFingerprint>();
     job.shape = {n};
-    pushed += worker.PushCopy(job, value.data(), sizeof(float));
+    // A full ring takes nothing: wait for the thread to free some.
+    while (!worker.PushCopy(job, value.data(), sizeof(float))) std::this_thread::yield();
+    ++pushed;
     if (id % 3 == 0) {
       job.tensor_id = -id;
       worker.WriteInOrder(job);
@@ -257,55 +263,101 @@ TEST(FingerprintWorker, EveryCopyIsReadIntactAsTheRingWraps) {
     }
   }
   worker.Finish();
-  EXPECT_GT(pushed, 1000);
   EXPECT_EQ(checking.copies.load(), pushed);
   EXPECT_EQ(checking.aliases.load(), aliases);
   EXPECT_EQ(checking.torn.load(), 0);
   t.Close();
 }
 
-// The thread's busy stretches are recorder ops on its own thread; a stretch
-// that runs on after Finish began is split there, the rest "at_stop".
-void RunUntilFinishBegins(const FingerprintWorker::Job&, TraceWriter*, void* context) {
-  auto* b = static_cast<Blocking*>(context);
-  if (b->runs.fetch_add(1) == 0) {
-    while (b->worker->at_stop_from_ns() == INT64_MAX) std::this_thread::yield();
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+// The thread's CPU time, not its wall time (it is preempted whenever another
+// thread wants its core): each 1 ms bin of wall time is written as one
+// interval of its jobs' CPU time ending where the last of them ended.
+struct Interval {
+  int64_t start, end;
+  bool at_stop;
+  bool operator==(const Interval&) const = default;
+};
+
+std::vector<Interval> Binned(const std::vector<std::pair<int64_t, int64_t>>& jobs, int64_t at_stop_from) {
+  std::vector<Interval> out;
+  CpuBins bins([&](int64_t start, int64_t end, bool at_stop) { out.push_back({start, end, at_stop}); });
+  for (const auto& [end_ns, cpu_ns] : jobs) bins.Add(end_ns, cpu_ns, at_stop_from);
+  bins.Flush(at_stop_from);
+  return out;
+}
+
+TEST(CpuBins, EachBinIsItsJobsCpuTimeEndingWhereTheLastOfThemEnded) {
+  constexpr int64_t kNever = INT64_MAX;
+  // Two jobs in bin 1, one in bin 2.
+  EXPECT_EQ(Binned({{1'000'100, 50'000}, {1'000'500, 100'000}, {2'300'000, 200'000}}, kNever),
+            (std::vector<Interval>{{850'500, 1'000'500, false}, {2'100'000, 2'300'000, false}}));
+  // A job preempted for most of a bin: only its CPU time.
+  EXPECT_EQ(Binned({{5'000'000, 10'000}}, kNever), (std::vector<Interval>{{4'990'000, 5'000'000, false}}));
+  // Intervals never overlap: a bin's CPU time reaching back before the last
+  // interval's end starts at that end.
+  EXPECT_EQ(Binned({{1'900'000, 100'000}, {2'000'000, 300'000}}, kNever),
+            (std::vector<Interval>{{1'800'000, 1'900'000, false}, {1'900'000, 2'000'000, false}}));
+  // No CPU time: nothing written.
+  EXPECT_TRUE(Binned({{3'000'000, 0}}, kNever).empty());
+}
+
+TEST(CpuBins, WhatLiesAfterStopAskedForTheRestIsAtStop) {
+  EXPECT_EQ(Binned({{3'100'000, 100'000}}, 3'050'000),
+            (std::vector<Interval>{{3'000'000, 3'050'000, false}, {3'050'000, 3'100'000, true}}));
+  EXPECT_EQ(Binned({{3'100'000, 20'000}}, 3'050'000), (std::vector<Interval>{{3'080'000, 3'100'000, true}}));
+  EXPECT_EQ(Binned({{3'100'000, 20'000}}, 3'200'000), (std::vector<Interval>{{3'080'000, 3'100'000, false}}));
+}
+
+// The fingerprint thread writes its work as recorder ops at the top of its
+// own thread: no more time than it ran, none overlapping, the work after
+// Finish began marked at_stop.
+void BurnTwoMilliseconds(const FingerprintWorker::Job&, TraceWriter*, void*) {
+  const int64_t until = ThreadCpuNowNs() + 2'000'000;
+  while (ThreadCpuNowNs() < until) {
   }
 }
 
-TEST(FingerprintWorker, ItsWorkIsRecorderOpsAndWhatRunsAfterStopAskedIsAtStop) {
+TEST(FingerprintWorker, ItsWorkIsRecorderOpsOnItsOwnThread) {
   TestTrace t = NewTestTrace("worker_ops.mtrace");
   t.writer->AppendString(0, std::string(kFingerprintOpName));
   std::atomic<int64_t> next_op_id{100};
-  Blocking blocking;
-  FingerprintWorker worker(t.writer.get(), &next_op_id, &RunUntilFinishBegins, &blocking);
-  blocking.worker = &worker;
+  FingerprintWorker worker(t.writer.get(), &next_op_id, &BurnTwoMilliseconds, nullptr);
   worker.set_span_name_id(0);
   const float value[4] = {1, 2, 3, 4};
-  FingerprintWorker::Job job;
-  job.result = std::make_shared<KeptFingerprint>();
-  job.shape = {4};
-  ASSERT_TRUE(worker.PushCopy(job, value, sizeof(float)));
-  // Running (it waits for Finish): a stretch that began before Finish.
-  while (blocking.runs.load() == 0) std::this_thread::yield();
-  worker.Finish();
-  EXPECT_EQ(worker.jobs_run(), 1);
-  const Trace trace = t.Close();
-  ASSERT_EQ(trace.ops.size(), 2u);
-  const OpEvent& before = trace.ops[0].args.str().empty() ? trace.ops[0] : trace.ops[1];
-  const OpEvent& after = &before == &trace.ops[0] ? trace.ops[1] : trace.ops[0];
-  for (const OpEvent* op : {&before, &after}) {
-    EXPECT_EQ(op->name_id, 0);
-    EXPECT_EQ(op->parent_id, kNoId);
-    EXPECT_GE(op->id, 100);
-    EXPECT_LE(op->start_ns, op->end_ns);
+  const int64_t began = MonotonicNowNs();
+  for (int k = 0; k < 4; ++k) {
+    FingerprintWorker::Job job;
+    job.result = std::make_shared<KeptFingerprint>();
+    job.shape = {4};
+    ASSERT_TRUE(worker.PushCopy(job, value, sizeof(float)));
   }
-  EXPECT_EQ(before.args.str(), "");
-  EXPECT_EQ(after.args.str(), R"({"at_stop":true})");
-  EXPECT_EQ(before.end_ns, after.start_ns) << "split where Finish began";
-  EXPECT_EQ(before.thread_id, after.thread_id);
-  EXPECT_NE(before.thread_id, 0);
+  const int64_t finish_began = MonotonicNowNs();
+  worker.Finish();
+  const int64_t ended = MonotonicNowNs();
+  EXPECT_EQ(worker.jobs_run(), 4);
+  const Trace trace = t.Close();
+  ASSERT_FALSE(trace.ops.empty());
+  int64_t total_ns = 0, last_end = 0;
+  for (const OpEvent& op : trace.ops) {
+    EXPECT_EQ(op.name_id, 0);
+    EXPECT_EQ(op.parent_id, kNoId);
+    EXPECT_GE(op.id, 100);
+    EXPECT_NE(op.thread_id, 0);
+    EXPECT_EQ(op.thread_id, trace.ops[0].thread_id);
+    EXPECT_LT(op.start_ns, op.end_ns);
+    EXPECT_GE(op.start_ns, last_end) << "ops of one thread never overlap";
+    EXPECT_GE(op.start_ns, began);
+    EXPECT_LE(op.end_ns, ended);
+    if (op.args.str() == R"({"at_stop":true})") {
+      EXPECT_GE(op.start_ns, finish_began);
+    } else {
+      EXPECT_EQ(op.args.str(), "");
+    }
+    last_end = op.end_ns;
+    total_ns += op.end_ns - op.start_ns;
+  }
+  EXPECT_GE(total_ns, 4 * 2'000'000 - CpuBins::kBinNs) << "about the CPU time it ran";
+  EXPECT_LE(total_ns, 4 * 2'000'000 + 1'000'000);
 }
 
 }  // namespace
