@@ -57,10 +57,18 @@ Fingerprint AssembleFingerprint(DType dtype, const MomentAccumulator& moments, s
   Fingerprint fp;
   fp.dtype_class = ClassOf(dtype);
   moments.Finish(&fp.invariant);
+  // The grid's values are the tensor's: with no NaN or Inf among these,
+  // none among those (a copy, not a test a value).
+  const bool none_nonfinite =
+      fp.invariant.nan_count == 0 && fp.invariant.pos_inf_count == 0 && fp.invariant.neg_inf_count == 0;
   std::vector<double> finite;
-  finite.reserve(core.size());
-  for (double v : core) {
-    if (std::isfinite(v)) finite.push_back(v);
+  if (none_nonfinite) {
+    finite = core;
+  } else {
+    finite.reserve(core.size());
+    for (double v : core) {
+      if (std::isfinite(v)) finite.push_back(v);
+    }
   }
   const bool all_finite = finite.size() == core.size();
   fp.invariant.quantile_sample_size = grid.exact() ? 0 : static_cast<int64_t>(finite.size());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <utility>
 
 namespace magneton::fingerprint_internal {
 namespace {
@@ -35,6 +36,28 @@ std::vector<double> ByPartitioning(std::vector<double>& v, const std::vector<int
   return out;
 }
 
+// The smallest and largest of v (not empty, no NaN). Four running pairs in
+// registers: std::minmax_element kept its extremes in memory, a store and a
+// load a value (a third of a 3 072-value fingerprint's quantile time).
+std::pair<double, double> Extremes(const std::vector<double>& v) {
+  double lo[4], hi[4];
+  for (int k = 0; k < 4; ++k) lo[k] = hi[k] = v[0];
+  const size_t n = v.size();
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    for (int k = 0; k < 4; ++k) {
+      lo[k] = v[i + k] < lo[k] ? v[i + k] : lo[k];
+      hi[k] = v[i + k] > hi[k] ? v[i + k] : hi[k];
+    }
+  }
+  for (; i < n; ++i) {
+    lo[0] = v[i] < lo[0] ? v[i] : lo[0];
+    hi[0] = v[i] > hi[0] ? v[i] : hi[0];
+  }
+  return {std::min(std::min(lo[0], lo[1]), std::min(lo[2], lo[3])),
+          std::max(std::max(hi[0], hi[1]), std::max(hi[2], hi[3]))};
+}
+
 // Buckets of equal width over [min, max]: x goes to floor((x - min) * scale),
 // which never decreases as x grows (IEEE subtraction and multiplication by a
 // positive number are monotonic), so bucket order is value order. One pass
@@ -45,8 +68,7 @@ std::vector<double> SelectBucketed(std::vector<double>& v, const std::vector<int
   const size_t n = v.size();
   if (ranks.empty()) return {};
   if (n < kBucketMinValues || depth >= kMaxDepth) return ByPartitioning(v, ranks);
-  const auto [min_it, max_it] = std::minmax_element(v.begin(), v.end());
-  const double lo = *min_it, hi = *max_it;
+  const auto [lo, hi] = Extremes(v);
   if (lo == hi) return std::vector<double>(ranks.size(), lo);
   const size_t buckets = n / kValuesPerBucket;
   const double scale = static_cast<double>(buckets) / (hi - lo);

@@ -27,6 +27,8 @@ constexpr size_t kRingAlign = 64;
 constexpr auto kPollPeriod = std::chrono::milliseconds(2);
 // ...and is woken at once when this many wait.
 constexpr size_t kWakeAtJobs = 64;
+// This many queued, the traced thread waits for them (~10 MB of jobs).
+constexpr size_t kMaxQueuedJobs = 1 << 16;
 
 // The first and one-past-last element offsets a strided value reads,
 // relative to element [0, ..., 0] (strides may be negative). False: no
@@ -135,6 +137,7 @@ void FingerprintWorker::WriteInOrder(Job job) {
 
 void FingerprintWorker::PushLocked(Job job, std::unique_lock<std::mutex>& lock) {
   jobs_.push_back(std::move(job));
+  ++jobs_pushed_;
   if (!thread_.joinable()) {
     stopping_ = false;
     thread_ = std::thread([this] { Loop(); });
@@ -144,21 +147,28 @@ void FingerprintWorker::PushLocked(Job job, std::unique_lock<std::mutex>& lock) 
     // it falls behind, the traced thread computes in place (PushCopy says no).
     SetIdleClassLocked(true);
   }
-  if (jobs_.size() >= kWakeAtJobs) {
-    lock.unlock();
-    work_cv_.notify_one();
-  }
+  const size_t queued = jobs_.size();
+  if (queued < kWakeAtJobs) return;
+  lock.unlock();
+  work_cv_.notify_one();
+  // A thread that gets no time (the machine's cores all busy) must not let
+  // the queue grow without bound: aliases take no ring bytes.
+  if (queued >= kMaxQueuedJobs) Drain();
 }
 
 void FingerprintWorker::Drain() {
   std::unique_lock<std::mutex> lock(mu_);
-  if (jobs_.empty() && !busy_) return;
+  // Only what was queued before this call: threads that go on recording
+  // meanwhile (a flush while the recording runs) would keep the queue from
+  // ever being empty.
+  const uint64_t target = jobs_pushed_;
+  if (jobs_done_ >= target) return;
   // Someone waits for it now: it runs as a normal thread until it is done,
   // or a machine busy with other processes would leave it next to no time.
   SetIdleClassLocked(false);
-  while (!jobs_.empty() || busy_) {
+  while (jobs_done_ < target) {
     work_cv_.notify_one();
-    idle_cv_.wait(lock);
+    done_cv_.wait(lock);
   }
   SetIdleClassLocked(true);
 }
@@ -192,7 +202,6 @@ void FingerprintWorker::Loop() {
       work_cv_.wait_for(lock, kPollPeriod);
       continue;
     }
-    busy_ = true;
     // One CPU clock reading a job: each job's time runs from the last one's end.
     int64_t cpu_ns = ThreadCpuNowNs();
     while (!jobs_.empty()) {
@@ -211,12 +220,13 @@ void FingerprintWorker::Loop() {
         ring_used_ -= job.ring_reserved;
       }
       jobs_.pop_front();
+      ++jobs_done_;
+      // Only a Drain waits on it, rarely: a notify with no waiter is cheap.
+      done_cv_.notify_all();
     }
     lock.unlock();
     bins.Flush(at_stop_from_ns_.load(std::memory_order_relaxed));
     lock.lock();
-    busy_ = false;
-    idle_cv_.notify_all();
   }
 }
 

@@ -91,8 +91,9 @@ class FingerprintWorker {
   // goes this way, so that the rows of one tensor id (a value written again
   // by a nested op is fingerprinted again) are written in the order taken.
   void WriteInOrder(Job job);
-  // Waits until every queued job is written (the thread in the normal
-  // scheduling class meanwhile).
+  // Waits until every job queued before the call is written (the thread in
+  // the normal scheduling class meanwhile); jobs queued meanwhile by threads
+  // that go on recording are not waited for.
   void Drain();
   // Drain, the work from now on marked "at_stop", and the thread ended.
   void Finish();
@@ -125,9 +126,10 @@ class FingerprintWorker {
 
   std::mutex mu_;
   std::condition_variable work_cv_;  // jobs queued, Drain or Finish
-  std::condition_variable idle_cv_;  // every queued job done (Drain)
+  std::condition_variable done_cv_;  // a job done (Drain)
   std::deque<Job> jobs_;             // the front one runs while it stays here
-  bool busy_ = false;
+  uint64_t jobs_pushed_ = 0;         // queued so far, and done so far (Drain waits for a count)
+  uint64_t jobs_done_ = 0;
   bool stopping_ = false;
   std::unique_ptr<std::byte[]> ring_;
   size_t ring_head_ = 0;  // next free byte

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <future>
 #include <map>
 #include <thread>
 #include <vector>
@@ -266,6 +267,46 @@ TEST(FingerprintWorker, EveryCopyIsReadIntactAsTheRingWraps) {
   EXPECT_EQ(checking.copies.load(), pushed);
   EXPECT_EQ(checking.aliases.load(), aliases);
   EXPECT_EQ(checking.torn.load(), 0);
+  t.Close();
+}
+
+// A Drain waits for what was queued before it, not for jobs that threads
+// still recording go on queueing (a flush while the recording runs): it
+// returns although the queue never empties (each job takes longer than
+// queueing the next).
+void RunSlowly(const FingerprintWorker::Job&, TraceWriter*, void* context) {
+  static_cast<std::atomic<int64_t>*>(context)->fetch_add(1);
+  std::this_thread::sleep_for(std::chrono::microseconds(20));
+}
+
+TEST(FingerprintWorker, ADrainReturnsWhileOtherThreadsGoOnQueueing) {
+  TestTrace t = NewTestTrace("worker_drain.mtrace");
+  std::atomic<int64_t> next_op_id{0}, runs{0};
+  FingerprintWorker worker(t.writer.get(), &next_op_id, &RunSlowly, &runs, /*idle_class=*/false);
+  const float value[4] = {1, 2, 3, 4};
+  FingerprintWorker::Job job;
+  job.result = std::make_shared<KeptFingerprint>();
+  job.shape = {4};
+  for (int k = 0; k < 100; ++k) ASSERT_TRUE(worker.PushCopy(job, value, sizeof(float)));
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> queued_meanwhile{0};
+  std::thread recording([&] {
+    while (!stop.load()) {
+      worker.WriteInOrder(job);
+      queued_meanwhile.fetch_add(1);
+      std::this_thread::yield();
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  auto drained = std::async(std::launch::async, [&] { worker.Drain(); });
+  const bool returned = drained.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  stop = true;
+  recording.join();
+  EXPECT_TRUE(returned) << "Drain waited for jobs queued after it";
+  drained.wait();
+  EXPECT_GE(runs.load(), 100);
+  worker.Finish();
+  EXPECT_EQ(runs.load(), 100 + queued_meanwhile.load());
   t.Close();
 }
 
