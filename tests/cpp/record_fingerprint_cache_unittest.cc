@@ -10,11 +10,11 @@
 #include "fingerprint/fingerprint.h"
 #include "record/fingerprint_cache.h"
 #include "test_util.h"
-#include "trace/fingerprint_rows.h"
 
 namespace magneton::record {
 namespace {
 
+using testing::FingerprintRowsByTensor;
 using testing::NewTestTrace;
 using testing::TestTrace;
 
@@ -38,15 +38,6 @@ struct View {
     return v;
   }
 };
-
-std::map<int64_t, std::string> Rows(const std::string& path) {
-  auto rows = ReadFingerprintRows(path);
-  EXPECT_TRUE(rows.ok()) << rows.status().message();
-  std::map<int64_t, std::string> out;
-  if (rows.ok())
-    for (const FingerprintRow& r : *rows) out[r.tensor_id] = r.data;
-  return out;
-}
 
 TEST(FingerprintCache, AViewTakesTheFingerprintKeptForItsValueReadTheSameWay) {
   TestTrace t = NewTestTrace("reuse.mtrace");
@@ -72,7 +63,7 @@ TEST(FingerprintCache, AViewTakesTheFingerprintKeptForItsValueReadTheSameWay) {
 
   cache.Finish();  // the fingerprint thread's last rows, before the writer closes
   ASSERT_TRUE(t.writer->Close().ok());
-  const std::map<int64_t, std::string> rows = Rows(t.path);
+  const std::map<int64_t, std::string> rows = FingerprintRowsByTensor(t.path);
   ASSERT_EQ(rows.size(), 5u);
   EXPECT_EQ(rows.at(1), rows.at(0));
   EXPECT_EQ(rows.at(3), rows.at(2));
@@ -109,7 +100,7 @@ TEST(FingerprintCache, NothingIsTakenAcrossValuesOffsetsOrUntrackedWrites) {
   EXPECT_FALSE(cache.FingerprintValue(6, complex.view(), kNoId).has_value());
   cache.Finish();  // the fingerprint thread's last rows, before the writer closes
   ASSERT_TRUE(t.writer->Close().ok());
-  const std::map<int64_t, std::string> rows = Rows(t.path);
+  const std::map<int64_t, std::string> rows = FingerprintRowsByTensor(t.path);
   EXPECT_EQ(rows.size(), 6u);
   EXPECT_EQ(rows.count(6), 0u);
 }
@@ -149,7 +140,7 @@ TEST(FingerprintCache, APermutedViewTakesTheInvariantPartOfItsValue) {
 
   cache.Finish();  // the fingerprint thread's last rows, before the writer closes
   ASSERT_TRUE(t.writer->Close().ok());
-  const std::map<int64_t, std::string> rows = Rows(t.path);
+  const std::map<int64_t, std::string> rows = FingerprintRowsByTensor(t.path);
   ASSERT_EQ(rows.size(), 7u);
   const std::vector<View> views = {value, permuted, transposed, shifted, strided, overlapping, reshaped};
   for (size_t i = 0; i < views.size(); ++i) {

@@ -19,22 +19,13 @@
 #include "record/fingerprint_cache.h"
 #include "record/fingerprint_worker.h"
 #include "test_util.h"
-#include "trace/fingerprint_rows.h"
 
 namespace magneton::record {
 namespace {
 
+using testing::FingerprintRowsByTensor;
 using testing::NewTestTrace;
 using testing::TestTrace;
-
-std::map<int64_t, std::string> Rows(const std::string& path) {
-  auto rows = ReadFingerprintRows(path);
-  EXPECT_TRUE(rows.ok()) << rows.status().message();
-  std::map<int64_t, std::string> out;
-  if (rows.ok())
-    for (const FingerprintRow& r : *rows) out[r.tensor_id] = r.data;
-  return out;
-}
 
 TensorView ViewOf(const float* element0, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
                   int64_t storage_offset = 0) {
@@ -102,7 +93,7 @@ TEST(FingerprintWorker, AFingerprintIsOfTheValueAtTheCallThoughItsBufferIsWritte
   EXPECT_GE(cache.computed_in_place(), 2);
   EXPECT_GT(cache.computed_off_thread(), 0);
   ASSERT_TRUE(t.writer->Close().ok());
-  const std::map<int64_t, std::string> rows = Rows(t.path);
+  const std::map<int64_t, std::string> rows = FingerprintRowsByTensor(t.path);
   ASSERT_EQ(rows.size(), expected.size());
   for (const auto& [id, want] : expected) EXPECT_EQ(rows.at(id), want) << "value " << id;
 }
@@ -126,7 +117,7 @@ TEST(FingerprintWorker, AViewOfAValueStillQueuedTakesWhatItsValueGets) {
   EXPECT_EQ(cache.fingerprints_reused(), 1);
   EXPECT_EQ(cache.invariants_reused(), 1);
   ASSERT_TRUE(t.writer->Close().ok());
-  const std::map<int64_t, std::string> rows = Rows(t.path);
+  const std::map<int64_t, std::string> rows = FingerprintRowsByTensor(t.path);
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows.at(1), rows.at(0));
   TensorBuffer permuted{data.data(), DType::kFloat32, permuted_shape, permuted_strides};

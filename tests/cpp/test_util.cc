@@ -9,6 +9,7 @@
 
 #include "magneton/recorder.h"
 #include "magneton/trace_reader.h"
+#include "trace/fingerprint_rows.h"
 #include "trace/schema.h"
 
 namespace magneton::testing {
@@ -123,6 +124,15 @@ void DowngradeToSchemaV2(const std::string& path) {
     UPDATE meta SET value = '2' WHERE key = 'schema_version';
     COMMIT;)sql";
   ExecSql(path, sql.c_str());
+}
+
+std::map<int64_t, std::string> FingerprintRowsByTensor(const std::string& path) {
+  auto rows = ReadFingerprintRows(path);
+  EXPECT_TRUE(rows.ok()) << rows.status().message();
+  std::map<int64_t, std::string> out;
+  if (rows.ok())
+    for (const FingerprintRow& r : *rows) out[r.tensor_id] = r.data;
+  return out;
 }
 
 }  // namespace magneton::testing

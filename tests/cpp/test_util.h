@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +36,10 @@ void WriteBytes(const std::string& path, const std::vector<char>& bytes);
 
 // Runs SQL on a trace file (to damage or age it); a failure fails the test.
 void ExecSql(const std::string& path, const char* sql);
+
+// The encoded fingerprint rows of a trace by tensor id; a read error fails
+// the test (and returns none).
+std::map<int64_t, std::string> FingerprintRowsByTensor(const std::string& path);
 
 // Rewrites a trace as schema version 2 stored it (ops and tensors as tables
 // with every value inline, no dictionaries), to test that such files read.
