@@ -46,9 +46,7 @@ void FingerprintCache::RunJob(const FingerprintWorker::Job& job, TraceWriter* wr
   KeptFingerprint& kept = *job.result;
   if (!job.data) {
     // An alias: its value's job ran before it (queued first).
-    if (kept.done.load(std::memory_order_acquire) && kept.ok) {
-      writer->AppendFingerprint(job.tensor_id, std::string(kFingerprintKind), kept.encoded);
-    }
+    if (kept.Ready()) writer->AppendFingerprint(job.tensor_id, std::string(kFingerprintKind), kept.encoded);
     return;
   }
   TensorBuffer buffer;
@@ -56,12 +54,7 @@ void FingerprintCache::RunJob(const FingerprintWorker::Job& job, TraceWriter* wr
   buffer.dtype = job.dtype;
   buffer.shape.assign(job.shape.begin(), job.shape.end());
   buffer.strides.assign(job.strides.begin(), job.strides.end());
-  StatusOr<std::string> fp = Unavailable("not computed");
-  if (job.known && job.known->done.load(std::memory_order_acquire) && job.known->ok) {
-    fp = EncodeWithKnownInvariant(buffer, job.known->encoded);
-    if (fp.ok()) cache->invariants_reused_.fetch_add(1, std::memory_order_relaxed);
-  }
-  if (!fp.ok()) fp = EncodeValueFingerprint(buffer);
+  StatusOr<std::string> fp = cache->EncodeHostValue(buffer, job.known.get());
   if (fp.ok()) {
     kept.encoded = std::move(fp).value();
     kept.ok = true;
@@ -69,6 +62,17 @@ void FingerprintCache::RunJob(const FingerprintWorker::Job& job, TraceWriter* wr
   }
   cache->computed_off_thread_.fetch_add(1, std::memory_order_relaxed);
   kept.done.store(true, std::memory_order_release);
+}
+
+StatusOr<std::string> FingerprintCache::EncodeHostValue(const TensorBuffer& buffer, const KeptFingerprint* known) {
+  if (known && known->Ready()) {
+    StatusOr<std::string> fp = EncodeWithKnownInvariant(buffer, known->encoded);
+    if (fp.ok()) {
+      invariants_reused_.fetch_add(1, std::memory_order_relaxed);
+      return fp;
+    }
+  }
+  return EncodeValueFingerprint(buffer);
 }
 
 void FingerprintCache::WriteInOrder(int64_t tensor_id, std::shared_ptr<KeptFingerprint> kept) {
@@ -95,7 +99,7 @@ std::optional<RecorderSpan> FingerprintCache::FingerprintValue(int64_t tensor_id
       std::lock_guard<std::mutex> lock(mu_);
       ViewFingerprint* v = FindLocked(viewed_id, t.storage_offset, layout_hash);
       // One that could not be computed is not taken: this view computes its own.
-      if (v && v->kept->done.load(std::memory_order_acquire) && !v->kept->ok) v = nullptr;
+      if (v && v->kept->Failed()) v = nullptr;
       if (v) {
         cached = v->kept;
         ++fingerprints_reused_;
@@ -140,19 +144,16 @@ std::optional<RecorderSpan> FingerprintCache::FingerprintValue(int64_t tensor_id
     buffer.dtype = *dtype;
     buffer.shape.assign(t.sizes, t.sizes + t.ndim);
     if (t.strides) buffer.strides.assign(t.strides, t.strides + t.ndim);
-    StatusOr<std::string> fp = Unavailable("not computed");
     // A kept one still queued is not waited for: computed whole, the
     // fingerprint is the same bit for bit.
-    if (same_elements && same_elements->done.load(std::memory_order_acquire) && same_elements->ok) {
-      fp = EncodeWithKnownInvariant(buffer, same_elements->encoded);
-      if (fp.ok()) invariants_reused_.fetch_add(1, std::memory_order_relaxed);
+    StatusOr<std::string> fp = t.host_data
+                                   ? EncodeHostValue(buffer, same_elements.get())
+                                   : EncodeDeviceValueFingerprint(*t.device_values, t.dtype, buffer.shape);
+    if (t.host_data) {
+      computed_in_place_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      NoteDeviceFingerprint(fp.status());
     }
-    if (!fp.ok()) {
-      fp = t.host_data ? EncodeValueFingerprint(buffer)
-                       : EncodeDeviceValueFingerprint(*t.device_values, t.dtype, buffer.shape);
-    }
-    if (!t.host_data) NoteDeviceFingerprint(fp.status());
-    if (t.host_data) computed_in_place_.fetch_add(1, std::memory_order_relaxed);
     if (!fp.ok()) return RecorderSpan{start_ns, MonotonicNowNs()};
     kept->encoded = std::move(fp).value();
     kept->ok = true;

@@ -1,15 +1,17 @@
 // --values fingerprints for one recording: a new value's fingerprint is
-// taken while the value is alive on the thread that owns it — host memory as
-// a copy that the recorder's fingerprint thread reads (fingerprint_worker.h),
-// device memory and values too large to copy in place, device memory through
-// the hook's reader — and only the fingerprint is written, never the values. Encoded fingerprints are kept by
-// (value, offset, layout) so that views made again every step (weight.t() in
-// each forward) take their value's fingerprint instead of computing it again.
+// taken while the value is alive, on the thread that owns it: a host value is
+// copied there and fingerprinted from the copy on the recorder's fingerprint
+// thread (fingerprint_worker.h); a value too large to copy, or taken while
+// that thread is behind, is fingerprinted in place, and a device value
+// through the hook's reader. Only the fingerprint is written, never the
+// values. Encoded fingerprints are kept by (value, offset, layout) so that
+// views made again every step (weight.t() in each forward) take their value's
+// fingerprint instead of computing it again.
 //
-// A lock of its own (fingerprint computation runs outside it; the worker
-// never takes it). Tensor
-// identity drops a value's entries when it forgets the value, holding its own
-// lock: the lock order is tensor identity's, then this one; never the reverse.
+// A lock of its own (fingerprint computation runs outside it; the fingerprint
+// thread never takes it). Tensor identity drops a value's entries when it
+// forgets the value, holding its own lock: the lock order is tensor
+// identity's, then this one; never the reverse.
 #pragma once
 
 #include <atomic>
@@ -107,6 +109,10 @@ class FingerprintCache {
   // Keeps `kept` for views of value_id read at this offset and layout; mu_ held.
   void CacheLocked(int64_t value_id, int64_t storage_offset, uint64_t layout_hash,
                    const std::vector<int64_t>& elements, const std::shared_ptr<KeptFingerprint>& kept);
+  // The fingerprint of host `buffer`, with `known`'s invariant part when that
+  // one is computed (the same elements in another order: the same bits as
+  // computing it whole, for less), else whole.
+  StatusOr<std::string> EncodeHostValue(const TensorBuffer& buffer, const KeptFingerprint* known);
   // Writes `kept` for tensor_id once computed, after the rows queued before it.
   void WriteInOrder(int64_t tensor_id, std::shared_ptr<KeptFingerprint> kept);
   // The fingerprint thread's work: one job (FingerprintWorker::Run).

@@ -6,9 +6,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <iterator>
 #include <limits>
 #include <utility>
 
@@ -86,14 +86,13 @@ bool FingerprintWorker::ReserveLocked(size_t n, size_t* offset, size_t* reserved
 }
 
 bool FingerprintWorker::PushCopy(Job job, const void* data, size_t element_bytes) {
-  if (job.strides.empty()) {  // contiguous, row-major
-    SmallVector<int64_t, 6> inner_first;
+  if (job.strides.empty()) {  // contiguous, row-major: innermost first, then reversed
     int64_t stride = 1;
     for (size_t d = job.shape.size(); d-- > 0;) {
-      inner_first.push_back(stride);
+      job.strides.push_back(stride);
       stride *= job.shape[d];
     }
-    job.strides.assign(std::make_reverse_iterator(inner_first.end()), std::make_reverse_iterator(inner_first.begin()));
+    std::reverse(job.strides.begin(), job.strides.end());
   }
   int64_t lo = 0, hi = 0;
   if (!ElementExtent(job.shape, job.strides, &lo, &hi)) return false;

@@ -41,6 +41,11 @@ struct KeptFingerprint {
   std::atomic<bool> done{false};
   bool ok = false;
   std::string encoded;
+
+  // Computed, and `encoded` holds it.
+  bool Ready() const { return done.load(std::memory_order_acquire) && ok; }
+  // Computed, and it could not be.
+  bool Failed() const { return done.load(std::memory_order_acquire) && !ok; }
 };
 
 class FingerprintWorker {
