@@ -533,6 +533,37 @@ TEST(DetectUncertainty, ARegionThatOccursOnceOnTheBusierSideIsInconclusiveAtAnyR
   EXPECT_EQ(verdict_of_op0(0.02, 0.02, &note), Verdict::kWaste) << note;
 }
 
+// Energy while no op ran, one recording per side, is inconclusive; on the
+// busier side its note names both loads (the process waits for a CPU between
+// ops), and only there: a quiet pair's note says nothing of a load.
+TEST(DetectUncertainty, EnergyBetweenOpsOnTheBusierSideNamesTheLoad) {
+  auto outside_note = [](double load_a, double load_b) {
+    Side a = Loaded(MakeSide(Names(), Costs(100, 50)), load_a);
+    a.energy.unattributed_uj = a.energy.idle_in_job_uj = a.energy.unclaimed_in_job_uj = 500;
+    a.energy.job_uj = a.energy.total_uj = a.energy.attributed_uj + 500;
+    a.energy.idle_in_job_ns = a.energy.unclaimed_in_job_ns = 500;
+    auto r = Detect(a, Loaded(MakeSide(Names(), Costs(100, 50)), load_b));
+    EXPECT_TRUE(r.ok());
+    for (const Finding& f : r->findings) {
+      if (f.kind != RegionKind::kOutsideOps) continue;
+      EXPECT_EQ(f.wasteful_side, 'A');
+      EXPECT_EQ(f.verdict, Verdict::kInconclusive) << f.uncertainty_note;
+      return f.uncertainty_note;
+    }
+    ADD_FAILURE() << "no finding for the energy between ops";
+    return std::string();
+  };
+  const std::string busy = outside_note(0.5, 0.02);
+  EXPECT_NE(busy.find("energy while no op ran"), std::string::npos) << busy;
+  EXPECT_NE(busy.find("50% of the machine's CPU time while A was recorded (2% while B was)"), std::string::npos)
+      << busy;
+  const std::string quiet = outside_note(0.02, 0.02);
+  EXPECT_NE(quiet.find("energy while no op ran"), std::string::npos) << quiet;
+  EXPECT_EQ(quiet.find("of the machine's CPU time"), std::string::npos) << quiet;
+  // The busy machine was the cheaper side's: nothing to name on A's account.
+  EXPECT_EQ(outside_note(0.02, 0.5).find("of the machine's CPU time"), std::string::npos);
+}
+
 TEST(DetectUncertainty, RunsThatAgreeOnABusyMachineAreInconclusive) {
   // RunsThatAgreeAreWaste's ~2x, with other work taking 60% of the machine
   // in every run of A: that alone can make A 2.45x dearer.
