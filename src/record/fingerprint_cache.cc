@@ -133,7 +133,14 @@ std::optional<RecorderSpan> FingerprintCache::FingerprintValue(int64_t tensor_id
     job.dtype = *dtype;
     job.shape.assign(t.sizes, t.sizes + t.ndim);
     if (t.strides) job.strides.assign(t.strides, t.strides + t.ndim);
-    queued = worker_.PushCopy(std::move(job), t.host_data, ElementSizeBytes(*dtype));
+    // The same elements in another order as a value whose copy is still in
+    // the ring: this view reads that copy.
+    if (same_elements && worker_.PushView(std::move(job), *same_elements)) {
+      queued = true;
+      copies_shared_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      queued = worker_.PushCopy(std::move(job), t.host_data, ElementSizeBytes(*dtype));
+    }
   }
   if (!queued) {
     // Computed here, while the value is alive: device values (only the
@@ -261,6 +268,7 @@ void FingerprintCache::WriteStopMeta() {
   writer_->SetMeta("recorder.fingerprint_invariants_reused", std::to_string(invariants_reused_.load()));
   writer_->SetMeta("recorder.fingerprints_off_thread", std::to_string(computed_off_thread_.load()));
   writer_->SetMeta("recorder.fingerprints_in_place", std::to_string(computed_in_place_.load()));
+  writer_->SetMeta("recorder.fingerprint_copies_shared", std::to_string(copies_shared_.load()));
   if (const int idle = worker_.idle_class(); idle < 0) {
     writer_->SetMeta("recorder.fingerprint_thread_class_error", std::strerror(-idle));
   }
@@ -276,6 +284,8 @@ int64_t FingerprintCache::invariants_reused() const { return invariants_reused_.
 int64_t FingerprintCache::computed_off_thread() const { return computed_off_thread_.load(); }
 
 int64_t FingerprintCache::computed_in_place() const { return computed_in_place_.load(); }
+
+int64_t FingerprintCache::copies_shared() const { return copies_shared_.load(); }
 
 size_t FingerprintCache::bytes_cached() const {
   std::lock_guard<std::mutex> lock(mu_);

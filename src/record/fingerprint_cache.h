@@ -80,6 +80,8 @@ class FingerprintCache {
   // Host fingerprints computed on the traced thread: too large to copy, or
   // taken while the fingerprint thread was behind.
   int64_t computed_in_place() const;
+  // Views fingerprinted on the thread from their value's copy, not a copy of their own.
+  int64_t copies_shared() const;
   size_t bytes_cached() const;
 
  private:
@@ -136,6 +138,7 @@ class FingerprintCache {
   std::atomic<int64_t> invariants_reused_{0};
   std::atomic<int64_t> computed_off_thread_{0};
   std::atomic<int64_t> computed_in_place_{0};
+  std::atomic<int64_t> copies_shared_{0};  // views that read their value's copy (PushView)
   // Device tensors: fingerprints computed there, skipped (the reader said
   // Unavailable) and failed; the first failure's message goes to the meta.
   std::atomic<int64_t> device_fingerprints_{0};

@@ -59,30 +59,22 @@ FingerprintWorker::FingerprintWorker(TraceWriter* writer, std::atomic<int64_t>* 
 
 FingerprintWorker::~FingerprintWorker() { Finish(); }
 
-bool FingerprintWorker::ReserveLocked(size_t n, size_t* offset, size_t* reserved) {
-  const size_t cap = kRingBytes;
-  if (ring_used_ == 0) ring_head_ = ring_tail_ = 0;
-  if (ring_used_ == 0 || ring_head_ > ring_tail_) {
-    // Free: [head, cap) and [0, tail).
-    if (cap - ring_head_ >= n) {
-      *offset = ring_head_;
-      *reserved = n;
-      return true;
-    }
-    if (ring_tail_ >= n) {  // wrap: the tail end is skipped, held by this job
-      *offset = 0;
-      *reserved = (cap - ring_head_) + n;
-      return true;
-    }
-    return false;
-  }
-  // Wrapped (or full): free is [head, tail).
-  if (ring_tail_ - ring_head_ >= n) {
-    *offset = ring_head_;
-    *reserved = n;
-    return true;
-  }
-  return false;
+bool FingerprintWorker::ReserveLocked(size_t n, size_t* offset) {
+  const uint64_t cap = kRingBytes;
+  // Empty: start again at offset 0, the whole ring in one piece.
+  if (ring_tail_ == ring_head_) ring_head_ = ring_tail_ = ring_done_ = (ring_head_ + cap - 1) / cap * cap;
+  const uint64_t at = ring_head_ % cap;
+  // What does not fit before the ring's end starts at offset 0; the end is
+  // skipped, held until the job is done.
+  const uint64_t skip = cap - at >= n ? 0 : cap - at;
+  if (ring_head_ - ring_tail_ + skip + n > cap) return false;
+  *offset = static_cast<size_t>(skip ? 0 : at);
+  ring_head_ += skip + n;
+  return true;
+}
+
+void FingerprintWorker::ReleaseLocked() {
+  ring_tail_ = ring_pins_.empty() ? ring_done_ : std::min(ring_done_, *ring_pins_.begin());
 }
 
 bool FingerprintWorker::PushCopy(Job job, const void* data, size_t element_bytes) {
@@ -103,8 +95,8 @@ bool FingerprintWorker::PushCopy(Job job, const void* data, size_t element_bytes
 
   std::unique_lock<std::mutex> lock(mu_);
   if (!ring_) ring_ = std::make_unique_for_overwrite<std::byte[]>(kRingBytes);
-  size_t offset = 0, reserved = 0;
-  if (!ReserveLocked(n, &offset, &reserved)) {
+  size_t offset = 0;
+  if (!ReserveLocked(n, &offset)) {
     // The thread is behind (the machine's cores busy with the program):
     // the caller computes this one in place rather than wait for it.
     lock.unlock();
@@ -115,10 +107,25 @@ bool FingerprintWorker::PushCopy(Job job, const void* data, size_t element_bytes
   // several threads record values at once.
   std::memcpy(ring_.get() + offset, first, bytes);
   job.data = ring_.get() + offset - lo * static_cast<int64_t>(element_bytes);
-  job.ring_end = offset + n;
-  job.ring_reserved = reserved;
-  ring_head_ = offset + n;
-  ring_used_ += reserved;
+  job.ring_end = ring_head_;
+  job.result->copy_element0 = job.data;
+  job.result->copy_from = ring_head_ - n;
+  PushLocked(std::move(job), lock);
+  return true;
+}
+
+bool FingerprintWorker::PushView(Job&& job, const KeptFingerprint& base) {
+  std::unique_lock<std::mutex> lock(mu_);
+  // Still in the ring: not freed (below the tail), and the ring not
+  // emptied and started again since (positions only grow).
+  if (base.copy_element0 == nullptr || base.copy_from < ring_tail_) return false;
+  job.data = base.copy_element0;
+  job.pins = true;
+  job.pin_from = base.copy_from;
+  ring_pins_.insert(base.copy_from);
+  // Views of this view read the same copy.
+  job.result->copy_element0 = base.copy_element0;
+  job.result->copy_from = base.copy_from;
   PushLocked(std::move(job), lock);
   return true;
 }
@@ -214,10 +221,9 @@ void FingerprintWorker::Loop() {
       cpu_ns = cpu_end_ns;
       jobs_run_.fetch_add(1, std::memory_order_relaxed);
       lock.lock();
-      if (job.ring_reserved > 0) {  // an alias holds none
-        ring_tail_ = job.ring_end;
-        ring_used_ -= job.ring_reserved;
-      }
+      if (job.ring_end > 0) ring_done_ = job.ring_end;  // an alias or a view holds no copy of its own
+      if (job.pins) ring_pins_.erase(ring_pins_.find(job.pin_from));
+      ReleaseLocked();
       jobs_.pop_front();
       ++jobs_done_;
       // Only a Drain waits on it, rarely: a notify with no waiter is cheap.

@@ -8,7 +8,10 @@
 // sample grid): ~0.3 against ~9 µs for a 768-element activation.
 //
 // Copies live in one ring of kRingBytes, freed in the order they were taken
-// (jobs run in order), so the traced thread allocates nothing per value. The
+// (jobs run in order), so the traced thread allocates nothing per value. A
+// view that reads the same elements as a value whose copy is still in the
+// ring (a transpose of a KV cache's cat) reads that copy, which stays until
+// the view's job is done (a pin), instead of copying them again. The
 // thread runs in the idle scheduling class: only on cores the program leaves
 // idle, never slowing its threads; when it falls behind and the ring is full,
 // the traced thread computes the next values in place, as it would without
@@ -26,6 +29,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -41,6 +45,11 @@ struct KeptFingerprint {
   std::atomic<bool> done{false};
   bool ok = false;
   std::string encoded;
+  // The copy its job reads (FingerprintWorker::PushCopy, or the value's copy
+  // a view job shares): element [0, ..., 0] and the ring position of the
+  // copy's first byte; null: none. The worker's, under its lock.
+  const void* copy_element0 = nullptr;
+  uint64_t copy_from = 0;
 
   // Computed, and `encoded` holds it.
   bool Ready() const { return done.load(std::memory_order_acquire) && ok; }
@@ -66,8 +75,12 @@ class FingerprintWorker {
     const void* data = nullptr;  // element [0, ..., 0] inside the ring; null: an alias job
     SmallVector<int64_t, 6> shape;
     SmallVector<int64_t, 6> strides;
-    size_t ring_end = 0;       // the ring's offset past this job's copy
-    size_t ring_reserved = 0;  // bytes this job holds in the ring (its copy, and a skipped tail)
+    // Ring positions (bytes reserved since the ring was made; the offset is
+    // the position modulo kRingBytes): past this job's copy, 0 for none; and
+    // the first byte of the copy a view job reads, which stays until it is done.
+    uint64_t ring_end = 0;
+    uint64_t pin_from = 0;
+    bool pins = false;
   };
   using Run = void (*)(const Job& job, TraceWriter* writer, void* context);
 
@@ -91,6 +104,12 @@ class FingerprintWorker {
   // and nothing queued, when the elements' extent is over kMaxCopyBytes or
   // the ring has no room now: the caller computes it in place.
   bool PushCopy(Job job, const void* data, size_t element_bytes);
+  // A view job: reads the copy `base` has (base.copy_element0 is element
+  // [0, ..., 0] of the view too: the same elements at the same offset, maybe
+  // in another order) while that copy is still in the ring, and keeps it
+  // there until the job is done. False, and `job` untouched, when `base` has
+  // no copy or its copy is freed: the caller copies.
+  bool PushView(Job&& job, const KeptFingerprint& base);
   // An alias job (job.data null): written after every job queued before it,
   // at once when none is. Every fingerprint the traced thread has in hand
   // goes this way, so that the rows of one tensor id (a value written again
@@ -109,8 +128,12 @@ class FingerprintWorker {
   int idle_class() const { return idle_class_.load(std::memory_order_relaxed); }
 
  private:
-  // Reserves n bytes of the ring; mu_ held. False: no room now.
-  bool ReserveLocked(size_t n, size_t* offset, size_t* reserved);
+  // Reserves n bytes of the ring (and the end before it, when they do not
+  // fit there) and sets *offset to where they start; mu_ held. False: no room now.
+  bool ReserveLocked(size_t n, size_t* offset);
+  // Frees what no job reads any more: everything below the end of the last
+  // copy job done and below every pinned copy; mu_ held.
+  void ReleaseLocked();
   void PushLocked(Job job, std::unique_lock<std::mutex>& lock);
   // The thread's scheduling class: idle, or normal while someone waits for it; mu_ held.
   void SetIdleClassLocked(bool idle);
@@ -137,9 +160,13 @@ class FingerprintWorker {
   uint64_t jobs_done_ = 0;
   bool stopping_ = false;
   std::unique_ptr<std::byte[]> ring_;
-  size_t ring_head_ = 0;  // next free byte
-  size_t ring_tail_ = 0;  // the oldest job's first byte
-  size_t ring_used_ = 0;  // bytes held by queued jobs
+  // Ring positions: the next byte to reserve; the first byte still held;
+  // the end of the last copy job done; the first bytes of the copies queued
+  // view jobs read.
+  uint64_t ring_head_ = 0;
+  uint64_t ring_tail_ = 0;
+  uint64_t ring_done_ = 0;
+  std::multiset<uint64_t> ring_pins_;
   std::thread thread_;    // started with the first job
 };
 

@@ -101,7 +101,8 @@ TEST(FingerprintWorker, AFingerprintIsOfTheValueAtTheCallThoughItsBufferIsWritte
 
 // A view made while its value's fingerprint is still queued: one that reads
 // the value's elements in its own order takes the fingerprint, one that
-// permutes them takes the invariant part, each once it is computed.
+// permutes them takes the invariant part, each once it is computed, and
+// reads the value's copy instead of copying the elements again.
 TEST(FingerprintWorker, AViewOfAValueStillQueuedTakesWhatItsValueGets) {
   TestTrace t = NewTestTrace("worker_views.mtrace");
   std::atomic<int64_t> next_op_id{0};
@@ -117,6 +118,7 @@ TEST(FingerprintWorker, AViewOfAValueStillQueuedTakesWhatItsValueGets) {
   cache.Finish();
   EXPECT_EQ(cache.fingerprints_reused(), 1);
   EXPECT_EQ(cache.invariants_reused(), 1);
+  EXPECT_EQ(cache.copies_shared(), 1);  // the permuted view read the value's copy
   ASSERT_TRUE(t.writer->Close().ok());
   const std::map<int64_t, std::string> rows = FingerprintRowsByTensor(t.path);
   ASSERT_EQ(rows.size(), 3u);
@@ -200,6 +202,79 @@ TEST(FingerprintWorker, AFullRingTakesNoMoreCopiesUntilTheThreadCatchesUp) {
   job.result = std::make_shared<KeptFingerprint>();
   job.shape = {static_cast<int64_t>(large.size())};
   EXPECT_FALSE(worker.PushCopy(job, large.data(), sizeof(float)));
+  t.Close();
+}
+
+// A view job reads its value's copy however much is copied after it: the
+// copy stays in the ring until the view's job is done (the value's own job
+// done long before), and the ring takes no copy over it meanwhile. Once the
+// view is done the copy is freed, and a later view copies for itself.
+struct HeldView {
+  std::atomic<bool> view_running{false}, release{false};
+  std::atomic<int> intact{-1};
+};
+
+constexpr int64_t kViewId = 2;
+
+void RunHoldingTheView(const FingerprintWorker::Job& job, TraceWriter*, void* context) {
+  auto* h = static_cast<HeldView*>(context);
+  if (job.tensor_id != kViewId) return;
+  h->view_running = true;
+  while (!h->release.load()) std::this_thread::yield();
+  // The value was 16 x 16 of i; the view is its transpose.
+  const auto* v = static_cast<const float*>(job.data);
+  int ok = 1;
+  for (int64_t r = 0; r < 16; ++r) {
+    for (int64_t c = 0; c < 16; ++c) ok &= v[r * job.strides[0] + c * job.strides[1]] == static_cast<float>(c * 16 + r);
+  }
+  h->intact = ok;
+}
+
+TEST(FingerprintWorker, AViewReadsItsValuesCopyUntilItIsDone) {
+  TestTrace t = NewTestTrace("worker_view_pin.mtrace");
+  std::atomic<int64_t> next_op_id{0};
+  HeldView held;
+  FingerprintWorker worker(t.writer.get(), &next_op_id, &RunHoldingTheView, &held, /*idle_class=*/false);
+  std::vector<float> value(256);
+  for (size_t i = 0; i < value.size(); ++i) value[i] = static_cast<float>(i);
+  FingerprintWorker::Job base;
+  base.tensor_id = 1;
+  base.result = std::make_shared<KeptFingerprint>();
+  base.shape = {16, 16};
+  const std::shared_ptr<KeptFingerprint> base_kept = base.result;
+  ASSERT_TRUE(worker.PushCopy(base, value.data(), sizeof(float)));
+  ASSERT_NE(base_kept->copy_element0, nullptr);
+  std::fill(value.begin(), value.end(), -1.f);  // the program writes its buffer: only the copy has the value
+  auto view_of_base = [&] {
+    FingerprintWorker::Job view;
+    view.tensor_id = kViewId;
+    view.result = std::make_shared<KeptFingerprint>();
+    view.shape = {16, 16};
+    view.strides = {1, 16};
+    return view;
+  };
+  FingerprintWorker::Job view = view_of_base();
+  ASSERT_TRUE(worker.PushView(std::move(view), *base_kept));
+  while (!held.view_running.load()) std::this_thread::yield();  // the value's job is done
+  // Copies until the ring takes no more: none of them over the value's copy.
+  // Copies of the value's size: the ring's last one would start where the
+  // value's copy lies, were that freed.
+  std::vector<float> other(256, 7.f);
+  int64_t taken = 0;
+  FingerprintWorker::Job job;
+  job.tensor_id = 3;
+  job.result = std::make_shared<KeptFingerprint>();
+  job.shape = {256};
+  while (worker.PushCopy(job, other.data(), sizeof(float))) ++taken;
+  EXPECT_EQ(taken, static_cast<int64_t>(FingerprintWorker::kRingBytes / 1024) - 1) << "all but the value's copy";
+  held.release = true;
+  worker.Drain();
+  EXPECT_EQ(held.intact.load(), 1) << "the view read another copy's bytes";
+  // Freed with the view's job: a view made now copies its elements itself.
+  FingerprintWorker::Job late = view_of_base();
+  EXPECT_FALSE(worker.PushView(std::move(late), *base_kept));
+  EXPECT_NE(late.result, nullptr) << "a refused job is left to the caller";
+  worker.Finish();
   t.Close();
 }
 
