@@ -1,5 +1,7 @@
 #include "energy/sampler.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 
 #include "base/clock.h"
@@ -91,6 +93,7 @@ void Sampler::ReadAndEmit(bool force_emit) {
 }
 
 void Sampler::Loop() {
+  pthread_setname_np(pthread_self(), "magneton-energy");
   int64_t period = base_period_ns_;
   int64_t max_period = std::min(meter_->max_poll_period_ns(), base_period_ns_ * std::max(1, options_.max_backoff));
   int64_t next = clock_->MonotonicNowNs();

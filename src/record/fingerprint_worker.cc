@@ -200,6 +200,8 @@ void FingerprintWorker::Finish() {
 
 void FingerprintWorker::Loop() {
   os_tid_ = static_cast<int64_t>(syscall(SYS_gettid));
+  // Named, like the writer's thread, for whoever looks at the process (top -H, perf).
+  pthread_setname_np(pthread_self(), "magneton-values");
   CpuBins bins([this](int64_t start_ns, int64_t end_ns, bool at_stop) { WriteWork(start_ns, end_ns, at_stop); });
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {

@@ -1,5 +1,6 @@
 #include "record/machine_load.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -86,6 +87,7 @@ Status LoadSampler::SampleNow() {
 }
 
 void LoadSampler::Run(int64_t period_ns) {
+  pthread_setname_np(pthread_self(), "magneton-load");
   std::unique_lock<std::mutex> lock(mu_);
   while (!wake_.wait_for(lock, std::chrono::nanoseconds(period_ns), [this] { return stopping_; })) {
     lock.unlock();
