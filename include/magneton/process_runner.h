@@ -51,6 +51,9 @@ struct RecordRunResult {
   // that do not say).
   int64_t writer_waits = 0;
   int64_t writer_wait_ms = 0;
+  // Children the program forked while it was recorded (meta
+  // recorder.forked_children): their ops are not in the trace.
+  int64_t forked_children = 0;
   // What became of GPU device activity (meta gpu.*): "off: <why>",
   // "not recorded: <error>", "<N> device activities ..."; "" when the trace
   // does not say (no torch).

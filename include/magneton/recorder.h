@@ -112,6 +112,8 @@ struct alignas(64) RecorderRefSlot {
 class Recorder {
  public:
   static Status Start(const std::string& path, const RunMetadata& meta, RecorderOptions options = {});
+  // A child the process forks while a session is active has none: its hooks
+  // find no recording (meta recorder.forked_children counts such children).
   // Stops hooks from seeing the session, waits until every Ref taken while it
   // was active is gone, then closes the trace. Fails (and stops nothing) on a
   // thread that holds a Ref itself, which would wait for itself forever.
@@ -277,6 +279,8 @@ class Recorder {
   // Marks this thread in flight and returns the active session; with none,
   // leaves the mark at once (a null Ref never delays a Stop).
   static Recorder* Enter(RecorderRefSlot** slot);
+  // In a child the process forked (pthread_atfork): no session. See recorder.cc.
+  static void ForgetInForkedChild();
 
   static std::atomic<Recorder*> active_;
   std::unique_ptr<TraceWriter> writer_;

@@ -52,6 +52,13 @@ int ReportRecording(const RecordRunRequest& request, const StatusOr<RecordRunRes
   std::fprintf(stderr, "magneton: recorded %zu ops and %zu tensors to %s\n", result->ops, result->tensors,
                out.c_str());
   if (!result->gpu_note.empty()) std::fprintf(stderr, "magneton: %s\n", result->gpu_note.c_str());
+  if (result->forked_children > 0) {
+    // A fork's child is a process of its own (a DataLoader's workers): said, so that no one looks for its ops here.
+    std::fprintf(stderr,
+                 "magneton: the program forked %lld child process(es) while it was recorded (a DataLoader's "
+                 "workers, say); their ops are not in this trace\n",
+                 static_cast<long long>(result->forked_children));
+  }
   if (result->writer_waits > 0) {
     // Nothing was dropped, but the program was held up: its timing includes it.
     std::fprintf(stderr,

@@ -4,6 +4,7 @@
 // decides when a session exists and when it may be freed.
 #include "magneton/recorder.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <time.h>
 
@@ -22,6 +23,22 @@ namespace {
 
 std::mutex g_lifecycle_mu;
 std::atomic<uint64_t> g_generation{0};
+
+// A child the process forks is a process of its own with none of the
+// session's threads (the writer, the fingerprint thread, the samplers), and
+// any of the recorder's locks may have been held by one of them at the fork.
+// Were the session still active there, the child's hooks would queue work
+// for threads that are not there (a flush or Stop waits for them forever: a
+// DataLoader worker, or an os.fork() child whose atexit stops the recording)
+// and its Stop would write into the parent's trace file. So the child has no
+// session; the parent counts its forks, so that the trace says its
+// children's ops are not in it (meta recorder.forked_children).
+std::atomic<int64_t> g_forks{0};
+int64_t g_forks_at_start = 0;  // g_lifecycle_mu
+
+void CountForkInParent() {
+  if (Recorder::IsRecording()) g_forks.fetch_add(1, std::memory_order_relaxed);
+}
 
 // The stop protocol (hazard-pointer style, one slot per thread). A Ref bumps
 // its thread's slot with a seq_cst read-modify-write, then reads active_;
@@ -116,9 +133,17 @@ Status Recorder::Start(const std::string& path, const RunMetadata& meta, Recorde
     rec->parts_->fingerprints.set_span_name_id(span_name_id);
   }
   record::StartBesideRecording(*rec->parts_, *rec->writer_, options.sample_energy);
+  static std::once_flag fork_handlers;
+  std::call_once(fork_handlers, [] { pthread_atfork(nullptr, &CountForkInParent, &Recorder::ForgetInForkedChild); });
+  g_forks_at_start = g_forks.load(std::memory_order_relaxed);
   active_.store(rec, std::memory_order_release);
   return Status::Ok();
 }
+
+// Only what is async-signal-safe runs in a forked child before it goes on:
+// an atomic store. The session's memory is the parent's copy; it is left as
+// it is (its locks may be held by threads that do not exist here).
+void Recorder::ForgetInForkedChild() { active_.store(nullptr, std::memory_order_relaxed); }
 
 Recorder* Recorder::Enter(RecorderRefSlot** slot) {
   RecorderRefSlot* s = t_slot;
@@ -143,6 +168,8 @@ Status Recorder::Stop() {
   // Removing an engine's callback (torch's removeCallback) does not wait for
   // callbacks already running: they may still be using rec inside a Ref.
   WaitForRefs();
+  rec->writer_->SetMeta("recorder.forked_children",
+                        std::to_string(g_forks.load(std::memory_order_relaxed) - g_forks_at_start));
   Status st = record::WriteStopMeta(*rec->parts_, *rec->writer_, rec->record_values_);
   Status closed = rec->writer_->Close();
   if (st.ok()) st = closed;

@@ -115,6 +115,7 @@ StatusOr<RecordRunResult> RecordChild(const RecordRunRequest& req) {
   auto meta_int = [&](const char* key) -> int64_t { return std::strtoll(meta(key).c_str(), nullptr, 10); };
   result.writer_waits = meta_int("trace.backpressure_waits");
   result.writer_wait_ms = meta_int("trace.backpressure_wait_ms");
+  result.forked_children = meta_int("recorder.forked_children");
   if (!meta("gpu.error").empty()) {
     result.gpu_note = "GPU kernels not recorded: " + meta("gpu.error");
   } else if (!meta("gpu.source").empty()) {

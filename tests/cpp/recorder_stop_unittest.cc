@@ -4,6 +4,9 @@
 // run under ThreadSanitizer and AddressSanitizer (CONTRIBUTING.md), where a
 // hook touching a freed recorder is a reported error, not a lucky read.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <atomic>
@@ -332,6 +335,81 @@ TEST(RecorderStop, StopFromInsideARefFailsAndStopsNothing) {
     EXPECT_FALSE(rec);
     EXPECT_EQ(rec.get(), nullptr);
   }
+}
+
+// How a forked child ended: its exit code, or -1 when it had not ended
+// within the deadline (it is killed: a child waiting on the parent's threads
+// never ends on its own).
+int ExitCodeWithin(pid_t pid, std::chrono::seconds deadline) {
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > until) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// A child forked while a recording runs (a DataLoader's worker, an
+// os.fork()) has none of its threads: it has no recording, so its ops are not
+// queued for threads that are not there and its Stop neither waits for them
+// nor writes into the parent's trace. The parent's trace counts the child.
+TEST(RecorderStop, AForkedChildHasNoRecordingAndTheParentCountsIt) {
+  const std::string path = TempPath("forked.mtrace");
+  Buffers buf;
+  magneton_tensor a = buf.CView(buf.a, 1), out = buf.CView(buf.out, 1);
+  // With --values: the fingerprint thread runs as well as the writer.
+  ASSERT_EQ(magneton_start(path.c_str(), "forked", "native-c", 0, 1), MAGNETON_OK);
+  auto one_op = [&](const char* name) {
+    if (magneton_begin_op(name) < 0) return false;
+    magneton_add_input(0, &a);
+    magneton_add_output(0, &out);
+    magneton_end_op("{}");
+    return true;
+  };
+  ASSERT_TRUE(one_op("fork::before"));
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The child's own ops: thousands, past the fingerprint queue's wake-up.
+    int code = Recorder::IsRecording() ? 10 : 0;
+    for (int i = 0; i < 5000 && code == 0; ++i) {
+      buf.a[0] = static_cast<float>(i);
+      if (one_op("fork::in_child")) code = 11;
+    }
+    if (code == 0 && magneton_stop() != MAGNETON_FAILED_PRECONDITION) code = 12;
+    _exit(code);
+  }
+  EXPECT_EQ(ExitCodeWithin(child, std::chrono::seconds(30)), 0)
+      << "10: the child saw the recording; 11: it recorded an op; 12: its stop did not say none was active; "
+         "-1: it hung";
+  ASSERT_TRUE(one_op("fork::after"));
+  ASSERT_EQ(magneton_stop(), MAGNETON_OK);
+  auto trace = ReadTrace(path);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  std::vector<std::string> names;
+  for (const OpEvent& op : trace->ops) {
+    if (trace->str(op.name_id) != kFingerprintOpName) names.push_back(trace->str(op.name_id));
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"fork::before", "fork::after"}));
+  EXPECT_EQ(trace->meta.extra["recorder.forked_children"], "1");
+
+  // A fork while nothing records is not the next recording's child.
+  const pid_t between = fork();
+  ASSERT_GE(between, 0);
+  if (between == 0) _exit(0);
+  EXPECT_EQ(ExitCodeWithin(between, std::chrono::seconds(30)), 0);
+  const std::string quiet = TempPath("quiet.mtrace");
+  ASSERT_EQ(magneton_start(quiet.c_str(), "quiet", "native-c", 0, 1), MAGNETON_OK);
+  ASSERT_TRUE(one_op("fork::none"));
+  ASSERT_EQ(magneton_stop(), MAGNETON_OK);
+  auto none = ReadTrace(quiet);
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_EQ(none->meta.extra["recorder.forked_children"], "0");
 }
 
 }  // namespace
