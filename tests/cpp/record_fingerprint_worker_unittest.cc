@@ -210,14 +210,21 @@ TEST(FingerprintWorker, AFullRingTakesNoMoreCopiesUntilTheThreadCatchesUp) {
 // done long before), and the ring takes no copy over it meanwhile. Once the
 // view is done the copy is freed, and a later view copies for itself.
 struct HeldView {
-  std::atomic<bool> view_running{false}, release{false};
+  std::atomic<bool> view_queued{false}, view_running{false}, release{false};
   std::atomic<int> intact{-1};
 };
 
+constexpr int64_t kValueId = 1;
 constexpr int64_t kViewId = 2;
 
 void RunHoldingTheView(const FingerprintWorker::Job& job, TraceWriter*, void* context) {
   auto* h = static_cast<HeldView*>(context);
+  // The value's job waits for the view to be queued: done before, it would
+  // free its copy, and the view would rightly copy for itself (PushView false).
+  if (job.tensor_id == kValueId) {
+    while (!h->view_queued.load()) std::this_thread::yield();
+    return;
+  }
   if (job.tensor_id != kViewId) return;
   h->view_running = true;
   while (!h->release.load()) std::this_thread::yield();
@@ -238,7 +245,7 @@ TEST(FingerprintWorker, AViewReadsItsValuesCopyUntilItIsDone) {
   std::vector<float> value(256);
   for (size_t i = 0; i < value.size(); ++i) value[i] = static_cast<float>(i);
   FingerprintWorker::Job base;
-  base.tensor_id = 1;
+  base.tensor_id = kValueId;
   base.result = std::make_shared<KeptFingerprint>();
   base.shape = {16, 16};
   const std::shared_ptr<KeptFingerprint> base_kept = base.result;
@@ -254,7 +261,9 @@ TEST(FingerprintWorker, AViewReadsItsValuesCopyUntilItIsDone) {
     return view;
   };
   FingerprintWorker::Job view = view_of_base();
-  ASSERT_TRUE(worker.PushView(std::move(view), *base_kept));
+  const bool queued = worker.PushView(std::move(view), *base_kept);
+  held.view_queued = true;
+  ASSERT_TRUE(queued);
   while (!held.view_running.load()) std::this_thread::yield();  // the value's job is done
   // Copies until the ring takes no more: none of them over the value's copy.
   // Copies of the value's size: the ring's last one would start where the
