@@ -111,9 +111,9 @@ struct alignas(64) RecorderRefSlot {
 
 class Recorder {
  public:
-  static Status Start(const std::string& path, const RunMetadata& meta, RecorderOptions options = {});
   // A child the process forks while a session is active has none: its hooks
   // find no recording (meta recorder.forked_children counts such children).
+  static Status Start(const std::string& path, const RunMetadata& meta, RecorderOptions options = {});
   // Stops hooks from seeing the session, waits until every Ref taken while it
   // was active is gone, then closes the trace. Fails (and stops nothing) on a
   // thread that holds a Ref itself, which would wait for itself forever.

@@ -333,17 +333,16 @@ std::string TimingOnlyReason(const Finding& f) {
 // project's 2-core VM, B's "energy while no op ran" of a GPT-2 generate came
 // out costlier in one run of four.
 std::string NoOpsReason(const DetectResult& r, const Finding& f) {
-  std::string why = TimingOnlyReason(f) + ", and no recorded setting that reaches every op differs";
+  std::string why = TimingOnlyReason(f) + ", and no recorded setting that reaches every op differs; ";
   const bool b_costly = f.wasteful_side == 'B';
   const SideSummary& costly = b_costly ? r.b : r.a;
   const SideSummary& cheap = b_costly ? r.a : r.b;
   if (LoadSlowdownBound(costly, cheap) > 1) {
-    why += fmt::format("; {}, and a busy machine stretches the time between ops as much as the ops (the process "
-                       "waits for a CPU): record both sides again on a quiet machine, or",
+    why += fmt::format("{}, and a busy machine stretches the time between ops as much as the ops (the process "
+                       "waits for a CPU): record both sides again on a quiet machine, or ",
                        BothLoads(costly, cheap, b_costly));
-    return why + " " + kMoreRuns;
   }
-  return why + "; " + kMoreRuns;
+  return why + kMoreRuns;
 }
 
 // Several runs per side replicate the machine only where each pair shared

@@ -24,6 +24,8 @@ namespace {
 // a manifest found by its stem) found an earlier process's file there and
 // failed about one `ctest -j2` run in six on a machine with 17 000 such
 // folders left behind.
+bool g_process_temp_dir_made = false;
+
 const std::filesystem::path& ProcessTempDir() {
   static const std::filesystem::path dir = [] {
     std::string pattern =
@@ -32,17 +34,18 @@ const std::filesystem::path& ProcessTempDir() {
       ADD_FAILURE() << "cannot make a folder for test files at " << pattern;
       std::abort();
     }
+    g_process_temp_dir_made = true;
     return std::filesystem::path(pattern);
   }();
   return dir;
 }
 
 // The folder goes when every test of the process passed; a failure's files
-// stay to be looked at.
+// stay to be looked at. A process that made none makes none here.
 class RemoveTestFilesWhenPassed : public ::testing::Environment {
  public:
   void TearDown() override {
-    if (!::testing::UnitTest::GetInstance()->Passed()) return;
+    if (!g_process_temp_dir_made || !::testing::UnitTest::GetInstance()->Passed()) return;
     std::error_code ignored;
     std::filesystem::remove_all(ProcessTempDir(), ignored);
   }
