@@ -95,10 +95,6 @@ namespace record {
 struct RecorderParts;  // record/recorder_parts.h
 }  // namespace record
 
-// The recorder op that covers --values fingerprinting on the traced thread
-// (an IsRecorderOp name): its time and energy are the recorder's, not the
-// enclosing op's, and not the job's.
-inline constexpr std::string_view kFingerprintOpName = "magneton::fingerprint";
 
 // One thread's in-flight marker for Recorder::Ref (see src/record/recorder.cc
 // for the stop protocol). Owned by one thread at a time, on a cache line of

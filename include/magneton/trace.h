@@ -6,6 +6,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "magneton/provenance.h"
@@ -29,6 +30,10 @@ inline constexpr int64_t kNoId = -1;
 // graph nodes, regions or part of another op's cost.
 inline constexpr char kRecorderOpPrefix[] = "magneton::";
 inline bool IsRecorderOp(const std::string& name) { return name.rfind(kRecorderOpPrefix, 0) == 0; }
+// The recorder op that covers --values fingerprinting (on the traced thread,
+// and the fingerprint thread's CPU time on its own): its time and energy are
+// the recorder's, not the enclosing op's, and not the job's.
+inline constexpr std::string_view kFingerprintOpName = "magneton::fingerprint";
 
 struct RunMetadata {
   std::string label;

@@ -63,6 +63,19 @@ std::vector<bool> AtStopWork(const Trace& trace) {
   return WithNested(trace, marked);
 }
 
+// The recorder's fingerprint work (kFingerprintOpName ops): never the
+// program's time, wherever it lies. The fingerprint thread's ops run after
+// the program's last op while it catches up (until Stop asks for the rest,
+// marked "at_stop"); counted as the job's end, they made a quiet side's job
+// milliseconds longer "outside every op" than a busy side's, whose thread
+// got no CPU until Stop: a control pair's diff called that waste (235 mJ
+// against 0 in each of three runs). Every op nested in one, too.
+std::vector<bool> FingerprintWork(const Trace& trace) {
+  std::vector<bool> marked(trace.ops.size(), false);
+  for (size_t i = 0; i < trace.ops.size(); ++i) marked[i] = trace.str(trace.ops[i].name_id) == kFingerprintOpName;
+  return WithNested(trace, marked);
+}
+
 // The reverse of StartsFirst (thread_pieces.h): every op before the op that
 // encloses it. A reader's ops are in start order, mostly already in
 // StartsFirst's: checked before sorting millions of them.
@@ -113,16 +126,19 @@ StatusOr<Attribution> AttributeHostWork(const Trace& trace, const std::vector<En
   // time: neither it nor the pause before it is inside the job (that pause
   // was seconds "outside every op" in a JAX side's diff). Recorder ops the
   // program's time runs through (a window's unrecorded span, a warm-up, a
-  // CUDA graph capture) stay inside, their energy given back below. A first
-  // pass over the exclusive pieces finds the job's ends (and each op's parent).
+  // CUDA graph capture) stay inside, their energy given back below; the
+  // recorder's fingerprint work never sets the job's ends (FingerprintWork).
+  // A first pass over the exclusive pieces finds the job's ends (and each
+  // op's parent).
   {
     const std::vector<bool> at_stop = AtStopWork(trace);
+    const std::vector<bool> fingerprint_work = FingerprintWork(trace);
     out.ops_start_ns = curve.end();
     out.ops_end_ns = curve.start();
     for (const auto& [tid, idx] : by_thread) {
       ThreadPieces pieces(trace, idx, recorder_op, Kind::kExclusive, curve.start(), curve.end(), &parent);
       for (Piece p; pieces.Next(&p);) {
-        if (at_stop[p.op]) continue;
+        if (at_stop[p.op] || fingerprint_work[p.op]) continue;
         out.ops_start_ns = std::min(out.ops_start_ns, p.start_ns);
         out.ops_end_ns = std::max(out.ops_end_ns, p.end_ns);
       }

@@ -211,6 +211,29 @@ TEST(AttributionTest, TheRecordersWorkAtStopIsOutsideTheJob) {
   EXPECT_DOUBLE_EQ(b->unclaimed_in_job_uj, 100);
 }
 
+TEST(AttributionTest, TheFingerprintThreadsWorkAfterTheLastOpIsOutsideTheJob) {
+  // [10,30) and [30,50) the program's ops on thread 1; the fingerprint
+  // thread's CPU time on thread 2 [40,45) and [60,80), not yet at stop: it
+  // catches up after the program's last op. The job is [10,50): nothing of it
+  // "outside every op". Renamed to another recorder op the program's time
+  // runs through, the same op would take the job to its end.
+  Trace trace;
+  trace.strings = {"aten::mm", "aten::tanh", std::string(kFingerprintOpName), "magneton::unrecorded"};
+  trace.ops = {Op(0, 1, 10, 30), Op(1, 1, 30, 50), Op(2, 2, 40, 45), Op(3, 2, 60, 80)};
+  trace.ops[1].name_id = 1;
+  trace.ops[2].name_id = trace.ops[3].name_id = 2;
+  const auto samples = Samples(0, 300, 5, [](int64_t) { return 1.0; });
+  auto a = AttributeEnergy(trace, samples, "cpu-package-0");
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(a->ops_start_ns, 10);
+  EXPECT_EQ(a->ops_end_ns, 50);
+  EXPECT_DOUBLE_EQ(a->unclaimed_in_job_uj, 0);
+  trace.ops[3].name_id = 3;
+  auto b = AttributeEnergy(trace, samples, "cpu-package-0");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->ops_end_ns, 80);
+}
+
 TEST(AttributionTest, OpsCapturedIntoACudaGraphAreTheRecordersNotTheJobs) {
   // [10,50) a CUDA graph capture holding addmm [20,40): addmm's launch only
   // added a node to the graph, so neither its time nor its energy is work.
@@ -367,9 +390,12 @@ TEST(AttributionTest, EveryOpsShareMatchesANanosecondByNanosecondReference) {
         last_end = op.end_ns;
       }
     }
+    // The job: first op to last, the fingerprint work (every recorder op
+    // here, and what nests in one) never one of its ends.
     int64_t job_start = INT64_MAX, job_end = INT64_MIN;
-    for (const OpEvent& op : trace.ops) {
-      if (op.end_ns == op.start_ns) continue;
+    for (size_t i = 0; i < n; ++i) {
+      const OpEvent& op = trace.ops[i];
+      if (op.end_ns == op.start_ns || recorder_work(i)) continue;
       job_start = std::min(job_start, op.start_ns);
       job_end = std::max(job_end, op.end_ns);
     }
